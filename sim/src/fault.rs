@@ -1,0 +1,156 @@
+//! Faults as data: what the world can do to processes, clocks and links, and when.
+//!
+//! A fault is plain serde data with a target and parameters; a [`ScheduledFault`] adds when it
+//! happens: at a true time, or when a node reaches a named point in its code (a *mark*, such as
+//! `validity-checked`), which lets a scenario place a pause at the worst moment without
+//! knowing the run's timing in advance.
+
+use serde::{Deserialize, Serialize};
+
+use crate::net::{PartitionMode, Shape};
+use crate::time::{Dur, Time};
+use crate::world::NodeId;
+
+/// One fault.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fault {
+    /// The process stops running (GC, SIGSTOP, VM freeze); its clocks keep going. Messages
+    /// and due timers wait and are handled in order when it resumes.
+    Pause {
+        /// The process.
+        node: NodeId,
+        /// How long; `None` pauses until a [`Fault::Resume`].
+        duration: Option<Dur>,
+    },
+    /// A paused process runs again.
+    Resume {
+        /// The process.
+        node: NodeId,
+    },
+    /// The process crashes: volatile state is lost, in-flight inbound messages are dropped,
+    /// timers are cancelled.
+    Crash {
+        /// The process.
+        node: NodeId,
+        /// Restart it this long after the crash; `None` leaves it down.
+        restart_after: Option<Dur>,
+    },
+    /// A crashed process starts again from what its model declares durable.
+    Restart {
+        /// The process.
+        node: NodeId,
+    },
+    /// Block links.
+    Partition {
+        /// Which links.
+        shape: Shape,
+        /// Drop or hold the messages that arrive while blocked.
+        mode: PartitionMode,
+        /// Heal this partition after this long; `None` waits for a [`Fault::Heal`].
+        duration: Option<Dur>,
+    },
+    /// Heal every partition in force.
+    Heal,
+    /// Step a node's wall clock (NTP step, `date -s`): forward when positive.
+    ClockStep {
+        /// The node.
+        node: NodeId,
+        /// Signed step in nanoseconds.
+        delta_ns: i64,
+    },
+    /// Slew a node's wall clock by `delta_ns` at `rate_ppm` (ntpd/chronyd adjtime).
+    ClockSlew {
+        /// The node.
+        node: NodeId,
+        /// Signed total change in nanoseconds.
+        delta_ns: i64,
+        /// The slew rate in ppm (ntpd at most 500, chronyd 1000 by default).
+        rate_ppm: u32,
+    },
+    /// Set the drift of a node's clocks, in ppm (crystal ±50, a bad one more).
+    ClockDrift {
+        /// The node.
+        node: NodeId,
+        /// New drift; negative runs slow.
+        drift_ppm: i64,
+    },
+    /// Add one-way delay to every message sent from any of `from` to any of `to`: a clogged
+    /// switch, a retransmission storm, the "90 seconds in the network" of Kleppmann's K3.
+    Delay {
+        /// Senders.
+        from: Vec<NodeId>,
+        /// Receivers.
+        to: Vec<NodeId>,
+        /// Extra one-way delay per message.
+        extra: Dur,
+        /// How long the links stay slow; `None` keeps them slow for the rest of the run.
+        duration: Option<Dur>,
+    },
+}
+
+impl Fault {
+    /// The nodes this fault names.
+    pub fn nodes(&self) -> Vec<NodeId> {
+        match self {
+            Fault::Pause { node, .. }
+            | Fault::Resume { node }
+            | Fault::Crash { node, .. }
+            | Fault::Restart { node }
+            | Fault::ClockStep { node, .. }
+            | Fault::ClockSlew { node, .. }
+            | Fault::ClockDrift { node, .. } => vec![*node],
+            Fault::Partition { shape, .. } => shape.nodes(),
+            Fault::Heal => Vec::new(),
+            Fault::Delay { from, to, .. } => {
+                let mut v: Vec<NodeId> = from.iter().chain(to).copied().collect();
+                v.sort();
+                v.dedup();
+                v
+            }
+        }
+    }
+}
+
+/// When a scheduled fault happens.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum When {
+    /// At a true time.
+    At(Time),
+    /// Right after `node` records its `occurrence`-th (from 1) mark named `mark`, before
+    /// anything else happens in the world. A process reaches marks at the points where real
+    /// code could be interrupted, e.g. between a validity check and a write.
+    OnMark {
+        /// The node whose code reaches the mark.
+        node: NodeId,
+        /// The mark's name.
+        mark: String,
+        /// Which occurrence triggers the fault, from 1.
+        occurrence: u32,
+    },
+}
+
+/// A fault and when it happens.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ScheduledFault {
+    /// When.
+    pub when: When,
+    /// What.
+    pub fault: Fault,
+}
+
+/// A fault as the world applied it, for the history and reports.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AppliedFault {
+    /// True time at which it took effect.
+    pub time: Time,
+    /// What it was. Follow-up actions the world schedules itself (the resume after a timed
+    /// pause, the heal after a timed partition, the restart after a crash) appear as their
+    /// own entries.
+    pub fault: Fault,
+    /// The nodes it affected; for a partition, the nodes on the cut links.
+    pub nodes: Vec<NodeId>,
+    /// A short description with names resolved, e.g. `partition {client-1} | {redis, storage}`.
+    pub detail: String,
+}

@@ -1,0 +1,326 @@
+//! The network: per directed link latency, loss and duplication, and partitions.
+//!
+//! A message's fate is decided in two places. At send time the sender's link draws loss,
+//! duplication and a latency for each copy (reordering follows from independent delays). At
+//! arrival time the world asks whether the link is blocked by a partition: in drop mode the
+//! message is lost (a datagram, or iptables DROP); in hold mode it waits in the link's queue
+//! and is delivered in order after the heal (a TCP connection that retransmits).
+
+use serde::{Deserialize, Serialize};
+
+use crate::dist::Distribution;
+use crate::rng::Rng;
+use crate::time::Dur;
+use crate::world::NodeId;
+
+/// How one directed link behaves.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LinkConfig {
+    /// One-way latency of each message.
+    pub latency: Distribution,
+    /// Probability that a message is lost, per million.
+    pub loss_ppm: u32,
+    /// Probability that a message is delivered twice, per million.
+    pub duplicate_ppm: u32,
+}
+
+impl Default for LinkConfig {
+    fn default() -> LinkConfig {
+        LinkConfig {
+            latency: Distribution::ZERO,
+            loss_ppm: 0,
+            duplicate_ppm: 0,
+        }
+    }
+}
+
+/// What a blocked link does with a message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionMode {
+    /// Messages that arrive while the link is blocked are lost.
+    #[default]
+    Drop,
+    /// Messages wait and are delivered in order after the heal.
+    Hold,
+}
+
+/// Which links a partition blocks, named by nodes. Shapes follow Jepsen's nemeses; the ones
+/// with a random split draw it from the world's fault stream when the fault is applied.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// `node` can reach no one and no one can reach it.
+    Isolate {
+        /// The isolated node.
+        node: NodeId,
+    },
+    /// Every group is cut from every other group, both ways; unlisted nodes are untouched.
+    Split {
+        /// Two or more disjoint groups.
+        groups: Vec<Vec<NodeId>>,
+    },
+    /// Messages from `from` to `to` are blocked; the other direction still works.
+    OneWay {
+        /// Senders whose messages are blocked.
+        from: Vec<NodeId>,
+        /// Receivers that no longer hear them.
+        to: Vec<NodeId>,
+    },
+    /// A random minority of `nodes` (`len / 2` of them) is cut from the rest.
+    MajorityMinority {
+        /// The nodes to split.
+        nodes: Vec<NodeId>,
+    },
+    /// Two random halves of `nodes`, with one node in the middle that still reaches both.
+    Bridge {
+        /// The nodes to split.
+        nodes: Vec<NodeId>,
+    },
+    /// `nodes` on a random ring: each sees its nearest neighbours, a majority counting itself,
+    /// and no two see the same majority.
+    MajoritiesRing {
+        /// The nodes to arrange.
+        nodes: Vec<NodeId>,
+    },
+}
+
+impl Shape {
+    /// The directed links `(from, to)` this shape blocks in a world of `node_count` nodes,
+    /// drawing any random split from `rng`. Returned sorted and without duplicates.
+    pub fn links(&self, node_count: usize, rng: &mut Rng) -> Vec<(NodeId, NodeId)> {
+        let mut links = Vec::new();
+        let mut cut = |a: &[NodeId], b: &[NodeId], both: bool| {
+            for &x in a {
+                for &y in b {
+                    if x != y {
+                        links.push((x, y));
+                        if both {
+                            links.push((y, x));
+                        }
+                    }
+                }
+            }
+        };
+        match self {
+            Shape::Isolate { node } => {
+                let others: Vec<NodeId> = (0..node_count as u32).map(NodeId).collect();
+                cut(&[*node], &others, true);
+            }
+            Shape::Split { groups } => {
+                for (i, a) in groups.iter().enumerate() {
+                    for b in &groups[i + 1..] {
+                        cut(a, b, true);
+                    }
+                }
+            }
+            Shape::OneWay { from, to } => cut(from, to, false),
+            Shape::MajorityMinority { nodes } => {
+                let mut v = nodes.clone();
+                rng.shuffle(&mut v);
+                let (minority, majority) = v.split_at(v.len() / 2);
+                cut(minority, majority, true);
+            }
+            Shape::Bridge { nodes } => {
+                let mut v = nodes.clone();
+                rng.shuffle(&mut v);
+                let half = v.len() / 2;
+                let (left, rest) = v.split_at(half);
+                // rest[0] is the bridge; it keeps both sides.
+                if let Some((_, right)) = rest.split_first() {
+                    cut(left, right, true);
+                }
+            }
+            Shape::MajoritiesRing { nodes } => {
+                let mut v = nodes.clone();
+                rng.shuffle(&mut v);
+                let n = v.len();
+                // Each node must see a majority (n/2 + 1) counting itself: neighbours within
+                // distance k on both sides, 2k + 1 >= n/2 + 1.
+                let k = (n / 2).div_ceil(2);
+                for i in 0..n {
+                    for j in 0..n {
+                        let d = i.abs_diff(j).min(n - i.abs_diff(j));
+                        if d > k {
+                            links.push((v[i], v[j]));
+                        }
+                    }
+                }
+            }
+        }
+        links.sort();
+        links.dedup();
+        links
+    }
+
+    /// Every node the shape names.
+    pub fn nodes(&self) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = match self {
+            Shape::Isolate { node } => vec![*node],
+            Shape::Split { groups } => groups.iter().flatten().copied().collect(),
+            Shape::OneWay { from, to } => from.iter().chain(to).copied().collect(),
+            Shape::MajorityMinority { nodes }
+            | Shape::Bridge { nodes }
+            | Shape::MajoritiesRing { nodes } => nodes.clone(),
+        };
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// The state of every directed link: configuration and how many partitions block it.
+#[derive(Clone, Debug)]
+pub(crate) struct Links {
+    n: usize,
+    config: Vec<LinkConfig>,
+    /// Extra one-way delay from network faults (a slow switch, a clogged link).
+    extra: Vec<Dur>,
+    drop_blocks: Vec<u16>,
+    hold_blocks: Vec<u16>,
+}
+
+/// What a partition does to one arriving message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    Open,
+    Drop,
+    Hold,
+}
+
+impl Links {
+    pub(crate) fn new(n: usize, default: &LinkConfig) -> Links {
+        Links {
+            n,
+            config: vec![default.clone(); n * n],
+            extra: vec![Dur::ZERO; n * n],
+            drop_blocks: vec![0; n * n],
+            hold_blocks: vec![0; n * n],
+        }
+    }
+
+    fn idx(&self, from: NodeId, to: NodeId) -> usize {
+        from.index() * self.n + to.index()
+    }
+
+    pub(crate) fn set_config(&mut self, from: NodeId, to: NodeId, config: LinkConfig) {
+        let i = self.idx(from, to);
+        self.config[i] = config;
+    }
+
+    pub(crate) fn config(&self, from: NodeId, to: NodeId) -> &LinkConfig {
+        &self.config[self.idx(from, to)]
+    }
+
+    pub(crate) fn extra(&self, from: NodeId, to: NodeId) -> Dur {
+        self.extra[self.idx(from, to)]
+    }
+
+    pub(crate) fn add_extra(&mut self, from: NodeId, to: NodeId, d: Dur, add: bool) {
+        let i = self.idx(from, to);
+        self.extra[i] = if add {
+            self.extra[i] + d
+        } else {
+            self.extra[i].saturating_sub(d)
+        };
+    }
+
+    pub(crate) fn gate(&self, from: NodeId, to: NodeId) -> Gate {
+        let i = self.idx(from, to);
+        if self.drop_blocks[i] > 0 {
+            Gate::Drop
+        } else if self.hold_blocks[i] > 0 {
+            Gate::Hold
+        } else {
+            Gate::Open
+        }
+    }
+
+    /// Adds (or, with `block == false`, removes) one partition's blocks.
+    pub(crate) fn block(&mut self, links: &[(NodeId, NodeId)], mode: PartitionMode, block: bool) {
+        for &(a, b) in links {
+            let i = self.idx(a, b);
+            let counter = match mode {
+                PartitionMode::Drop => &mut self.drop_blocks[i],
+                PartitionMode::Hold => &mut self.hold_blocks[i],
+            };
+            *counter = if block {
+                *counter + 1
+            } else {
+                counter.checked_sub(1).expect("unbalanced heal")
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[u32]) -> Vec<NodeId> {
+        v.iter().map(|&i| NodeId(i)).collect()
+    }
+
+    #[test]
+    fn majority_minority_cuts_two_of_five_both_ways() {
+        let links = Shape::MajorityMinority {
+            nodes: ids(&[0, 1, 2, 3, 4]),
+        }
+        .links(5, &mut Rng::fork(1, "f"));
+        // 2 x 3 pairs, both directions.
+        assert_eq!(links.len(), 12);
+    }
+
+    #[test]
+    fn bridge_node_reaches_both_sides() {
+        let links = Shape::Bridge {
+            nodes: ids(&[0, 1, 2, 3, 4]),
+        }
+        .links(5, &mut Rng::fork(2, "f"));
+        assert_eq!(links.len(), 8);
+        let touched: Vec<NodeId> = links.iter().flat_map(|&(a, b)| [a, b]).collect();
+        let bridge = ids(&[0, 1, 2, 3, 4])
+            .into_iter()
+            .find(|n| !touched.contains(n));
+        assert!(bridge.is_some(), "one node keeps every link");
+    }
+
+    #[test]
+    fn majorities_ring_leaves_everyone_a_distinct_majority() {
+        let nodes = ids(&[0, 1, 2, 3, 4]);
+        let links = Shape::MajoritiesRing {
+            nodes: nodes.clone(),
+        }
+        .links(5, &mut Rng::fork(3, "f"));
+        let mut views = Vec::new();
+        for &a in &nodes {
+            let view: Vec<NodeId> = nodes
+                .iter()
+                .copied()
+                .filter(|&b| a == b || !links.contains(&(a, b)))
+                .collect();
+            assert_eq!(view.len(), 3, "{a:?} sees a majority");
+            views.push(view);
+        }
+        views.sort();
+        views.dedup();
+        assert_eq!(views.len(), 5);
+    }
+
+    #[test]
+    fn isolate_cuts_a_node_from_everyone_both_ways() {
+        let links = Shape::Isolate { node: NodeId(1) }.links(3, &mut Rng::fork(0, "f"));
+        let expected = [(0, 1), (1, 0), (1, 2), (2, 1)].map(|(a, b)| (NodeId(a), NodeId(b)));
+        assert_eq!(links, expected.to_vec());
+    }
+
+    #[test]
+    fn one_way_blocks_one_direction() {
+        let links = Shape::OneWay {
+            from: ids(&[0]),
+            to: ids(&[1, 2]),
+        }
+        .links(5, &mut Rng::fork(0, "f"));
+        assert_eq!(links, vec![(NodeId(0), NodeId(1)), (NodeId(0), NodeId(2))]);
+    }
+}

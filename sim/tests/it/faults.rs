@@ -1,0 +1,214 @@
+//! Pause, crash and restart semantics, and faults triggered by marks.
+
+use lockstep_sim::{ClockKind, Dur, Fault, NodeId, Outcome, ScheduledFault, Status, When};
+
+use crate::support::*;
+
+#[test]
+fn a_paused_node_handles_waiting_messages_and_timers_in_order_at_resume() {
+    // n0 sends a note every 500 ms (zero latency); n1 pauses from 1.2 s to 3.2 s and has a
+    // timer due at 2.2 s, between the notes sent at 2.0 s and 2.5 s.
+    let mut cfg = config(1, 10, 2);
+    cfg.faults.push(at_ms(
+        1_200,
+        Fault::Pause {
+            node: NodeId(1),
+            duration: Some(Dur::from_secs(2)),
+        },
+    ));
+    let receiver = Probe::with_timers(vec![(ClockKind::Mono, Dur::from_millis(2_200), 7)]);
+    let mut w = world_with(cfg, vec![Probe::sender(1, 500, 8), receiver]);
+    w.run();
+    let recs = records(&w, 1);
+    let order: Vec<(u64, String)> = recs
+        .iter()
+        .map(|(t, e)| match e {
+            Ev::Got {
+                msg: Msg::Note(n), ..
+            } => (*t, format!("note {n}")),
+            Ev::Fired { tag, .. } => (*t, format!("timer {tag}")),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let expect = [
+        (500, "note 0"),
+        (1_000, "note 1"),
+        (3_200, "note 2"),
+        (3_200, "note 3"),
+        (3_200, "timer 7"),
+        (3_200, "note 4"),
+        (3_200, "note 5"),
+        (3_500, "note 6"),
+        (4_000, "note 7"),
+    ];
+    let expect: Vec<(u64, String)> = expect.iter().map(|(t, s)| (*t, s.to_string())).collect();
+    assert_eq!(order, expect);
+}
+
+#[test]
+fn a_pause_during_a_pause_lasts_until_the_later_end() {
+    let mut cfg = config(1, 10, 1);
+    cfg.faults.push(at_ms(
+        1_000,
+        Fault::Pause {
+            node: NodeId(0),
+            duration: Some(Dur::from_secs(3)),
+        },
+    ));
+    cfg.faults.push(at_ms(
+        2_000,
+        Fault::Pause {
+            node: NodeId(0),
+            duration: Some(Dur::from_secs(1)),
+        },
+    ));
+    let mut w = world_with(
+        cfg,
+        vec![Probe::with_timers(vec![(
+            ClockKind::Mono,
+            Dur::from_millis(1_500),
+            1,
+        )])],
+    );
+    w.run_until(lockstep_sim::Time::from_millis(3_999));
+    assert_eq!(w.status(NodeId(0)), Status::Paused);
+    w.run();
+    assert_eq!(fired_at_ns(&w, 0, 1), vec![4_000_000_000]);
+}
+
+#[test]
+fn a_crash_drops_in_flight_messages_and_cancels_timers() {
+    // n0 sends at 1.0 s, 1.1 s, ... with 100 ms latency. n1 crashes at 1.15 s and restarts at
+    // 1.25 s: the notes sent at 1.1 s (in flight at the crash) and 1.2 s (sent while it was
+    // down, arriving after the restart) are lost; 1.3 s onwards arrive.
+    let mut cfg = config(1, 10, 2);
+    cfg.link = latency(const_ms(100));
+    cfg.faults.push(at_ms(
+        1_150,
+        Fault::Crash {
+            node: NodeId(1),
+            restart_after: Some(Dur::from_millis(100)),
+        },
+    ));
+    let receiver = Probe::with_timers(vec![(ClockKind::Mono, Dur::from_secs(2), 9)]);
+    let mut sender = Probe::sender(1, 100, 15);
+    sender.send_every = Some(Dur::from_millis(100));
+    let mut w = world_with(cfg, vec![sender, receiver]);
+    w.run();
+    let got = notes(&w, 1);
+    // Sent at (k+1) * 100 ms, arriving 100 ms later.
+    assert_eq!(got, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14]);
+    assert!(
+        fired_at_ns(&w, 1, 9).is_empty(),
+        "the crash cancelled the timer"
+    );
+}
+
+#[test]
+fn a_restart_keeps_durable_state_and_loses_volatile_state() {
+    let mut cfg = config(1, 10, 2);
+    cfg.faults.push(at_ms(
+        500,
+        Fault::Crash {
+            node: NodeId(0),
+            restart_after: Some(Dur::from_secs(1)),
+        },
+    ));
+    cfg.faults.push(at_ms(
+        3_000,
+        Fault::Crash {
+            node: NodeId(0),
+            restart_after: None,
+        },
+    ));
+    cfg.faults
+        .push(at_ms(4_000, Fault::Restart { node: NodeId(0) }));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 100, 50), Probe::default()]);
+    w.run();
+    let restarts: Vec<(u64, Ev)> = records(&w, 0);
+    assert_eq!(
+        restarts,
+        vec![
+            (
+                1_500,
+                Ev::Restarted {
+                    durable: 0,
+                    volatile: 0
+                }
+            ),
+            (
+                4_000,
+                Ev::Restarted {
+                    durable: 1,
+                    volatile: 0
+                }
+            ),
+        ]
+    );
+    // The sender's volatile schedule died with it: only the notes before the crash arrived.
+    assert_eq!(notes(&w, 1), vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn a_crashed_node_ignores_pauses_and_a_paused_node_can_crash() {
+    let mut cfg = config(1, 10, 2);
+    cfg.faults.push(at_ms(
+        1_000,
+        Fault::Pause {
+            node: NodeId(1),
+            duration: None,
+        },
+    ));
+    cfg.faults.push(at_ms(
+        1_500,
+        Fault::Crash {
+            node: NodeId(1),
+            restart_after: None,
+        },
+    ));
+    cfg.faults.push(at_ms(
+        2_000,
+        Fault::Pause {
+            node: NodeId(1),
+            duration: Some(Dur::from_secs(1)),
+        },
+    ));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 100, 50), Probe::default()]);
+    w.run();
+    assert_eq!(w.status(NodeId(1)), Status::Down);
+    // Notes that waited during the pause died with the crash.
+    assert_eq!(notes(&w, 1).len(), 9);
+    assert!(w.fault_log()[2].detail.contains("no effect"));
+}
+
+#[test]
+fn a_fault_on_a_mark_lands_between_the_decision_and_the_action() {
+    let mut cfg = config(1, 10, 2);
+    cfg.faults.push(ScheduledFault {
+        when: When::OnMark {
+            node: NodeId(0),
+            mark: "before-send".into(),
+            occurrence: 3,
+        },
+        fault: Fault::Pause {
+            node: NodeId(0),
+            duration: Some(Dur::from_secs(2)),
+        },
+    });
+    let mut sender = Probe::sender(1, 100, 5);
+    sender.yield_before_send = true;
+    let mut w = world_with(cfg, vec![sender, Probe::default()]);
+    w.run();
+    let times: Vec<u64> = records(&w, 1).iter().map(|(t, _)| *t).collect();
+    // The third send decided at 300 ms happens only after the 2 s pause.
+    assert_eq!(times, vec![100, 200, 2_300, 2_400, 2_500]);
+}
+
+#[test]
+fn running_out_of_events_is_an_explicit_outcome() {
+    let mut cfg = config(1, 10, 2);
+    cfg.max_events = 5;
+    let mut w = world_with(cfg, vec![Probe::sender(1, 100, 50), Probe::default()]);
+    assert!(matches!(w.run(), Outcome::Exhausted { .. }));
+    assert_eq!(w.events(), 5);
+}

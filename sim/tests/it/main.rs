@@ -1,0 +1,7 @@
+//! Integration tests of the world: one binary, one module per subject.
+
+mod clocks;
+mod determinism;
+mod faults;
+mod network;
+mod support;
