@@ -1,0 +1,213 @@
+//! The grant table: every grant in grant order with its critical section, built in one pass
+//! that also validates the history.
+//!
+//! Every other pass trusts this table: a grant named by an exit or a storage op exists and
+//! came earlier, so later passes may look grants up without handling failure.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Event, ExitReason, FaultKind, GrantId, History, NodeId};
+use crate::text::{grant_label, op_label};
+
+use super::HistoryError;
+
+/// Why a critical section ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CsEnd {
+    /// The grant's first `Exit`.
+    Exit(ExitReason),
+    /// A crash fault of the holder: a crashed client exits at the crash.
+    Crash,
+    /// A later grant to the same client: one client acts for one grant at a time.
+    Regrant,
+    /// Still open when the run ended.
+    RunEnd,
+}
+
+/// One grant and its critical section `[from_ns, to_ns)`.
+#[derive(Clone, Debug)]
+pub(super) struct Grant {
+    pub(super) id: GrantId,
+    /// Index of the `Grant` entry.
+    pub(super) entry: usize,
+    pub(super) token: Option<u64>,
+    pub(super) from_ns: u64,
+    pub(super) to_ns: u64,
+    pub(super) end: CsEnd,
+    /// Index of the entry that ended the critical section; `None` if the run's end did.
+    pub(super) end_entry: Option<usize>,
+}
+
+impl Grant {
+    /// Whether the critical section was open just before entry `entry` took effect.
+    fn open_before(&self, entry: usize) -> bool {
+        self.entry < entry && self.end_entry.is_none_or(|end| end >= entry)
+    }
+}
+
+/// All grants, indexed by grant ordinal (the order of their `Grant` entries).
+#[derive(Debug)]
+pub(super) struct Grants {
+    pub(super) list: Vec<Grant>,
+    ordinals: BTreeMap<GrantId, usize>,
+    /// Each client's grant ordinals, in grant order.
+    by_client: BTreeMap<NodeId, Vec<usize>>,
+}
+
+impl Grants {
+    /// Validates `history` and builds its grant table.
+    pub(super) fn build(history: &History) -> Result<Grants, HistoryError> {
+        let mut grants = Grants {
+            list: Vec::new(),
+            ordinals: BTreeMap::new(),
+            by_client: BTreeMap::new(),
+        };
+        // The open critical section of each client, by grant ordinal.
+        let mut open: BTreeMap<NodeId, usize> = BTreeMap::new();
+        for (index, entry) in history.entries.iter().enumerate() {
+            check_time(history, index)?;
+            let time_ns = entry.time_ns;
+            match &entry.event {
+                Event::Grant { grant, token } => {
+                    if let Some(&first) = grants.ordinals.get(grant) {
+                        let message = format!(
+                            "grant {} is granted twice (first at entry {})",
+                            grant_label(history, *grant),
+                            grants.list[first].entry
+                        );
+                        return Err(HistoryError::at(index, message));
+                    }
+                    let ordinal = grants.list.len();
+                    if let Some(previous) = open.insert(grant.client, ordinal) {
+                        grants.close(previous, time_ns, CsEnd::Regrant, index);
+                    }
+                    grants.push(history, index, *grant, *token);
+                }
+                Event::Exit { grant, why } => {
+                    let ordinal = grants.known(history, index, *grant, || "exit".to_owned())?;
+                    // A second exit, or an exit after a crash ended the section, changes nothing.
+                    if open.get(&grant.client) == Some(&ordinal) {
+                        open.remove(&grant.client);
+                        grants.close(ordinal, time_ns, CsEnd::Exit(*why), index);
+                    }
+                }
+                Event::Storage(op) => {
+                    let what = || format!("storage op {}", op_label(history, op.op));
+                    grants.known(history, index, op.grant, what)?;
+                    if op.op.client != op.grant.client {
+                        let message = format!(
+                            "{} names grant {}, which another client holds",
+                            what(),
+                            grant_label(history, op.grant)
+                        );
+                        return Err(HistoryError::at(index, message));
+                    }
+                }
+                Event::Fault(fault) if fault.kind == FaultKind::Crash => {
+                    for node in &fault.nodes {
+                        if let Some(ordinal) = open.remove(node) {
+                            grants.close(ordinal, time_ns, CsEnd::Crash, index);
+                        }
+                    }
+                }
+                Event::Request { .. } | Event::AcquireFailed { .. } | Event::Fault(_) => {}
+            }
+        }
+        Ok(grants)
+    }
+
+    /// The grant ordinal of a grant that `build` has seen.
+    ///
+    /// # Panics
+    /// If the grant is not in the table: `build` rejects histories that name unknown grants.
+    pub(super) fn ordinal(&self, grant: GrantId) -> usize {
+        self.ordinals[&grant]
+    }
+
+    /// The client's grant whose critical section was open just before entry `entry`.
+    pub(super) fn open_before(&self, client: NodeId, entry: usize) -> Option<&Grant> {
+        let ordinals = self.by_client.get(&client)?;
+        // A client's sections never overlap (a regrant ends the previous one), so only its
+        // last grant before the entry can still be open.
+        let before = ordinals.partition_point(|&ordinal| self.list[ordinal].entry < entry);
+        let last = &self.list[*ordinals.get(before.checked_sub(1)?)?];
+        last.open_before(entry).then_some(last)
+    }
+
+    fn push(&mut self, history: &History, entry: usize, id: GrantId, token: Option<u64>) {
+        let ordinal = self.list.len();
+        let from_ns = history.entries[entry].time_ns;
+        let to_ns = history.end_ns;
+        self.list.push(Grant {
+            id,
+            entry,
+            token,
+            from_ns,
+            to_ns,
+            end: CsEnd::RunEnd,
+            end_entry: None,
+        });
+        self.ordinals.insert(id, ordinal);
+        self.by_client.entry(id.client).or_default().push(ordinal);
+    }
+
+    fn close(&mut self, ordinal: usize, time_ns: u64, end: CsEnd, entry: usize) {
+        let grant = &mut self.list[ordinal];
+        grant.to_ns = time_ns;
+        grant.end = end;
+        grant.end_entry = Some(entry);
+    }
+
+    /// The ordinal of `grant`, named by `what()` at entry `index`, or an error saying whether it
+    /// is granted only later or never. `what` is a closure so valid histories pay for no text.
+    fn known(
+        &self,
+        history: &History,
+        index: usize,
+        grant: GrantId,
+        what: impl Fn() -> String,
+    ) -> Result<usize, HistoryError> {
+        if let Some(&ordinal) = self.ordinals.get(&grant) {
+            return Ok(ordinal);
+        }
+        let later = history.entries[index..].iter().position(
+            |entry| matches!(entry.event, Event::Grant { grant: granted, .. } if granted == grant),
+        );
+        let when = match later {
+            Some(offset) => format!("which is granted only later, at entry {}", index + offset),
+            None => "which was never granted".to_owned(),
+        };
+        let message = format!(
+            "{} names grant {}, {when}",
+            what(),
+            grant_label(history, grant)
+        );
+        Err(HistoryError::at(index, message))
+    }
+}
+
+/// Entries must be in true-time order and within the run.
+fn check_time(history: &History, index: usize) -> Result<(), HistoryError> {
+    let time_ns = history.entries[index].time_ns;
+    if let Some(previous) = index
+        .checked_sub(1)
+        .map(|previous| &history.entries[previous])
+    {
+        if time_ns < previous.time_ns {
+            let message = format!(
+                "time {time_ns} ns is before the previous entry's time {} ns: entries must be in \
+                 true-time order",
+                previous.time_ns
+            );
+            return Err(HistoryError::at(index, message));
+        }
+    }
+    if time_ns > history.end_ns {
+        let message = format!(
+            "time {time_ns} ns is after the run's end ({} ns, end_ns)",
+            history.end_ns
+        );
+        return Err(HistoryError::at(index, message));
+    }
+    Ok(())
+}

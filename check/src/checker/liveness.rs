@@ -1,0 +1,227 @@
+//! Liveness metrics: how often and how fast the lock was granted, and how it recovered from
+//! faults. They never change a verdict.
+//!
+//! Waiting is tracked per client from its `Request` to its next `Grant`; the waits feed the
+//! acquire latency, the unavailable time and the fairness share.
+
+use std::collections::BTreeMap;
+
+use crate::history::{Event, ExitReason, FaultKind, History, NodeId};
+use crate::verdict::{Failover, Liveness, Percentiles};
+
+use super::grants::{CsEnd, Grants};
+use super::safety::Replay;
+
+/// All liveness metrics of a history.
+pub(super) fn measure(history: &History, grants: &Grants, replay: &Replay) -> Liveness {
+    let waits = waits(history);
+    let grant_count = grants.list.len() as u64;
+    let released = CsEnd::Exit(ExitReason::Released);
+    let cs_completed = grants
+        .list
+        .iter()
+        .zip(&replay.wrote)
+        .filter(|(grant, wrote)| **wrote && grant.end == released)
+        .count() as u64;
+    // At most 1_000_000, since in-order grants are a subset of grants.
+    let fairness_ppm = (grant_count > 0).then(|| (waits.in_order * 1_000_000 / grant_count) as u32);
+    Liveness {
+        grants: grant_count,
+        cs_completed,
+        accepted_writes: replay.accepted_writes,
+        final_value: replay.final_value,
+        acquire_latency: percentiles(waits.latencies_ns),
+        acquire_failures: waits.failures,
+        unavailable_ns: unavailable_ns(grants, &waits.waiting),
+        failover: failover(history, grants),
+        fairness_ppm,
+    }
+}
+
+/// What the walk over requests and grants found.
+#[derive(Debug, Default)]
+struct Waits {
+    /// `Request` to `Grant` of each grant that had a pending request.
+    latencies_ns: Vec<u64>,
+    failures: u64,
+    /// Each wait as `[from_ns, to_ns)`, ended by a grant, a failure, a crash or the run's end.
+    waiting: Vec<(u64, u64)>,
+    /// Grants that went to the client that had waited longest.
+    in_order: u64,
+}
+
+/// Follows each client's pending request through the history.
+fn waits(history: &History) -> Waits {
+    let mut waits = Waits::default();
+    // Each client's pending request time; a second request keeps the first, since the client
+    // has been waiting since then.
+    let mut pending: BTreeMap<NodeId, u64> = BTreeMap::new();
+    for entry in &history.entries {
+        let time_ns = entry.time_ns;
+        match &entry.event {
+            Event::Request { client } => {
+                pending.entry(*client).or_insert(time_ns);
+            }
+            Event::Grant { grant, .. } => {
+                // A grant without a pending request counts as requested at the grant: it is
+                // in order only if nobody else was waiting before it.
+                let requested_ns = pending.get(&grant.client).copied().unwrap_or(time_ns);
+                let earliest_ns = pending.values().copied().min().unwrap_or(time_ns);
+                if requested_ns <= earliest_ns {
+                    waits.in_order += 1;
+                }
+                if let Some(from_ns) = pending.remove(&grant.client) {
+                    waits.latencies_ns.push(time_ns - from_ns);
+                    waits.waiting.push((from_ns, time_ns));
+                }
+            }
+            Event::AcquireFailed { client } => {
+                waits.failures += 1;
+                if let Some(from_ns) = pending.remove(client) {
+                    waits.waiting.push((from_ns, time_ns));
+                }
+            }
+            // A crashed client is no longer waiting: its request died with it.
+            Event::Fault(fault) if fault.kind == FaultKind::Crash => {
+                for node in &fault.nodes {
+                    if let Some(from_ns) = pending.remove(node) {
+                        waits.waiting.push((from_ns, time_ns));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    waits.waiting.extend(
+        pending
+            .into_values()
+            .map(|from_ns| (from_ns, history.end_ns)),
+    );
+    waits
+}
+
+/// Total true time with no critical section open while at least one client waited.
+///
+/// A sweep over both kinds of interval. The order of edges at equal times does not matter
+/// here: the time between two edges at the same instant is zero.
+fn unavailable_ns(grants: &Grants, waiting: &[(u64, u64)]) -> u64 {
+    // (time, change in open sections, change in waiting clients)
+    let mut edges: Vec<(u64, i64, i64)> =
+        Vec::with_capacity(2 * (grants.list.len() + waiting.len()));
+    for grant in &grants.list {
+        edges.push((grant.from_ns, 1, 0));
+        edges.push((grant.to_ns, -1, 0));
+    }
+    for &(from_ns, to_ns) in waiting {
+        edges.push((from_ns, 0, 1));
+        edges.push((to_ns, 0, -1));
+    }
+    edges.sort_unstable();
+    let (mut open, mut waiters, mut last_ns, mut total_ns) = (0i64, 0i64, 0u64, 0u64);
+    for (time_ns, open_change, waiting_change) in edges {
+        if open <= 0 && waiters > 0 {
+            total_ns += time_ns - last_ns;
+        }
+        last_ns = time_ns;
+        open += open_change;
+        waiters += waiting_change;
+    }
+    total_ns
+}
+
+/// Faults that took away a holder, and the time from each to the next grant to a client the
+/// fault did not touch.
+///
+/// Only holders are visible in a history, so a fault on a lock server (the service's leader)
+/// that no holder shared is not counted.
+fn failover(history: &History, grants: &Grants) -> Failover {
+    let mut result = Failover::default();
+    // Faults not yet followed by a grant to an untouched client: (fault time, fault nodes).
+    let mut open_faults: Vec<(u64, &[NodeId])> = Vec::new();
+    let mut recovery_ns: Vec<u64> = Vec::new();
+    for (index, entry) in history.entries.iter().enumerate() {
+        match &entry.event {
+            Event::Fault(fault)
+                if matches!(
+                    fault.kind,
+                    FaultKind::Crash | FaultKind::Pause | FaultKind::Partition
+                ) =>
+            {
+                let took_holder = fault
+                    .nodes
+                    .iter()
+                    .any(|&node| grants.open_before(node, index).is_some());
+                if took_holder {
+                    result.count += 1;
+                    open_faults.push((entry.time_ns, &fault.nodes));
+                }
+            }
+            Event::Grant { grant, .. } => open_faults.retain(|&(fault_ns, nodes)| {
+                let recovered = !nodes.contains(&grant.client);
+                if recovered {
+                    recovery_ns.push(entry.time_ns - fault_ns);
+                }
+                !recovered
+            }),
+            _ => {}
+        }
+    }
+    result.recovered = recovery_ns.len() as u64;
+    result.max_ns = recovery_ns.iter().copied().max();
+    let total_ns: u128 = recovery_ns.iter().map(|&ns| u128::from(ns)).sum();
+    // The mean of u64 values is at most their maximum, so it fits back into u64.
+    result.mean_ns =
+        (result.recovered > 0).then(|| (total_ns / u128::from(result.recovered)) as u64);
+    result
+}
+
+/// Nearest-rank p50, p99 and max of `values`; `None` when there are none.
+fn percentiles(mut values: Vec<u64>) -> Option<Percentiles> {
+    values.sort_unstable();
+    let max_ns = *values.last()?;
+    Some(Percentiles {
+        p50_ns: nearest_rank(&values, 50),
+        p99_ns: nearest_rank(&values, 99),
+        max_ns,
+        count: values.len() as u64,
+    })
+}
+
+/// The nearest-rank `percent`-th percentile of non-empty sorted `values`: the smallest value
+/// with at least `percent`% of the values at or below it.
+fn nearest_rank(sorted: &[u64], percent: usize) -> u64 {
+    let rank = (percent * sorted.len()).div_ceil(100).max(1);
+    sorted[rank - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_takes_the_smallest_value_covering_the_percent() {
+        let hundred: Vec<u64> = (1..=100).collect();
+        assert_eq!(nearest_rank(&hundred, 50), 50);
+        assert_eq!(nearest_rank(&hundred, 99), 99);
+        assert_eq!(nearest_rank(&[7], 50), 7);
+        assert_eq!(nearest_rank(&[7], 99), 7);
+        // 50% of 3 values is 1.5 values: the rank rounds up to the 2nd.
+        assert_eq!(nearest_rank(&[1, 2, 3], 50), 2);
+        assert_eq!(nearest_rank(&[1, 2, 3], 99), 3);
+    }
+
+    #[test]
+    fn percentiles_sort_their_input_and_are_none_when_empty() {
+        assert_eq!(percentiles(Vec::new()), None);
+        let found = percentiles(vec![30, 10, 20, 40]).expect("four values");
+        assert_eq!(
+            found,
+            Percentiles {
+                p50_ns: 20,
+                p99_ns: 40,
+                max_ns: 40,
+                count: 4
+            }
+        );
+    }
+}

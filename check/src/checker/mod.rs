@@ -1,0 +1,111 @@
+//! The checker: the definitions of `../shared/docs/checker.md`, made exact, from a history to a
+//! [`Verdict`].
+//!
+//! It reads only the history, never the simulator or a model, and it decides with integers
+//! only, so the same history always gives the same verdict. The project's `docs/checker.md`
+//! records every definition as implemented here.
+//!
+//! Start reading at [`check`]: it validates the history while building the grant table
+//! ([`grants`]), then runs the safety checks ([`safety`]) and the liveness metrics
+//! ([`liveness`]), each a separate pass over the table or the history.
+
+mod grants;
+mod liveness;
+mod safety;
+
+use std::fmt;
+
+use crate::history::History;
+use crate::verdict::{Found, Validity, Verdict};
+
+use grants::Grants;
+
+/// What the checker needs to know beyond the history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The lock family promises monotonic fencing tokens (etcd revisions, ZooKeeper czxids):
+    /// check token order. Off for families whose tokens may go backwards (Redis `INCR` after
+    /// a failover) or that have none.
+    pub tokens_monotonic: bool,
+    /// The storage value before the first write, for the lost-update replay.
+    pub initial_value: u64,
+    /// How many examples of each kind of finding to keep; counts are always exact.
+    pub example_limit: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            tokens_monotonic: false,
+            initial_value: 0,
+            example_limit: 10,
+        }
+    }
+}
+
+/// A history the checker cannot judge: it breaks the rules of the history format, so it is an
+/// operating error (a bad input file or a model that records wrongly), not a verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryError {
+    /// Index in `history.entries` of the first entry found at fault, if one entry is.
+    pub entry: Option<usize>,
+    /// What is wrong, naming processes, grants and ops as explanations do.
+    pub message: String,
+}
+
+impl HistoryError {
+    /// An error about one entry.
+    fn at(entry: usize, message: String) -> HistoryError {
+        HistoryError {
+            entry: Some(entry),
+            message,
+        }
+    }
+}
+
+impl fmt::Display for HistoryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.entry {
+            Some(entry) => write!(f, "entry {entry}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for HistoryError {}
+
+/// Judges a history.
+///
+/// # Errors
+/// A [`HistoryError`] for the first entry that breaks the history format: entries out of
+/// true-time order or after `history.end_ns`, a grant id granted twice, an exit or storage op
+/// naming a grant with no earlier `Grant`, or a storage op whose sender is not its grant's
+/// holder.
+pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryError> {
+    let grants = Grants::build(history)?;
+    let limit = options.example_limit;
+
+    let double_holders = safety::double_holders(&grants, limit);
+    let stale = safety::stale_ops(history, &grants, limit);
+    let replay = safety::replay_writes(history, &grants, options.initial_value, limit);
+    let token_order = match options.tokens_monotonic {
+        true => safety::token_order(&grants, limit),
+        false => Found::default(),
+    };
+
+    let resource_harmed =
+        stale.accepted.count > 0 || replay.lost_updates.count > 0 || token_order.count > 0;
+    let overlapped = double_holders.pairs > 0;
+    let liveness = liveness::measure(history, &grants, &replay);
+
+    Ok(Verdict {
+        resource: Validity::judge(resource_harmed, history.complete),
+        mutual_exclusion: Validity::judge(resource_harmed || overlapped, history.complete),
+        double_holders,
+        stale_accepted: stale.accepted,
+        stale_rejected: stale.rejected,
+        lost_updates: replay.lost_updates,
+        token_order,
+        liveness,
+    })
+}

@@ -1,0 +1,213 @@
+//! The four safety checks: double holders, stale ops accepted, lost updates and token order.
+//!
+//! Each is one pass over the grant table or the storage ops, independent of the others, so a
+//! check can be read (and changed) alone. None of them looks at faults: faults explain a
+//! violation, they never make or excuse one.
+
+use crate::history::{Event, GrantId, History, OpId, OpKind, OpOutcome};
+use crate::verdict::{DoubleHolders, Found, LostUpdate, Overlap, StaleOp, TokenInversion};
+
+use super::grants::Grants;
+
+/// Check 1: critical sections of different clients that overlap for a positive time.
+///
+/// A sweep over the sections' ends and starts, with ends before starts at equal times so that
+/// `[a, b)` and `[b, c)` do not overlap. A section's overlapping pairs are counted when it
+/// opens, against every section still open then.
+pub(super) fn double_holders(grants: &Grants, limit: usize) -> DoubleHolders {
+    // Sorting `false` (an end) before `true` (a start) at equal times; then by ordinal, which
+    // keeps starts in grant order. An empty section [t, t) holds for no time: it is left out,
+    // and its end would otherwise sort before its own start.
+    let mut edges: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * grants.list.len());
+    for (ordinal, grant) in grants.list.iter().enumerate() {
+        if grant.to_ns > grant.from_ns {
+            edges.push((grant.from_ns, true, ordinal));
+            edges.push((grant.to_ns, false, ordinal));
+        }
+    }
+    edges.sort_unstable();
+
+    let mut found = DoubleHolders {
+        max_concurrent: u32::from(!grants.list.is_empty()),
+        ..DoubleHolders::default()
+    };
+    let mut open: Vec<usize> = Vec::new();
+    let mut last_ns = 0;
+    for (time_ns, opens, ordinal) in edges {
+        if open.len() >= 2 {
+            found.overlap_ns += time_ns - last_ns;
+        }
+        last_ns = time_ns;
+        if !opens {
+            open.retain(|&other| other != ordinal);
+            continue;
+        }
+        let grant = &grants.list[ordinal];
+        for &other in &open {
+            let other = &grants.list[other];
+            if other.id.client == grant.id.client {
+                continue;
+            }
+            found.pairs += 1;
+            if found.examples.len() < limit {
+                let to_ns = other.to_ns.min(grant.to_ns);
+                found.examples.push(Overlap {
+                    first: other.id,
+                    second: grant.id,
+                    from_ns: time_ns,
+                    to_ns,
+                });
+            }
+        }
+        open.push(ordinal);
+        found.max_concurrent = found.max_concurrent.max(open.len() as u32);
+    }
+    found
+}
+
+/// What check 2 found.
+#[derive(Debug)]
+pub(super) struct Stale {
+    pub(super) accepted: Found<StaleOp>,
+    /// Every rejected op, stale or not: fencing refused it.
+    pub(super) rejected: u64,
+}
+
+/// The accepted op of the latest grant storage has accepted an op from.
+#[derive(Clone, Copy, Debug)]
+struct Newest {
+    ordinal: usize,
+    entry: usize,
+    op: OpId,
+    grant: GrantId,
+}
+
+/// Check 2: ops storage accepted from a grant after it had accepted an op of a later grant.
+///
+/// Reads count like writes: a stale read hands the old holder data it may act on. An op of an
+/// older grant that lands before any op of a newer one is fine: it is consistent with the
+/// older holder having finished first.
+pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Stale {
+    let mut stale = Stale {
+        accepted: Found::default(),
+        rejected: 0,
+    };
+    let mut newest: Option<Newest> = None;
+    for (entry, event) in history.entries.iter().enumerate() {
+        let Event::Storage(op) = &event.event else {
+            continue;
+        };
+        if op.outcome == OpOutcome::Rejected {
+            stale.rejected += 1;
+            continue;
+        }
+        let ordinal = grants.ordinal(op.grant);
+        match newest {
+            Some(newer) if ordinal < newer.ordinal => {
+                let finding = StaleOp {
+                    entry,
+                    op: op.op,
+                    grant: op.grant,
+                    newer_entry: newer.entry,
+                    newer_op: newer.op,
+                    newer_grant: newer.grant,
+                    time_ns: event.time_ns,
+                };
+                stale.accepted.record(finding, limit);
+            }
+            Some(newer) if ordinal == newer.ordinal => {}
+            _ => {
+                newest = Some(Newest {
+                    ordinal,
+                    entry,
+                    op: op.op,
+                    grant: op.grant,
+                })
+            }
+        }
+    }
+    stale
+}
+
+/// What the replay of accepted writes found (check 3 and two liveness metrics).
+#[derive(Debug)]
+pub(super) struct Replay {
+    pub(super) lost_updates: Found<LostUpdate>,
+    pub(super) accepted_writes: u64,
+    pub(super) final_value: u64,
+    /// Whether each grant, by ordinal, had at least one write accepted.
+    pub(super) wrote: Vec<bool>,
+}
+
+/// Check 3: replays accepted writes from `initial_value`; a write whose base is not the
+/// current value overwrote a write it never saw.
+///
+/// The value is replayed rather than taken from reads because a read may be rejected or
+/// stale, while every accepted write is what storage really held next.
+pub(super) fn replay_writes(
+    history: &History,
+    grants: &Grants,
+    initial_value: u64,
+    limit: usize,
+) -> Replay {
+    let mut replay = Replay {
+        lost_updates: Found::default(),
+        accepted_writes: 0,
+        final_value: initial_value,
+        wrote: vec![false; grants.list.len()],
+    };
+    for (entry, event) in history.entries.iter().enumerate() {
+        let Event::Storage(op) = &event.event else {
+            continue;
+        };
+        let OpKind::Write { value, base } = op.kind else {
+            continue;
+        };
+        if op.outcome == OpOutcome::Rejected {
+            continue;
+        }
+        replay.accepted_writes += 1;
+        replay.wrote[grants.ordinal(op.grant)] = true;
+        let current = replay.final_value;
+        if base != current {
+            let finding = LostUpdate {
+                entry,
+                op: op.op,
+                grant: op.grant,
+                base,
+                current,
+                time_ns: event.time_ns,
+            };
+            replay.lost_updates.record(finding, limit);
+        }
+        replay.final_value = value;
+    }
+    replay
+}
+
+/// Check 4: in grant order, a grant whose token is not above every earlier grant's token.
+///
+/// Grants without a token are skipped: a family that promises monotonic tokens gives one to
+/// every grant, and a missing one says nothing about order.
+pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion> {
+    let mut found = Found::default();
+    // The highest token so far and the first grant that had it.
+    let mut highest: Option<(u64, GrantId)> = None;
+    for grant in &grants.list {
+        let Some(token) = grant.token else { continue };
+        match highest {
+            Some((earlier_token, earlier)) if token <= earlier_token => {
+                let finding = TokenInversion {
+                    earlier,
+                    earlier_token,
+                    later: grant.id,
+                    later_token: token,
+                    time_ns: grant.from_ns,
+                };
+                found.record(finding, limit);
+            }
+            _ => highest = Some((token, grant.id)),
+        }
+    }
+    found
+}

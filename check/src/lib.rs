@@ -1,0 +1,28 @@
+//! lockstep-check: history types and the checker (history -> verdict).
+//!
+//! The checker reads a [`History`] and nothing else, so it can judge histories from real
+//! systems as well as from the simulator. It must not depend on the simulator (`lockstep-sim`)
+//! nor on any lock model: the dependency direction is in ARCHITECTURE.md.
+//!
+//! Start reading at [`history`] (the events), then [`check`] (the definitions of
+//! `../shared/docs/checker.md` made exact; the project's `docs/checker.md` records every
+//! choice where that page is silent), then [`verdict`] (what a check returns; [`Verdict::explain`]
+//! turns it into sentences).
+//!
+//! The checker decides with integers only (nanoseconds, parts per million) and iterates only
+//! ordered collections, so one history always gives one verdict, byte for byte. A history it
+//! cannot judge is a [`HistoryError`], never a panic and never a verdict.
+#![deny(missing_docs)]
+
+mod checker;
+mod explain;
+pub mod history;
+mod text;
+pub mod verdict;
+
+pub use checker::{HistoryError, Options, check};
+pub use history::{
+    Entry, Event, ExitReason, Fault, FaultKind, GrantId, History, NodeId, OpId, OpKind, OpOutcome,
+    StorageOp,
+};
+pub use verdict::*;

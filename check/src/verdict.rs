@@ -1,0 +1,369 @@
+//! What the checker concludes about a history: the two verdicts, every finding behind them and
+//! the liveness metrics.
+//!
+//! These are plain data, serialized as they are into reports (the field names are the JSON
+//! names). They are computed only by [`check`](crate::check); nothing here judges a history.
+//! Start with [`Verdict`]; [`Verdict::explain`] turns the findings into sentences.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::{GrantId, OpId};
+
+/// Which property a scenario judges; the run's verdict is [`Verdict::get`] of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Property {
+    /// The protected data was not harmed: no stale op accepted, no lost update, no token order
+    /// violation. What fencing can guarantee.
+    #[default]
+    Resource,
+    /// No two holders acted at once, and the resource was not harmed. What side effects that
+    /// cannot be fenced (an e-mail, a payment) need.
+    MutualExclusion,
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Property::Resource => "resource",
+            Property::MutualExclusion => "mutual-exclusion",
+        })
+    }
+}
+
+impl FromStr for Property {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "resource" => Ok(Property::Resource),
+            "mutual-exclusion" => Ok(Property::MutualExclusion),
+            _ => Err(ParseError {
+                what: "property",
+                text: text.to_owned(),
+            }),
+        }
+    }
+}
+
+/// The verdict on one property.
+///
+/// The order of the variants is the merge order: `Valid < Unknown < Invalid`, so merging is
+/// taking the maximum, and the default (`Valid`) is what merging no verdict at all gives.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Validity {
+    /// The history is complete and shows no violation of the property.
+    #[default]
+    Valid,
+    /// No violation, but the run hit its event or time bound before its planned end.
+    Unknown,
+    /// At least one violation of the property.
+    Invalid,
+}
+
+impl Validity {
+    /// Merges two verdicts, as for several runs of one scenario: invalid wins over unknown,
+    /// which wins over valid.
+    pub fn merge(self, other: Validity) -> Validity {
+        self.max(other)
+    }
+
+    /// The verdict for a property that was `violated` or not, in a history that is `complete`
+    /// or not: a violation is invalid even in an incomplete history, because what happened
+    /// cannot be undone by what did not get to happen.
+    pub(crate) fn judge(violated: bool, complete: bool) -> Validity {
+        match (violated, complete) {
+            (true, _) => Validity::Invalid,
+            (false, false) => Validity::Unknown,
+            (false, true) => Validity::Valid,
+        }
+    }
+}
+
+impl fmt::Display for Validity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Validity::Valid => "valid",
+            Validity::Unknown => "unknown",
+            Validity::Invalid => "invalid",
+        })
+    }
+}
+
+impl FromStr for Validity {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "valid" => Ok(Validity::Valid),
+            "unknown" => Ok(Validity::Unknown),
+            "invalid" => Ok(Validity::Invalid),
+            _ => Err(ParseError {
+                what: "verdict",
+                text: text.to_owned(),
+            }),
+        }
+    }
+}
+
+/// A [`Property`] or [`Validity`] name that is not one of the known names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// What was being parsed: `property` or `verdict`.
+    pub what: &'static str,
+    /// The text that did not parse.
+    pub text: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let expected = match self.what {
+            "property" => "resource or mutual-exclusion",
+            _ => "valid, unknown or invalid",
+        };
+        write!(
+            f,
+            "unknown {} `{}`: expected {}",
+            self.what, self.text, expected
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Everything the checker found in one history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Invalid if any stale op was accepted, any update was lost or a token went backwards.
+    pub resource: Validity,
+    /// Invalid if two holders overlapped, or if `resource` is invalid.
+    pub mutual_exclusion: Validity,
+    /// Critical sections of different clients that overlapped in true time.
+    pub double_holders: DoubleHolders,
+    /// Ops storage accepted from a grant after it had accepted an op of a later grant.
+    pub stale_accepted: Found<StaleOp>,
+    /// Ops storage rejected (fencing at work): not a violation.
+    pub stale_rejected: u64,
+    /// Accepted writes computed from a value that was no longer the storage's value.
+    pub lost_updates: Found<LostUpdate>,
+    /// Grants whose fencing token was not above every earlier grant's token (only checked
+    /// when the family promises monotonic tokens).
+    pub token_order: Found<TokenInversion>,
+    /// Liveness metrics: never part of the two verdicts.
+    pub liveness: Liveness,
+}
+
+impl Verdict {
+    /// The verdict on one property.
+    pub fn get(&self, property: Property) -> Validity {
+        match property {
+            Property::Resource => self.resource,
+            Property::MutualExclusion => self.mutual_exclusion,
+        }
+    }
+}
+
+/// Findings of one kind: the exact count and the first few, in history order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Found<T> {
+    /// How many there were.
+    pub count: u64,
+    /// The first `example_limit` of them, in history order.
+    pub examples: Vec<T>,
+}
+
+impl<T> Default for Found<T> {
+    fn default() -> Self {
+        Found {
+            count: 0,
+            examples: Vec::new(),
+        }
+    }
+}
+
+impl<T> Found<T> {
+    /// Counts one finding and keeps it as an example while fewer than `limit` are kept.
+    pub(crate) fn record(&mut self, finding: T, limit: usize) {
+        self.count += 1;
+        if self.examples.len() < limit {
+            self.examples.push(finding);
+        }
+    }
+}
+
+/// Overlapping critical sections of different clients.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoubleHolders {
+    /// Pairs of critical sections of different clients that overlap for a positive time.
+    pub pairs: u64,
+    /// Total true time with two or more critical sections open, in nanoseconds.
+    pub overlap_ns: u64,
+    /// The most critical sections open at one instant: 0 without grants, 1 when there were
+    /// grants and no overlap.
+    pub max_concurrent: u32,
+    /// The first overlapping pairs, ordered by the later grant, then the earlier one.
+    pub examples: Vec<Overlap>,
+}
+
+/// Two critical sections that overlapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overlap {
+    /// The grant that came first.
+    pub first: GrantId,
+    /// The grant that came second, while `first` was still open.
+    pub second: GrantId,
+    /// True time at which the overlap began (the second grant).
+    pub from_ns: u64,
+    /// True time at which the overlap ended (the first of the two ends).
+    pub to_ns: u64,
+}
+
+/// An op storage accepted from a grant after it had accepted an op from a later grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaleOp {
+    /// Index in `history.entries` of the accepted stale op.
+    pub entry: usize,
+    /// The stale op.
+    pub op: OpId,
+    /// The grant it was sent under.
+    pub grant: GrantId,
+    /// Index in `history.entries` of the accepted op that made this one stale: the first
+    /// accepted op of the latest grant storage had seen.
+    pub newer_entry: usize,
+    /// That op.
+    pub newer_op: OpId,
+    /// Its grant, later in grant order than `grant`.
+    pub newer_grant: GrantId,
+    /// True time at which storage accepted the stale op.
+    pub time_ns: u64,
+}
+
+/// An accepted write computed from a value that storage no longer held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostUpdate {
+    /// Index in `history.entries` of the write.
+    pub entry: usize,
+    /// The write.
+    pub op: OpId,
+    /// The grant it was sent under.
+    pub grant: GrantId,
+    /// The value the write was computed from.
+    pub base: u64,
+    /// The value storage held when it accepted the write.
+    pub current: u64,
+    /// True time at which storage accepted the write.
+    pub time_ns: u64,
+}
+
+/// A grant whose fencing token was not above the highest token of the grants before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenInversion {
+    /// The earlier grant that holds the highest token so far (the first with it).
+    pub earlier: GrantId,
+    /// Its token.
+    pub earlier_token: u64,
+    /// The later grant.
+    pub later: GrantId,
+    /// Its token, at most `earlier_token`.
+    pub later_token: u64,
+    /// True time of the later grant.
+    pub time_ns: u64,
+}
+
+/// Liveness metrics. They never change a verdict; scenarios may set bounds on them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Liveness {
+    /// Number of grants.
+    pub grants: u64,
+    /// Grants with at least one accepted write whose critical section ended with
+    /// `Exit { Released }`.
+    pub cs_completed: u64,
+    /// Writes storage accepted.
+    pub accepted_writes: u64,
+    /// The storage value after replaying the accepted writes from the initial value.
+    pub final_value: u64,
+    /// From a client's `Request` to its `Grant`; `None` without any such pair.
+    pub acquire_latency: Option<Percentiles>,
+    /// `AcquireFailed` events.
+    pub acquire_failures: u64,
+    /// Total true time with no critical section open while a client was waiting, in
+    /// nanoseconds.
+    pub unavailable_ns: u64,
+    /// How the lock recovered from faults that took away a holder.
+    pub failover: Failover,
+    /// Share of grants given in request order, in parts per million; `None` without grants.
+    pub fairness_ppm: Option<u32>,
+}
+
+/// Nearest-rank percentiles of a set of durations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Median, in nanoseconds.
+    pub p50_ns: u64,
+    /// 99th percentile, in nanoseconds.
+    pub p99_ns: u64,
+    /// Maximum, in nanoseconds.
+    pub max_ns: u64,
+    /// Number of samples.
+    pub count: u64,
+}
+
+/// Faults that took away a holder, and how long the lock took to go to someone else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failover {
+    /// Crash, pause and partition faults whose nodes included a client inside its critical
+    /// section.
+    pub count: u64,
+    /// Of those, the ones followed by a grant to a client outside the fault's nodes.
+    pub recovered: u64,
+    /// Longest time from such a fault to that grant, in nanoseconds; `None` if none recovered.
+    pub max_ns: Option<u64>,
+    /// Mean of those times, rounded down, in nanoseconds; `None` if none recovered.
+    pub mean_ns: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judge_puts_a_violation_above_an_incomplete_history() {
+        assert_eq!(Validity::judge(true, false), Validity::Invalid);
+        assert_eq!(Validity::judge(true, true), Validity::Invalid);
+        assert_eq!(Validity::judge(false, false), Validity::Unknown);
+        assert_eq!(Validity::judge(false, true), Validity::Valid);
+    }
+
+    #[test]
+    fn found_counts_everything_but_keeps_only_limit_examples() {
+        let mut found = Found::default();
+        for finding in 0..5 {
+            found.record(finding, 2);
+        }
+        assert_eq!(
+            found,
+            Found {
+                count: 5,
+                examples: vec![0, 1]
+            }
+        );
+    }
+
+    #[test]
+    fn property_names_round_trip() {
+        for property in [Property::Resource, Property::MutualExclusion] {
+            assert_eq!(property.to_string().parse::<Property>(), Ok(property));
+        }
+        let error = "exclusion".parse::<Property>().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown property `exclusion`: expected resource or mutual-exclusion"
+        );
+    }
+}

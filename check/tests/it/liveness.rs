@@ -1,0 +1,210 @@
+//! Liveness metrics: acquire latency, unavailable time, failover, fairness and completed
+//! critical sections.
+
+use lockstep_check::{ExitReason, Failover, FaultKind, Percentiles};
+
+use crate::support::{C1, C2, C3, history, ms, verdict};
+
+#[test]
+fn acquire_latency_is_request_to_grant_with_nearest_rank_percentiles() {
+    let history = history()
+        .request(0, C1)
+        .request(0, C2)
+        .request(0, C3)
+        .grant(10, C1, 1)
+        .release(20, C1, 1)
+        .grant(20, C2, 1)
+        .release(30, C2, 1)
+        .grant(30, C3, 1)
+        .release(40, C3, 1)
+        .end(50);
+    let latency = verdict(&history).liveness.acquire_latency;
+    let expected = Percentiles {
+        p50_ns: ms(20),
+        p99_ns: ms(30),
+        max_ns: ms(30),
+        count: 3,
+    };
+    assert_eq!(latency, Some(expected));
+}
+
+#[test]
+fn a_second_request_while_waiting_keeps_the_first() {
+    let history = history()
+        .request(0, C1)
+        .request(5, C1)
+        .grant(10, C1, 1)
+        .end(20);
+    let latency = verdict(&history)
+        .liveness
+        .acquire_latency
+        .expect("one grant after a request");
+    assert_eq!((latency.max_ns, latency.count), (ms(10), 1));
+}
+
+#[test]
+fn a_failed_acquire_ends_the_wait_without_a_latency_sample() {
+    let history = history()
+        .request(0, C1)
+        .acquire_failed(10, C1)
+        .grant(30, C1, 1)
+        .end(40);
+    let liveness = verdict(&history).liveness;
+    assert_eq!(liveness.acquire_failures, 1);
+    assert_eq!(
+        liveness.acquire_latency, None,
+        "the grant at 30 ms had no pending request"
+    );
+    assert_eq!(liveness.unavailable_ns, ms(10));
+}
+
+#[test]
+fn unavailable_time_counts_waiting_only_while_nobody_holds_the_lock() {
+    let history = history()
+        .grant(0, C1, 1)
+        .request(5, C2)
+        .release(10, C1, 1)
+        .grant(25, C2, 1)
+        .release(30, C2, 1)
+        .request(40, C1)
+        .end(50);
+    // [10, 25) while client-2 waited, then [40, 50) while client-1 waited until the end.
+    assert_eq!(verdict(&history).liveness.unavailable_ns, ms(25));
+}
+
+#[test]
+fn a_crashed_client_stops_waiting() {
+    let history = history().request(0, C2).crash(10, C2).end(100);
+    assert_eq!(verdict(&history).liveness.unavailable_ns, ms(10));
+}
+
+#[test]
+fn a_history_without_grants_has_no_latency_and_no_fairness() {
+    let liveness = verdict(&history().request(0, C1).end(10)).liveness;
+    assert_eq!(
+        (
+            liveness.grants,
+            liveness.acquire_latency,
+            liveness.fairness_ppm
+        ),
+        (0, None, None)
+    );
+}
+
+#[test]
+fn failover_after_a_holder_crash_is_timed_to_the_next_grant_to_another_client() {
+    let history = history()
+        .grant(0, C1, 1)
+        .request(5, C2)
+        .crash(10, C1)
+        .grant(25, C2, 1)
+        .release(30, C2, 1)
+        .end(40);
+    let failover = verdict(&history).liveness.failover;
+    let expected = Failover {
+        count: 1,
+        recovered: 1,
+        max_ns: Some(ms(15)),
+        mean_ns: Some(ms(15)),
+    };
+    assert_eq!(failover, expected);
+}
+
+#[test]
+fn failover_is_unrecovered_while_only_the_faulted_client_gets_the_lock() {
+    let history = history()
+        .grant(0, C1, 1)
+        .pause(10, C1)
+        .resume(20, C1)
+        .exit(21, C1, 1, ExitReason::Lost)
+        .grant(30, C1, 2)
+        .end(40);
+    let failover = verdict(&history).liveness.failover;
+    assert_eq!(
+        failover,
+        Failover {
+            count: 1,
+            recovered: 0,
+            max_ns: None,
+            mean_ns: None
+        }
+    );
+}
+
+#[test]
+fn faults_on_processes_outside_a_critical_section_are_not_failovers() {
+    let history = history()
+        .grant(0, C1, 1)
+        .pause(5, C2)
+        .fault(6, FaultKind::Partition, &[C3])
+        .release(10, C1, 1)
+        .crash(15, C1)
+        .grant(20, C2, 1)
+        .end(30);
+    assert_eq!(verdict(&history).liveness.failover.count, 0);
+}
+
+#[test]
+fn failover_mean_is_rounded_down_to_the_nanosecond() {
+    let history = history()
+        .grant(0, C1, 1)
+        .fault(10, FaultKind::Partition, &[C1])
+        .grant(20, C2, 1)
+        .fault(30, FaultKind::Partition, &[C2])
+        .grant(40, C1, 2)
+        .fault(50, FaultKind::Partition, &[C1])
+        .grant(61, C2, 2)
+        .end(70);
+    let failover = verdict(&history).liveness.failover;
+    assert_eq!((failover.count, failover.recovered), (3, 3));
+    assert_eq!(failover.max_ns, Some(ms(11)));
+    assert_eq!(failover.mean_ns, Some(10_333_333), "31 ms / 3");
+}
+
+#[test]
+fn fifo_grants_are_fully_fair() {
+    let history = history()
+        .request(0, C1)
+        .request(1, C2)
+        .grant(2, C1, 1)
+        .release(3, C1, 1)
+        .grant(3, C2, 1)
+        .end(10);
+    assert_eq!(verdict(&history).liveness.fairness_ppm, Some(1_000_000));
+}
+
+#[test]
+fn a_grant_to_a_later_requester_is_out_of_order() {
+    let history = history()
+        .request(0, C1)
+        .request(1, C2)
+        .grant(2, C2, 1)
+        .release(3, C2, 1)
+        .grant(3, C1, 1)
+        .end(10);
+    assert_eq!(verdict(&history).liveness.fairness_ppm, Some(500_000));
+}
+
+#[test]
+fn completed_sections_wrote_and_released() {
+    let history = history()
+        .grant(0, C1, 1)
+        .write(1, C1, 1, 1, 0)
+        .release(2, C1, 1)
+        .grant(3, C2, 1)
+        .write(4, C2, 1, 1, 1)
+        .exit(5, C2, 1, ExitReason::Lost)
+        .grant(6, C3, 1)
+        .release(7, C3, 1)
+        .grant(8, C1, 2)
+        .write(9, C1, 2, 2, 2)
+        .crash(10, C1)
+        .release(11, C1, 2)
+        .end(20);
+    let liveness = verdict(&history).liveness;
+    assert_eq!(liveness.grants, 4);
+    assert_eq!(
+        liveness.cs_completed, 1,
+        "only client-1's first grant wrote and released"
+    );
+}

@@ -1,0 +1,95 @@
+//! Histories the checker refuses to judge: each is a `HistoryError` naming the first entry at
+//! fault, never a panic and never a verdict.
+
+use lockstep_check::{Entry, Event, History, HistoryError, Options, check};
+
+use crate::support::{C1, C2, grant, history, ms};
+
+fn error(history: &History) -> HistoryError {
+    check(history, &Options::default()).expect_err("the history is malformed")
+}
+
+#[test]
+fn storage_op_naming_a_grant_never_granted_is_refused() {
+    let history = history().grant(0, C1, 1).write(1, C1, 3, 2, 0).end(10);
+    let found = error(&history);
+    assert_eq!(found.entry, Some(1));
+    assert_eq!(
+        found.to_string(),
+        "entry 1: storage op client-1#3 names grant client-1#2, which was never granted"
+    );
+}
+
+#[test]
+fn exit_before_its_grant_is_refused() {
+    let history = history().release(0, C1, 1).grant(5, C1, 1).end(10);
+    let found = error(&history);
+    assert_eq!(found.entry, Some(0));
+    assert_eq!(
+        found.message,
+        "exit names grant client-1#1, which is granted only later, at entry 1"
+    );
+}
+
+#[test]
+fn a_grant_id_granted_twice_is_refused() {
+    let history = history()
+        .grant(0, C1, 1)
+        .release(1, C1, 1)
+        .grant(2, C1, 1)
+        .end(10);
+    let found = error(&history);
+    assert_eq!(found.entry, Some(2));
+    assert_eq!(
+        found.message,
+        "grant client-1#1 is granted twice (first at entry 0)"
+    );
+}
+
+#[test]
+fn storage_op_under_another_clients_grant_is_refused() {
+    let mut history = history().grant(0, C1, 1).write(1, C2, 1, 1, 0).end(10);
+    // The builder names the op's own client as the grant's holder: point it at client-1's grant.
+    if let Event::Storage(op) = &mut history.entries[1].event {
+        op.grant = grant(C1, 1);
+    }
+    let found = error(&history);
+    assert_eq!(found.entry, Some(1));
+    assert_eq!(
+        found.message,
+        "storage op client-2#1 names grant client-1#1, which another client holds"
+    );
+}
+
+#[test]
+fn entries_out_of_true_time_order_are_refused() {
+    let mut history = history().grant(0, C1, 1).end(10);
+    // `History::push` refuses this, so the entries are written directly, as a file could be.
+    history.entries.push(Entry {
+        time_ns: ms(5),
+        event: Event::Request { client: C2 },
+    });
+    history.entries.push(Entry {
+        time_ns: ms(4),
+        event: Event::Request { client: C1 },
+    });
+    let found = error(&history);
+    assert_eq!(found.entry, Some(2));
+    assert!(
+        found
+            .message
+            .contains("is before the previous entry's time 5000000 ns"),
+        "{found}"
+    );
+}
+
+#[test]
+fn entries_after_the_run_end_are_refused() {
+    let history = history().grant(0, C1, 1).release(20, C1, 1).end(10);
+    let found = error(&history);
+    assert_eq!(found.entry, Some(1));
+    assert_eq!(
+        found.message,
+        "time 20000000 ns is after the run's end (10000000 ns, end_ns)"
+    );
+}
