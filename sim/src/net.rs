@@ -89,6 +89,11 @@ impl Shape {
     /// The directed links `(from, to)` this shape blocks in a world of `node_count` nodes,
     /// drawing any random split from `rng`. Returned sorted and without duplicates.
     pub fn links(&self, node_count: usize, rng: &mut Rng) -> Vec<(NodeId, NodeId)> {
+        self.resolve(node_count, rng).links
+    }
+
+    /// Resolves the shape: the links it blocks and the side it cuts off.
+    pub fn resolve(&self, node_count: usize, rng: &mut Rng) -> Cut {
         let mut links = Vec::new();
         let mut cut = |a: &[NodeId], b: &[NodeId], both: bool| {
             for &x in a {
@@ -102,10 +107,11 @@ impl Shape {
                 }
             }
         };
-        match self {
+        let cut_off: Vec<NodeId> = match self {
             Shape::Isolate { node } => {
                 let others: Vec<NodeId> = (0..node_count as u32).map(NodeId).collect();
                 cut(&[*node], &others, true);
+                vec![*node]
             }
             Shape::Split { groups } => {
                 for (i, a) in groups.iter().enumerate() {
@@ -113,13 +119,25 @@ impl Shape {
                         cut(a, b, true);
                     }
                 }
+                // Every group but the (first) largest is cut off from it.
+                let largest = (0..groups.len()).rev().max_by_key(|&i| groups[i].len());
+                groups
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| Some(i) != largest)
+                    .flat_map(|(_, g)| g.iter().copied())
+                    .collect()
             }
-            Shape::OneWay { from, to } => cut(from, to, false),
+            Shape::OneWay { from, to } => {
+                cut(from, to, false);
+                from.clone()
+            }
             Shape::MajorityMinority { nodes } => {
                 let mut v = nodes.clone();
                 rng.shuffle(&mut v);
                 let (minority, majority) = v.split_at(v.len() / 2);
                 cut(minority, majority, true);
+                minority.to_vec()
             }
             Shape::Bridge { nodes } => {
                 let mut v = nodes.clone();
@@ -130,6 +148,7 @@ impl Shape {
                 if let Some((_, right)) = rest.split_first() {
                     cut(left, right, true);
                 }
+                left.to_vec()
             }
             Shape::MajoritiesRing { nodes } => {
                 let mut v = nodes.clone();
@@ -146,11 +165,16 @@ impl Shape {
                         }
                     }
                 }
+                // No side is cut off as a whole: every node loses part of the cluster.
+                v
             }
-        }
+        };
         links.sort();
         links.dedup();
-        links
+        let mut cut_off = cut_off;
+        cut_off.sort();
+        cut_off.dedup();
+        Cut { links, cut_off }
     }
 
     /// Every node the shape names.
@@ -167,6 +191,16 @@ impl Shape {
         v.dedup();
         v
     }
+}
+
+/// A resolved partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// The blocked directed links, sorted.
+    pub links: Vec<(NodeId, NodeId)>,
+    /// The side that is cut off (the isolated node, the minority, the senders of a one-way
+    /// cut); the nodes a fault takes away, for failover accounting.
+    pub cut_off: Vec<NodeId>,
 }
 
 /// The state of every directed link: configuration and how many partitions block it.

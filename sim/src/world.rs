@@ -1044,7 +1044,8 @@ impl<P: Process> World<P> {
                 mode,
                 duration,
             } => {
-                let links = shape.links(self.procs.len(), &mut self.core.fault_rng);
+                let cut = shape.resolve(self.procs.len(), &mut self.core.fault_rng);
+                let links = cut.links;
                 self.core.links.block(&links, mode, true);
                 let id = self.core.next_id;
                 self.core.next_id += 1;
@@ -1052,8 +1053,8 @@ impl<P: Process> World<P> {
                     self.core
                         .push(self.core.now.saturating_add(d), Action::HealOne { id });
                 }
-                let detail = self.describe_partition(&links, mode, duration);
-                let nodes = cut_nodes(&links);
+                let detail = self.describe_partition(&cut.cut_off, &links, mode, duration);
+                let nodes = cut.cut_off;
                 self.core.partitions.push(Partition { id, links, mode });
                 self.core.log_fault(&fault, nodes, detail);
             }
@@ -1298,20 +1299,29 @@ impl<P: Process> World<P> {
 
     fn describe_partition(
         &self,
+        cut_off: &[NodeId],
         links: &[(NodeId, NodeId)],
         mode: PartitionMode,
         duration: Option<Dur>,
     ) -> String {
-        let arrows: Vec<String> = links
-            .iter()
-            .map(|&(a, b)| format!("{}->{}", self.core.name(a), self.core.name(b)))
-            .collect();
         let mode = match mode {
             PartitionMode::Drop => "drop",
             PartitionMode::Hold => "hold",
         };
         let until = duration.map(|d| format!(" for {d}")).unwrap_or_default();
-        format!("partition ({mode}){until}: blocks {}", arrows.join(" "))
+        let blocked = if links.len() <= 6 {
+            let arrows: Vec<String> = links
+                .iter()
+                .map(|&(a, b)| format!("{}->{}", self.core.name(a), self.core.name(b)))
+                .collect();
+            arrows.join(" ")
+        } else {
+            format!("{} links", links.len())
+        };
+        format!(
+            "partition ({mode}){until}: cuts off {}, blocks {blocked}",
+            self.core.names_of(cut_off)
+        )
     }
 }
 
