@@ -151,6 +151,13 @@ pub struct AppliedFault {
     pub fault: Fault,
     /// The nodes it affected; for a partition, the nodes on the cut links.
     pub nodes: Vec<NodeId>,
-    /// A short description with names resolved, e.g. `partition {client-1} | {redis, storage}`.
+    /// A short description with names resolved.
     pub detail: String,
+    /// True when this entry is the end of a timed fault rather than its start (only the end
+    /// of a [`Fault::Delay`] is logged this way; heals, resumes and restarts are faults of
+    /// their own).
+    pub ended: bool,
+    /// How many history records the world held when the fault was applied, so the fault can
+    /// be placed exactly among them.
+    pub records_before: usize,
 }

@@ -327,6 +327,7 @@ struct Delay {
     id: u32,
     links: Vec<(NodeId, NodeId)>,
     extra: Dur,
+    fault: Fault,
 }
 
 struct Trigger {
@@ -709,14 +710,23 @@ impl<P: Process> Core<P> {
     }
 
     fn log_fault(&mut self, fault: &Fault, nodes: Vec<NodeId>, detail: String) {
-        self.hash_event(code::FAULT, fault);
+        self.log(fault, nodes, detail, false);
+    }
+
+    fn log(&mut self, fault: &Fault, nodes: Vec<NodeId>, detail: String, ended: bool) {
+        self.hash_event(code::FAULT, (fault, ended));
         let node = nodes.first().copied().unwrap_or(NodeId(0));
         self.trace_line(TraceKind::Fault, node, |_| detail.clone());
+        let records_before = self.history.len();
+        let time = self.now;
+        let fault = fault.clone();
         self.fault_log.push(AppliedFault {
-            time: self.now,
-            fault: fault.clone(),
+            time,
+            fault,
             nodes,
             detail,
+            ended,
+            records_before,
         });
     }
 
@@ -1124,8 +1134,13 @@ impl<P: Process> World<P> {
                     duration.map(|d| format!(" for {d}")).unwrap_or_default()
                 );
                 let nodes = fault.nodes();
-                self.core.delays.push(Delay { id, links, extra });
                 self.core.log_fault(&fault, nodes, detail);
+                self.core.delays.push(Delay {
+                    id,
+                    links,
+                    extra,
+                    fault,
+                });
             }
         }
     }
@@ -1285,15 +1300,9 @@ impl<P: Process> World<P> {
             for &(a, b) in &delay.links {
                 self.core.links.add_extra(a, b, delay.extra, false);
             }
-            let nodes = cut_nodes(&delay.links);
             let detail = format!("delay of {} ends", delay.extra);
-            let fault = Fault::Delay {
-                from: Vec::new(),
-                to: Vec::new(),
-                extra: Dur::ZERO,
-                duration: None,
-            };
-            self.core.log_fault(&fault, nodes, detail);
+            let nodes = delay.fault.nodes();
+            self.core.log(&delay.fault, nodes, detail, true);
         }
     }
 
