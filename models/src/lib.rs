@@ -1,0 +1,23 @@
+//! lockstep-models: faithful models of lock services, their client libraries, the shared
+//! workload client and the protected storage, as sans-IO processes of `lockstep-sim`.
+//!
+//! A model reads only its own clocks through the context, draws only from its own stream and
+//! records history events of `lockstep-check`; it never reads true time, never does IO and
+//! never iterates a hash map. Each handler cites the behaviour of the real system it mirrors
+//! (`../shared/docs/semantics.md`).
+//!
+//! Start reading at [`node`] (the process type), then [`workload`] (the client loop every
+//! family shares), [`lock`] (the lock-client interface) and [`redis`] (the first family).
+#![deny(missing_docs)]
+
+pub mod lock;
+pub mod node;
+pub mod redis;
+pub mod storage;
+pub mod system;
+pub mod workload;
+
+pub use lock::{Lock, LockSignal};
+pub use node::{LockTimer, Msg, Node, Timer, WorkTimer};
+pub use storage::{Storage, StorageMode};
+pub use workload::{Client, WorkloadConfig};

@@ -1,0 +1,77 @@
+//! The lock-client interface a workload client drives, and the families behind it.
+//!
+//! Each family's client is a state machine that takes commands from the workload (acquire,
+//! release, is my lease still valid?) and answers with [`LockSignal`]s as replies and timers
+//! arrive. Only Redis exists so far; Redlock, etcd and ZooKeeper clients join this enum.
+
+use lockstep_sim::Ctx;
+
+use crate::node::{LockTimer, Msg, Node};
+use crate::redis::RedisLock;
+
+/// What a lock client tells its workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockSignal {
+    /// The client now holds the lock, with this fencing token if the family gives one.
+    Granted {
+        /// The fencing token.
+        token: Option<u64>,
+    },
+    /// The client gave up acquiring.
+    AcquireFailed,
+    /// The client learned it no longer holds the lock (a renewal was refused).
+    Lost,
+    /// The release finished (or there was nothing to release).
+    Released,
+}
+
+/// A lock client of some family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lock {
+    /// A single Redis instance.
+    Redis(RedisLock),
+}
+
+impl Lock {
+    pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+        match self {
+            Lock::Redis(l) => l.acquire(ctx),
+        }
+    }
+
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+        match self {
+            Lock::Redis(l) => l.release(ctx),
+        }
+    }
+
+    pub(crate) fn valid(&self, ctx: &Ctx<'_, Node>) -> bool {
+        match self {
+            Lock::Redis(l) => l.valid(ctx),
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        match self {
+            Lock::Redis(l) => l.reset(),
+        }
+    }
+
+    /// A message from the lock service; `None` if it was not for the lock client.
+    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, msg: &Msg) -> Option<LockSignal> {
+        match (self, msg) {
+            (Lock::Redis(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
+            (lock, msg) => panic!("lock client {lock:?} got {msg:?}"),
+        }
+    }
+
+    pub(crate) fn on_timer(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        timer: LockTimer,
+    ) -> Option<LockSignal> {
+        match self {
+            Lock::Redis(l) => l.on_timer(ctx, timer),
+        }
+    }
+}

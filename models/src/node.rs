@@ -1,0 +1,137 @@
+//! The process type of lockstep's worlds: every node is a server, a client or storage, and
+//! they share one message and one timer type.
+
+use lockstep_check::Event;
+use lockstep_sim::{Ctx, NodeId, Process, TimerId};
+
+use crate::redis::{Command, RedisServer, Reply};
+use crate::storage::{Storage, StorageReply, StorageRequest};
+use crate::workload::Client;
+
+/// Every message between nodes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Msg {
+    /// A command to a Redis server, with the client's request id.
+    Redis {
+        /// The request id, echoed in the reply.
+        id: u64,
+        /// The command.
+        cmd: Command,
+    },
+    /// A Redis server's reply.
+    RedisReply {
+        /// The request id.
+        id: u64,
+        /// The reply.
+        reply: Reply,
+    },
+    /// A storage operation.
+    Storage(StorageRequest),
+    /// Storage's answer.
+    StorageReply(StorageReply),
+}
+
+/// Timers of a lock client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockTimer {
+    /// The reply to request `req` is overdue.
+    Timeout {
+        /// The request.
+        req: u64,
+    },
+    /// Try acquiring again.
+    Retry,
+    /// Renew the lease.
+    Renew,
+}
+
+/// Timers of a workload client. Those of one critical section carry its grant's sequence
+/// number, so a timer left over from an earlier grant is recognised and ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WorkTimer {
+    /// Thinking is over: request the lock.
+    Think,
+    /// Work under `grant` is done.
+    WorkDone {
+        /// The grant's sequence number.
+        grant: u32,
+    },
+    /// Send the write of `grant`.
+    Write {
+        /// The grant's sequence number.
+        grant: u32,
+    },
+    /// Storage has not answered operation `op`.
+    StorageTimeout {
+        /// The operation's sequence number.
+        op: u32,
+    },
+}
+
+/// Every timer of every node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Timer {
+    /// A lock client's timer.
+    Lock(LockTimer),
+    /// A workload client's timer.
+    Work(WorkTimer),
+}
+
+/// A node of a lockstep world.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// A Redis server.
+    Redis(RedisServer),
+    /// A workload client with its lock client.
+    Client(Client),
+    /// The protected storage.
+    Storage(Storage),
+}
+
+impl Process for Node {
+    type Msg = Msg;
+    type Timer = Timer;
+    type Event = Event;
+
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
+        if let Node::Client(c) = self {
+            c.on_start(ctx);
+        }
+    }
+
+    fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: Msg) {
+        match (self, msg) {
+            (Node::Redis(s), Msg::Redis { id, cmd }) => s.on_command(ctx, from, id, cmd),
+            (Node::Storage(s), Msg::Storage(req)) => s.on_request(ctx, from, req),
+            (Node::Client(c), msg @ (Msg::RedisReply { .. } | Msg::StorageReply(_))) => {
+                c.on_message(ctx, msg);
+            }
+            (node, msg) => panic!("{} cannot handle {msg:?} (node {node:?})", ctx.name()),
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, _id: TimerId, timer: Timer) {
+        match self {
+            Node::Client(c) => c.on_timer(ctx, timer),
+            node => panic!(
+                "{} has no timers but got {timer:?} (node {node:?})",
+                ctx.name()
+            ),
+        }
+    }
+
+    fn on_crash(&mut self) {
+        match self {
+            Node::Redis(s) => s.on_crash(),
+            Node::Client(c) => c.on_crash(),
+            // Storage is a database whose state is durable.
+            Node::Storage(_) => {}
+        }
+    }
+
+    fn on_restart(&mut self, ctx: &mut Ctx<'_, Node>) {
+        if let Node::Client(c) = self {
+            c.on_start(ctx);
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The workload client shared by every lock family: acquire -> read storage -> work for a
+//! drawn duration -> optionally check the lease is still valid -> write `value + 1` with the
+//! fencing token -> release, then think and start again.
+//!
+//! It records the history the checker judges: `Request`, `Grant`, `AcquireFailed`, `Exit`.
+//! It reaches named marks where real code could be interrupted, so a scenario can pause the
+//! client at the worst moment: `granted`, `read-done`, `work-done`, `validity-checked` (only
+//! when it checks), and the write itself runs as a separate step after them, the gap a GC
+//! pause can fall into (failure catalogue K1).
+
+use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
+use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, NodeId};
+
+use crate::lock::{Lock, LockSignal};
+use crate::node::{Msg, Node, Timer, WorkTimer};
+use crate::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
+
+/// How a workload client behaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadConfig {
+    /// The storage node.
+    pub storage: NodeId,
+    /// Time between critical sections (and before the first).
+    pub think: Distribution,
+    /// Time spent working between the read and the write.
+    pub work: Distribution,
+    /// Check the lease's validity on the client's own clock right before writing.
+    pub check_validity_before_write: bool,
+    /// How long the client waits for storage before it abandons the critical section.
+    pub storage_timeout: Dur,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Thinking,
+    Acquiring,
+    Reading { op: u32 },
+    Working,
+    Writing { op: u32 },
+    Releasing,
+}
+
+/// The current grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Held {
+    id: GrantId,
+    token: Option<u64>,
+    /// The value read under this grant.
+    base: u64,
+}
+
+/// A workload client with its lock client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Client {
+    config: WorkloadConfig,
+    lock: Lock,
+    phase: Phase,
+    held: Option<Held>,
+    /// Grants and operations so far. Bookkeeping for the history, kept across crashes so ids
+    /// stay unique; no decision reads them.
+    grants: u32,
+    ops: u32,
+}
+
+impl Client {
+    /// A client that will start thinking when the run starts.
+    pub fn new(config: WorkloadConfig, lock: Lock) -> Client {
+        Client {
+            config,
+            lock,
+            phase: Phase::Thinking,
+            held: None,
+            grants: 0,
+            ops: 0,
+        }
+    }
+
+    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.think(ctx);
+    }
+
+    pub(crate) fn on_crash(&mut self) {
+        self.phase = Phase::Thinking;
+        self.held = None;
+        self.lock.reset();
+    }
+
+    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, msg: Msg) {
+        match msg {
+            Msg::StorageReply(reply) => self.on_storage_reply(ctx, reply),
+            msg => {
+                if let Some(signal) = self.lock.on_message(ctx, &msg) {
+                    self.on_signal(ctx, signal);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: Timer) {
+        match timer {
+            Timer::Lock(t) => {
+                if let Some(signal) = self.lock.on_timer(ctx, t) {
+                    self.on_signal(ctx, signal);
+                }
+            }
+            Timer::Work(t) => self.on_work_timer(ctx, t),
+        }
+    }
+
+    fn me(ctx: &Ctx<'_, Node>) -> HistNode {
+        HistNode(ctx.id().0)
+    }
+
+    fn think(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.phase = Phase::Thinking;
+        self.held = None;
+        let delay = self.config.think.sample(ctx.rng());
+        ctx.set_timer(ClockKind::Mono, delay, Timer::Work(WorkTimer::Think));
+    }
+
+    fn on_work_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: WorkTimer) {
+        match (self.phase, timer) {
+            (Phase::Thinking, WorkTimer::Think) => {
+                ctx.record(Event::Request {
+                    client: Self::me(ctx),
+                });
+                self.phase = Phase::Acquiring;
+                if let Some(signal) = self.lock.acquire(ctx) {
+                    self.on_signal(ctx, signal);
+                }
+            }
+            (Phase::Working, WorkTimer::WorkDone { grant }) if self.is_current(grant) => {
+                ctx.mark("work-done");
+                if self.config.check_validity_before_write {
+                    if !self.lock.valid(ctx) {
+                        self.exit(ctx, ExitReason::Lost);
+                        return;
+                    }
+                    ctx.mark("validity-checked");
+                }
+                // The write is the next step, not this one: a pause can land in between.
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    Dur::ZERO,
+                    Timer::Work(WorkTimer::Write { grant }),
+                );
+            }
+            (Phase::Working, WorkTimer::Write { grant }) if self.is_current(grant) => {
+                let held = self.held.expect("working under a grant");
+                let kind = RequestKind::Write {
+                    value: held.base + 1,
+                    base: held.base,
+                };
+                let op = self.send_op(ctx, kind);
+                self.phase = Phase::Writing { op };
+            }
+            (
+                Phase::Reading { op } | Phase::Writing { op },
+                WorkTimer::StorageTimeout { op: o },
+            ) if op == o => {
+                self.exit(ctx, ExitReason::Abandoned);
+            }
+            _ => {} // A timer of a phase or grant the client has left.
+        }
+    }
+
+    fn is_current(&self, grant: u32) -> bool {
+        self.held.is_some_and(|h| h.id.seq == grant)
+    }
+
+    fn on_signal(&mut self, ctx: &mut Ctx<'_, Node>, signal: LockSignal) {
+        match (self.phase, signal) {
+            (Phase::Acquiring, LockSignal::Granted { token }) => {
+                self.grants += 1;
+                let id = GrantId {
+                    client: Self::me(ctx),
+                    seq: self.grants,
+                };
+                ctx.record(Event::Grant { grant: id, token });
+                ctx.mark("granted");
+                self.held = Some(Held { id, token, base: 0 });
+                let op = self.send_op(ctx, RequestKind::Read);
+                self.phase = Phase::Reading { op };
+            }
+            (Phase::Acquiring, LockSignal::AcquireFailed) => {
+                ctx.record(Event::AcquireFailed {
+                    client: Self::me(ctx),
+                });
+                self.think(ctx);
+            }
+            (Phase::Reading { .. } | Phase::Working | Phase::Writing { .. }, LockSignal::Lost) => {
+                let held = self.held.expect("in a critical section");
+                ctx.record(Event::Exit {
+                    grant: held.id,
+                    why: ExitReason::Lost,
+                });
+                self.think(ctx);
+            }
+            (Phase::Releasing, LockSignal::Released) => self.think(ctx),
+            (phase, signal) => panic!("workload in {phase:?} got {signal:?}"),
+        }
+    }
+
+    fn on_storage_reply(&mut self, ctx: &mut Ctx<'_, Node>, reply: StorageReply) {
+        match (self.phase, reply.result) {
+            (Phase::Reading { op }, StorageResult::Read(value)) if op == reply.op.seq => {
+                let held = self.held.as_mut().expect("reading under a grant");
+                held.base = value;
+                let grant = held.id.seq;
+                ctx.mark("read-done");
+                self.phase = Phase::Working;
+                let work = self.config.work.sample(ctx.rng());
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    work,
+                    Timer::Work(WorkTimer::WorkDone { grant }),
+                );
+            }
+            (Phase::Writing { op }, StorageResult::Written) if op == reply.op.seq => {
+                self.exit(ctx, ExitReason::Released);
+            }
+            (Phase::Reading { op } | Phase::Writing { op }, StorageResult::Rejected)
+                if op == reply.op.seq =>
+            {
+                self.exit(ctx, ExitReason::Abandoned);
+            }
+            _ => {} // A late reply to an operation the client gave up on.
+        }
+    }
+
+    /// Leaves the critical section: records the exit, then releases the lock.
+    fn exit(&mut self, ctx: &mut Ctx<'_, Node>, why: ExitReason) {
+        let held = self.held.take().expect("exit from a critical section");
+        ctx.record(Event::Exit {
+            grant: held.id,
+            why,
+        });
+        self.phase = Phase::Releasing;
+        if let Some(signal) = self.lock.release(ctx) {
+            self.on_signal(ctx, signal);
+        }
+    }
+
+    fn send_op(&mut self, ctx: &mut Ctx<'_, Node>, kind: RequestKind) -> u32 {
+        let held = self.held.expect("storage ops only under a grant");
+        self.ops += 1;
+        let op = OpId {
+            client: Self::me(ctx),
+            seq: self.ops,
+        };
+        let req = StorageRequest {
+            op,
+            grant: held.id,
+            token: held.token,
+            kind,
+        };
+        ctx.send(self.config.storage, Msg::Storage(req));
+        let timeout = Timer::Work(WorkTimer::StorageTimeout { op: self.ops });
+        ctx.set_timer(ClockKind::Mono, self.config.storage_timeout, timeout);
+        self.ops
+    }
+}

@@ -1,0 +1,4 @@
+//! Integration tests of the models: one binary, one module per family.
+
+mod redis;
+mod support;

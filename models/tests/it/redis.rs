@@ -1,0 +1,192 @@
+//! The Redis lock under the faults of docs/semantics.md §1.7, judged by the checker.
+
+use lockstep_check::Validity;
+use lockstep_models::redis::Release;
+use lockstep_models::{Node, StorageMode};
+use lockstep_sim::{ClockKind, Dur, Fault};
+
+use crate::support::*;
+
+fn gc_pause_after_validity_check(secs: u64) -> Vec<lockstep_sim::ScheduledFault> {
+    gc_pause_at("validity-checked", secs)
+}
+
+fn gc_pause_at(mark: &str, secs: u64) -> Vec<lockstep_sim::ScheduledFault> {
+    let pause = Fault::Pause {
+        node: CLIENT_1,
+        duration: Some(Dur::from_secs(secs)),
+    };
+    vec![on_mark(CLIENT_1, mark, pause)]
+}
+
+#[test]
+fn without_faults_the_lock_is_safe_and_busy() {
+    for seed in 0..20 {
+        let r = run(&redis_spec(), seed, 30, vec![]);
+        let v = &r.verdict;
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {:?}", v);
+        assert!(
+            v.liveness.grants > 100,
+            "seed {seed}: {} grants",
+            v.liveness.grants
+        );
+        // Every critical section completes, but for one the end of the run may cut short.
+        assert!(
+            v.liveness.cs_completed + 1 >= v.liveness.grants,
+            "seed {seed}: {v:?}"
+        );
+        // The checker's replay of accepted writes agrees with what storage holds.
+        let Node::Storage(storage) = r.world.process(STORAGE) else {
+            panic!("storage")
+        };
+        assert_eq!(storage.value(), v.liveness.final_value);
+    }
+}
+
+#[test]
+fn a_gc_pause_past_the_ttl_gives_two_holders_and_a_stale_write() {
+    let r = run(&redis_spec(), 1, 60, gc_pause_after_validity_check(15));
+    let v = &r.verdict;
+    assert!(v.double_holders.pairs >= 1, "{v:?}");
+    assert!(v.stale_accepted.count >= 1);
+    assert!(v.lost_updates.count >= 1);
+    assert_eq!(v.resource, Validity::Invalid);
+}
+
+#[test]
+fn incr_fencing_rejects_the_stale_write_but_the_overlap_remains() {
+    let mut spec = redis_spec();
+    lock_config(&mut spec).fencing = true;
+    spec.storage = StorageMode::FencedWrites;
+    let r = run(&spec, 1, 60, gc_pause_after_validity_check(15));
+    let v = &r.verdict;
+    assert!(v.double_holders.pairs >= 1);
+    assert_eq!(v.stale_accepted.count, 0);
+    assert!(v.stale_rejected >= 1);
+    assert_eq!(v.resource, Validity::Valid);
+    assert_eq!(v.mutual_exclusion, Validity::Invalid);
+}
+
+#[test]
+fn a_pause_shorter_than_the_ttl_is_harmless() {
+    let r = run(&redis_spec(), 1, 60, gc_pause_after_validity_check(5));
+    assert_eq!(
+        r.verdict.mutual_exclusion,
+        Validity::Valid,
+        "{:?}",
+        r.verdict
+    );
+}
+
+#[test]
+fn a_forward_step_of_the_server_wall_clock_expires_the_lock_early() {
+    // Client 1 holds a 10 s lock with long work; the server's clock jumps 20 s at 2 s.
+    let mut spec = redis_spec();
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(6));
+    spec.workload.check_validity_before_write = false;
+    let faults = vec![at(
+        2_000,
+        Fault::ClockStep {
+            node: REDIS,
+            delta_ns: 20_000_000_000,
+        },
+    )];
+    let r = run(&spec, 3, 30, faults);
+    assert!(r.verdict.double_holders.pairs >= 1, "{:?}", r.verdict);
+}
+
+#[test]
+fn expiry_on_the_monotonic_clock_ignores_a_wall_step() {
+    let mut spec = redis_spec();
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(6));
+    spec.workload.check_validity_before_write = false;
+    server_config(&mut spec).expiry_clock = ClockKind::Mono;
+    let faults = vec![at(
+        2_000,
+        Fault::ClockStep {
+            node: REDIS,
+            delta_ns: 20_000_000_000,
+        },
+    )];
+    let r = run(&spec, 3, 30, faults);
+    assert_eq!(
+        r.verdict.mutual_exclusion,
+        Validity::Valid,
+        "{:?}",
+        r.verdict
+    );
+}
+
+#[test]
+fn a_plain_del_release_frees_the_next_holders_lock() {
+    // Three clients. Client 1 pauses past its TTL, client 2 takes the lock, client 1 resumes
+    // and its DEL deletes client 2's key, so client 3 gets it while client 2 works.
+    let mut spec = redis_spec();
+    spec.clients = 3;
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(4));
+    spec.workload.check_validity_before_write = false;
+    lock_config(&mut spec).release = Release::Del;
+    let r = run(&spec, 2, 60, gc_pause_at("work-done", 12));
+    let v = &r.verdict;
+    assert!(v.double_holders.max_concurrent >= 2, "{v:?}");
+    // Every overlap that does not involve the paused client 1 came from the DEL.
+    let others = v
+        .double_holders
+        .examples
+        .iter()
+        .filter(|o| o.first.client.0 != 2 && o.second.client.0 != 2)
+        .count();
+    assert!(others >= 1, "{:?}", v.double_holders);
+}
+
+#[test]
+fn the_compare_and_delete_release_never_frees_another_holders_lock() {
+    let mut spec = redis_spec();
+    spec.clients = 3;
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(4));
+    spec.workload.check_validity_before_write = false;
+    let r = run(&spec, 2, 60, gc_pause_at("work-done", 12));
+    let v = &r.verdict;
+    let others = v
+        .double_holders
+        .examples
+        .iter()
+        .filter(|o| o.first.client.0 != 2 && o.second.client.0 != 2)
+        .count();
+    assert_eq!(others, 0, "{:?}", v.double_holders);
+}
+
+#[test]
+fn renewal_keeps_a_long_critical_section_exclusive() {
+    let mut spec = redis_spec();
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(25));
+    spec.workload.check_validity_before_write = false;
+    let without = run(&spec, 4, 120, vec![]);
+    assert!(
+        without.verdict.double_holders.pairs >= 1,
+        "a 25 s job outlives a 10 s lock"
+    );
+    lock_config(&mut spec).renew = true;
+    let with = run(&spec, 4, 120, vec![]);
+    assert_eq!(
+        with.verdict.mutual_exclusion,
+        Validity::Valid,
+        "{:?}",
+        with.verdict
+    );
+    assert!(with.verdict.liveness.cs_completed >= 3);
+}
+
+#[test]
+fn a_server_crash_without_persistence_loses_the_lock() {
+    let mut spec = redis_spec();
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(5));
+    spec.workload.check_validity_before_write = false;
+    let crash = Fault::Crash {
+        node: REDIS,
+        restart_after: Some(Dur::from_millis(100)),
+    };
+    let faults = vec![on_mark(CLIENT_1, "granted", crash)];
+    let r = run(&spec, 5, 30, faults);
+    assert!(r.verdict.double_holders.pairs >= 1, "{:?}", r.verdict);
+}

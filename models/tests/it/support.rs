@@ -1,0 +1,116 @@
+//! Building and running small Redis worlds for the model tests.
+
+use lockstep_check::{Options, Verdict, check};
+use lockstep_models::redis::{RedisLockConfig, RedisServerConfig, Release};
+use lockstep_models::system::{Family, SystemSpec, build, history};
+use lockstep_models::{Node, StorageMode, WorkloadConfig};
+use lockstep_sim::{
+    ClockKind, Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, ScheduledFault, Time,
+    When, World, WorldConfig,
+};
+
+pub(crate) const REDIS: NodeId = NodeId(0);
+pub(crate) const STORAGE: NodeId = NodeId(1);
+pub(crate) const CLIENT_1: NodeId = NodeId(2);
+
+pub(crate) fn ms(v: u64) -> Dur {
+    Dur::from_millis(v)
+}
+
+/// Two clients, a 10 s lock, work of 50-200 ms, unfenced storage.
+pub(crate) fn redis_spec() -> SystemSpec {
+    SystemSpec {
+        family: Family::Redis {
+            server: RedisServerConfig {
+                expiry_clock: ClockKind::Wall,
+            },
+            client: RedisLockConfig {
+                server: REDIS,
+                ttl: Dur::from_secs(10),
+                release: Release::CompareAndDelete,
+                renew: false,
+                fencing: false,
+                request_timeout: ms(500),
+                retry_delay: Distribution::Uniform {
+                    lo: ms(50),
+                    hi: ms(250),
+                },
+                acquire_tries: 0,
+                drift_factor_ppm: 10_000,
+            },
+        },
+        clients: 2,
+        workload: WorkloadConfig {
+            storage: STORAGE,
+            think: Distribution::Uniform {
+                lo: ms(0),
+                hi: ms(100),
+            },
+            work: Distribution::Uniform {
+                lo: ms(50),
+                hi: ms(200),
+            },
+            check_validity_before_write: true,
+            storage_timeout: ms(1_000),
+        },
+        storage: StorageMode::Unfenced,
+    }
+}
+
+pub(crate) fn lock_config(spec: &mut SystemSpec) -> &mut RedisLockConfig {
+    match &mut spec.family {
+        Family::Redis { client, .. } => client,
+    }
+}
+
+pub(crate) fn server_config(spec: &mut SystemSpec) -> &mut RedisServerConfig {
+    match &mut spec.family {
+        Family::Redis { server, .. } => server,
+    }
+}
+
+pub(crate) struct Run {
+    pub(crate) world: World<Node>,
+    pub(crate) verdict: Verdict,
+}
+
+/// Runs `spec` for `secs` seconds with 1-5 ms links and the given faults.
+pub(crate) fn run(spec: &SystemSpec, seed: u64, secs: u64, faults: Vec<ScheduledFault>) -> Run {
+    let nodes = build(spec);
+    let configs = nodes
+        .iter()
+        .map(|(name, _)| NodeConfig::named(name.clone()))
+        .collect();
+    let mut cfg = WorldConfig::new(seed, Time::from_millis(secs * 1000), configs);
+    cfg.link = LinkConfig {
+        latency: Distribution::Uniform {
+            lo: ms(1),
+            hi: ms(5),
+        },
+        ..LinkConfig::default()
+    };
+    cfg.faults = faults;
+    let mut world = World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect());
+    let outcome = world.run();
+    let h = history(&world, outcome);
+    let verdict = check(&h, &Options::default()).expect("a well-formed history");
+    Run { world, verdict }
+}
+
+pub(crate) fn at(ms_: u64, fault: Fault) -> ScheduledFault {
+    ScheduledFault {
+        when: When::At(Time::from_millis(ms_)),
+        fault,
+    }
+}
+
+pub(crate) fn on_mark(node: NodeId, mark: &str, fault: Fault) -> ScheduledFault {
+    ScheduledFault {
+        when: When::OnMark {
+            node,
+            mark: mark.into(),
+            occurrence: 1,
+        },
+        fault,
+    }
+}
