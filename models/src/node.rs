@@ -56,6 +56,11 @@ pub enum WorkTimer {
         /// The grant's sequence number.
         grant: u32,
     },
+    /// Check the lease of `grant` before writing.
+    Check {
+        /// The grant's sequence number.
+        grant: u32,
+    },
     /// Send the write of `grant`.
     Write {
         /// The grant's sequence number.

@@ -75,6 +75,13 @@ pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
     nodes
 }
 
+/// The number of lock servers of the family; they come first in node-id order.
+pub fn server_count(family: &Family) -> usize {
+    match family {
+        Family::Redis { .. } => 1,
+    }
+}
+
 /// True when the family's fencing tokens are promised to increase with every grant (the
 /// checker's token-order check applies). Redis `INCR` tokens increase on one instance with
 /// no failover, but the promise is not the lock's: the counter sits outside the lock

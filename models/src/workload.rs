@@ -4,9 +4,10 @@
 //!
 //! It records the history the checker judges: `Request`, `Grant`, `AcquireFailed`, `Exit`.
 //! It reaches named marks where real code could be interrupted, so a scenario can pause the
-//! client at the worst moment: `granted`, `read-done`, `work-done`, `validity-checked` (only
-//! when it checks), and the write itself runs as a separate step after them, the gap a GC
-//! pause can fall into (failure catalogue K1).
+//! client at the worst moment: `granted` (the read is already sent), `read-done`, `work-done`
+//! (before the validity check) and `validity-checked` (only when it checks, right before the
+//! write). The steps after `work-done` and `validity-checked` run as separate events, the gaps
+//! a GC pause can fall into (failure catalogue K1).
 
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
 use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, NodeId};
@@ -131,6 +132,15 @@ impl Client {
             }
             (Phase::Working, WorkTimer::WorkDone { grant }) if self.is_current(grant) => {
                 ctx.mark("work-done");
+                // Each step after a mark is a separate event, so that a pause placed on the
+                // mark falls between the two steps, as it can in real code.
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    Dur::ZERO,
+                    Timer::Work(WorkTimer::Check { grant }),
+                );
+            }
+            (Phase::Working, WorkTimer::Check { grant }) if self.is_current(grant) => {
                 if self.config.check_validity_before_write {
                     if !self.lock.valid(ctx) {
                         self.exit(ctx, ExitReason::Lost);
@@ -138,7 +148,6 @@ impl Client {
                     }
                     ctx.mark("validity-checked");
                 }
-                // The write is the next step, not this one: a pause can land in between.
                 ctx.set_timer(
                     ClockKind::Mono,
                     Dur::ZERO,

@@ -1,0 +1,222 @@
+//! The summary of one run, as the JSON of `lockstep run --format json`.
+
+use lockstep_check::{Property, Validity, Verdict};
+use serde::Serialize;
+
+/// Where a run came from, besides its verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSource {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario file as given on the command line.
+    pub file: String,
+    /// The seed.
+    pub seed: u64,
+    /// The run's trace hash.
+    pub trace_hash: u64,
+    /// False when the run hit its event bound before its end.
+    pub complete: bool,
+    /// Events handled.
+    pub events: u64,
+    /// True time the run reached, in ns.
+    pub end_ns: u64,
+}
+
+/// Acquire latency percentiles in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LatencyMs {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Longest.
+    pub max: f64,
+}
+
+/// Failover figures in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FailoverMs {
+    /// Faults that took away a holder.
+    pub count: u64,
+    /// Of those, how many were followed by a grant to another client.
+    pub recovered: u64,
+    /// Longest time from such a fault to the next grant, if any recovered.
+    pub max: Option<f64>,
+    /// Mean of those times.
+    pub mean: Option<f64>,
+}
+
+/// One judged run. Field by field in docs/report-format.md.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunReport {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario file.
+    pub file: String,
+    /// The seed.
+    pub seed: u64,
+    /// The trace hash, as 16 hex digits.
+    pub trace_hash: String,
+    /// `completed`, or `exhausted` when the event bound cut the run short.
+    pub outcome: &'static str,
+    /// Events handled.
+    pub events: u64,
+    /// Simulated true time, in ms.
+    pub simulated_ms: f64,
+    /// The property the scenario judges.
+    pub property: Property,
+    /// The verdict of that property.
+    pub verdict: Validity,
+    /// Sub-verdict: was the protected data harmed?
+    pub resource: Validity,
+    /// Sub-verdict: did two holders act at once?
+    pub mutual_exclusion: Validity,
+    /// True when the run meets the scenario's `[expect]`.
+    pub expected: bool,
+    /// How the run falls short of `[expect]`; empty when `expected`.
+    pub unmet: Vec<String>,
+    /// Overlapping pairs of critical sections.
+    pub double_holders: u64,
+    /// Total true time with two or more holders, in ms.
+    pub overlap_ms: f64,
+    /// Most holders at one instant.
+    pub max_concurrent: u32,
+    /// Stale operations storage accepted.
+    pub stale_accepted: u64,
+    /// Stale operations fencing rejected.
+    pub stale_rejected: u64,
+    /// Writes that overwrote a write they never saw.
+    pub lost_updates: u64,
+    /// Token-order inversions (checked only for families that promise order).
+    pub token_order: u64,
+    /// Grants.
+    pub grants: u64,
+    /// Critical sections that wrote and released.
+    pub cs_completed: u64,
+    /// Acquisitions given up.
+    pub acquire_failures: u64,
+    /// Accepted writes.
+    pub accepted_writes: u64,
+    /// Storage's value at the end, replayed from the history.
+    pub final_value: u64,
+    /// Acquire latency, request to grant.
+    pub acquire_latency_ms: Option<LatencyMs>,
+    /// True time with no holder while a client waited, in ms.
+    pub unavailable_ms: f64,
+    /// Failover after faults that took away a holder.
+    pub failover_ms: FailoverMs,
+    /// Share of grants in request order (1.0 is FIFO).
+    pub fairness: Option<f64>,
+    /// Every violation explained by the events involved.
+    pub explanations: Vec<String>,
+    /// A command that reproduces this run bit for bit.
+    pub reproduce: String,
+    /// The full verdict, for tools that want every detail.
+    pub details: Verdict,
+    /// The run's events, one line each, when asked for with `--trace`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Vec<String>>,
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+impl RunReport {
+    /// The report of a run of `source` judged by `verdict` for `property`.
+    pub fn new(
+        source: RunSource,
+        property: Property,
+        verdict: Verdict,
+        unmet: Vec<String>,
+        explanations: Vec<String>,
+    ) -> RunReport {
+        let l = &verdict.liveness;
+        let reproduce = format!(
+            "lockstep run {} --seed {}",
+            shell_quote(&source.file),
+            source.seed
+        );
+        RunReport {
+            scenario: source.scenario,
+            file: source.file,
+            seed: source.seed,
+            trace_hash: format!("{:016x}", source.trace_hash),
+            outcome: if source.complete {
+                "completed"
+            } else {
+                "exhausted"
+            },
+            events: source.events,
+            simulated_ms: ms(source.end_ns),
+            property,
+            verdict: verdict.get(property),
+            resource: verdict.resource,
+            mutual_exclusion: verdict.mutual_exclusion,
+            expected: unmet.is_empty(),
+            unmet,
+            double_holders: verdict.double_holders.pairs,
+            overlap_ms: ms(verdict.double_holders.overlap_ns),
+            max_concurrent: verdict.double_holders.max_concurrent,
+            stale_accepted: verdict.stale_accepted.count,
+            stale_rejected: verdict.stale_rejected,
+            lost_updates: verdict.lost_updates.count,
+            token_order: verdict.token_order.count,
+            grants: l.grants,
+            cs_completed: l.cs_completed,
+            acquire_failures: l.acquire_failures,
+            accepted_writes: l.accepted_writes,
+            final_value: l.final_value,
+            acquire_latency_ms: l.acquire_latency.as_ref().map(|p| LatencyMs {
+                p50: ms(p.p50_ns),
+                p99: ms(p.p99_ns),
+                max: ms(p.max_ns),
+            }),
+            unavailable_ms: ms(l.unavailable_ns),
+            failover_ms: FailoverMs {
+                count: l.failover.count,
+                recovered: l.failover.recovered,
+                max: l.failover.max_ns.map(ms),
+                mean: l.failover.mean_ns.map(ms),
+            },
+            fairness: l.fairness_ppm.map(|p| f64::from(p) / 1e6),
+            explanations,
+            reproduce,
+            details: verdict,
+            trace: None,
+        }
+    }
+
+    /// The report as one line of JSON.
+    pub fn json(&self) -> String {
+        serde_json::to_string(self).expect("a report always serialises")
+    }
+}
+
+/// Quotes `s` for a POSIX shell when it needs quoting.
+fn shell_quote(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quote;
+
+    #[test]
+    fn paths_are_quoted_only_when_needed() {
+        assert_eq!(
+            shell_quote("scenarios/catalogue/k1.toml"),
+            "scenarios/catalogue/k1.toml"
+        );
+        assert_eq!(
+            shell_quote("my scenarios/k1.toml"),
+            "'my scenarios/k1.toml'"
+        );
+        assert_eq!(shell_quote("it's.toml"), r"'it'\''s.toml'");
+    }
+}

@@ -1,0 +1,148 @@
+//! The terminal rendering of a run: the seed and trace hash first, the reproduce command, a
+//! table of the verdict, and the explanations.
+
+use std::fmt::Write as _;
+
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+use crate::run_report::RunReport;
+
+impl RunReport {
+    /// The report as text for a terminal.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "scenario   {}", self.scenario);
+        let _ = writeln!(
+            out,
+            "seed       {}   trace {}   {} events, {}",
+            self.seed, self.trace_hash, self.events, self.outcome
+        );
+        let _ = writeln!(out, "reproduce  {}", self.reproduce);
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", self.verdict_table());
+        if !self.explanations.is_empty() {
+            let _ = writeln!(out, "\nwhy:");
+            for e in &self.explanations {
+                let _ = writeln!(out, "  - {e}");
+            }
+        }
+        let _ = writeln!(out);
+        if self.expected {
+            let _ = writeln!(
+                out,
+                "expectation met: {} is {}",
+                self.property, self.verdict
+            );
+        } else {
+            let _ = writeln!(out, "EXPECTATION NOT MET:");
+            for u in &self.unmet {
+                let _ = writeln!(out, "  - {u}");
+            }
+        }
+        out
+    }
+
+    fn verdict_table(&self) -> String {
+        let mut b = Builder::default();
+        b.push_record(["", "result"]);
+        b.push_record([
+            format!("verdict ({})", self.property),
+            self.verdict.to_string().to_uppercase(),
+        ]);
+        b.push_record(["resource".to_string(), self.resource.to_string()]);
+        b.push_record([
+            "mutual exclusion".to_string(),
+            self.mutual_exclusion.to_string(),
+        ]);
+        let holders = if self.double_holders == 0 {
+            "0".to_string()
+        } else {
+            format!(
+                "{} pair(s), {} overlap, max {} at once",
+                self.double_holders,
+                fmt_ms(self.overlap_ms),
+                self.max_concurrent
+            )
+        };
+        b.push_record(["double holders".to_string(), holders]);
+        b.push_record([
+            "stale ops accepted".to_string(),
+            self.stale_accepted.to_string(),
+        ]);
+        b.push_record([
+            "stale ops rejected".to_string(),
+            self.stale_rejected.to_string(),
+        ]);
+        b.push_record(["lost updates".to_string(), self.lost_updates.to_string()]);
+        b.push_record(["token order".to_string(), self.token_order.to_string()]);
+        b.push_record([
+            "grants".to_string(),
+            format!(
+                "{} ({} completed, {} acquisitions given up)",
+                self.grants, self.cs_completed, self.acquire_failures
+            ),
+        ]);
+        let latency = match &self.acquire_latency_ms {
+            Some(l) => format!(
+                "p50 {}  p99 {}  max {}",
+                fmt_ms(l.p50),
+                fmt_ms(l.p99),
+                fmt_ms(l.max)
+            ),
+            None => "-".to_string(),
+        };
+        b.push_record(["acquire latency".to_string(), latency]);
+        b.push_record(["unavailable".to_string(), fmt_ms(self.unavailable_ms)]);
+        let f = &self.failover_ms;
+        let failover = match (f.count, f.max, f.mean) {
+            (0, _, _) => "-".to_string(),
+            (n, Some(max), Some(mean)) => {
+                format!(
+                    "{n} fault(s), {} recovered, max {}, mean {}",
+                    f.recovered,
+                    fmt_ms(max),
+                    fmt_ms(mean)
+                )
+            }
+            (n, _, _) => format!("{n} fault(s), none recovered"),
+        };
+        b.push_record(["failover".to_string(), failover]);
+        let fairness = self.fairness.map_or("-".to_string(), |x| format!("{x:.2}"));
+        b.push_record(["fairness (FIFO = 1.00)".to_string(), fairness]);
+        b.push_record([
+            "storage".to_string(),
+            format!(
+                "value {} after {} accepted writes",
+                self.final_value, self.accepted_writes
+            ),
+        ]);
+        let mut table = b.build();
+        table.with(Style::rounded());
+        table.to_string()
+    }
+}
+
+/// `850ms`, `12.3s`, `0ms`.
+fn fmt_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else if ms >= 10.0 || ms == 0.0 {
+        format!("{ms:.0}ms")
+    } else {
+        format!("{ms:.2}ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_ms;
+
+    #[test]
+    fn milliseconds_read_naturally() {
+        assert_eq!(fmt_ms(0.0), "0ms");
+        assert_eq!(fmt_ms(1.234), "1.23ms");
+        assert_eq!(fmt_ms(850.2), "850ms");
+        assert_eq!(fmt_ms(12_345.0), "12.3s");
+    }
+}

@@ -1,0 +1,86 @@
+//! What a scenario expects of its runs, and whether a verdict meets it.
+
+use std::fmt;
+
+use lockstep_check::{Property, Validity, Verdict};
+
+/// A count of the verdict a scenario can bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    /// Overlapping pairs of critical sections.
+    DoubleHolders,
+    /// Stale operations storage accepted.
+    StaleAccepted,
+    /// Stale operations fencing rejected.
+    StaleRejected,
+    /// Lost updates.
+    LostUpdates,
+    /// Token-order inversions.
+    TokenOrder,
+    /// Grants.
+    Grants,
+}
+
+impl Count {
+    /// The count in `verdict`.
+    pub fn of(self, verdict: &Verdict) -> u64 {
+        match self {
+            Count::DoubleHolders => verdict.double_holders.pairs,
+            Count::StaleAccepted => verdict.stale_accepted.count,
+            Count::StaleRejected => verdict.stale_rejected,
+            Count::LostUpdates => verdict.lost_updates.count,
+            Count::TokenOrder => verdict.token_order.count,
+            Count::Grants => verdict.liveness.grants,
+        }
+    }
+}
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Count::DoubleHolders => "double_holders",
+            Count::StaleAccepted => "stale_accepted",
+            Count::StaleRejected => "stale_rejected",
+            Count::LostUpdates => "lost_updates",
+            Count::TokenOrder => "token_order",
+            Count::Grants => "grants",
+        })
+    }
+}
+
+/// A scenario's `[expect]`: the property judged, its expected verdict, and bounds on counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expect {
+    /// The property the run's verdict is taken from.
+    pub property: Property,
+    /// The verdict the scenario expects (`valid` when the file does not say).
+    pub verdict: Validity,
+    /// Bounds `min..=max` on counts.
+    pub bounds: Vec<(Count, u64, Option<u64>)>,
+}
+
+impl Expect {
+    /// Every way `verdict` falls short of the expectation, as sentences; empty when it meets it.
+    pub fn unmet(&self, verdict: &Verdict) -> Vec<String> {
+        let mut unmet = Vec::new();
+        let got = verdict.get(self.property);
+        if got != self.verdict {
+            unmet.push(format!(
+                "expected {} to be {}, got {got}",
+                self.property, self.verdict
+            ));
+        }
+        for &(count, min, max) in &self.bounds {
+            let n = count.of(verdict);
+            match max {
+                Some(max) if min == max && n != min => {
+                    unmet.push(format!("expected {count} = {min}, got {n}"))
+                }
+                Some(max) if n > max => unmet.push(format!("expected {count} <= {max}, got {n}")),
+                _ if n < min => unmet.push(format!("expected {count} >= {min}, got {n}")),
+                _ => {}
+            }
+        }
+        unmet
+    }
+}

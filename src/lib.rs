@@ -1,0 +1,17 @@
+//! lockstep: a deterministic simulation and chaos-test harness for distributed locks and
+//! leader election.
+//!
+//! This package holds what touches the outside world: the scenario files ([`scenario`]), one
+//! run of a scenario ([`run`]), expectations ([`expect`]) and the command line (the
+//! `lockstep` binary). The simulator, the models, the checker and the reports are the crates
+//! `lockstep-sim`, `lockstep-models`, `lockstep-check` and `lockstep-reports`; the map and the
+//! rules between them are in ARCHITECTURE.md.
+#![deny(missing_docs)]
+
+pub mod expect;
+pub mod run;
+pub mod scenario;
+
+pub use expect::{Count, Expect};
+pub use run::{RunResult, run};
+pub use scenario::{Loaded, Scenario, ScenarioError, load, parse};

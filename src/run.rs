@@ -1,0 +1,74 @@
+//! One run: a scenario and a seed in, a judged history out.
+
+use lockstep_check::{History, Property, Validity, Verdict, check};
+use lockstep_models::system;
+use lockstep_sim::{Outcome, Time, TraceEntry, World, WorldConfig};
+
+use crate::scenario::Scenario;
+
+/// What one run produced.
+#[derive(Debug)]
+pub struct RunResult {
+    /// The seed.
+    pub seed: u64,
+    /// The trace hash: equal for equal runs.
+    pub trace_hash: u64,
+    /// Whether the run reached its end or its event bound.
+    pub outcome: Outcome,
+    /// Events handled.
+    pub events: u64,
+    /// The history the checker judged.
+    pub history: History,
+    /// The checker's verdict.
+    pub verdict: Verdict,
+    /// The property the scenario judges.
+    pub property: Property,
+    /// The verdict of that property.
+    pub judged: Validity,
+    /// How the run falls short of the scenario's expectation; empty when it meets it.
+    pub unmet: Vec<String>,
+    /// The readable trace, when asked for.
+    pub trace: Option<Vec<TraceEntry>>,
+}
+
+impl RunResult {
+    /// True when the run meets the scenario's expectation.
+    pub fn expected(&self) -> bool {
+        self.unmet.is_empty()
+    }
+}
+
+/// Runs `scenario` with `seed`; `trace` keeps the readable trace.
+///
+/// # Panics
+/// If the models record a history the checker rejects: that is a harness bug, not a verdict.
+pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
+    let nodes = system::build(&scenario.system);
+    let end = Time::ZERO + scenario.duration;
+    let mut config = WorldConfig::new(seed, end, scenario.clocks.clone());
+    config.max_events = scenario.max_events;
+    config.link = scenario.link.clone();
+    config.links = scenario.links.clone();
+    config.faults = scenario.faults.clone();
+    config.trace = trace;
+    let mut world = World::new(config, nodes.into_iter().map(|(_, node)| node).collect());
+    let outcome = world.run();
+    let history = system::history(&world, outcome);
+    let verdict = check(&history, &scenario.check_options).unwrap_or_else(|e| {
+        panic!("harness bug: the models recorded a history the checker rejects: {e}")
+    });
+    let judged = verdict.get(scenario.expect.property);
+    let unmet = scenario.expect.unmet(&verdict);
+    RunResult {
+        seed,
+        trace_hash: world.trace_hash(),
+        outcome,
+        events: world.events(),
+        history,
+        verdict,
+        property: scenario.expect.property,
+        judged,
+        unmet,
+        trace: world.trace().map(<[TraceEntry]>::to_vec),
+    }
+}

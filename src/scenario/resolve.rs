@@ -1,0 +1,605 @@
+//! From the file as written to a runnable [`Scenario`]: every value checked, every node name
+//! resolved, every problem collected with its key path.
+
+use lockstep_check::{Options, Property, Validity};
+use lockstep_models::redis::{RedisLockConfig, RedisServerConfig, Release};
+use lockstep_models::system::{self, Family, SystemSpec};
+use lockstep_models::{StorageMode, WorkloadConfig};
+use lockstep_sim::clock::MAX_RATE_OFFSET_PPM;
+use lockstep_sim::{
+    ClockKind, Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, PartitionMode,
+    ScheduledFault, Shape, Time, When,
+};
+
+use super::Scenario;
+use super::error::Problems;
+use super::schema::*;
+use crate::expect::{Count, Expect};
+
+/// Longest duration a file may give: about 31 years, far beyond any run, and safe from
+/// overflow in nanoseconds.
+const MAX_MS: f64 = 1e12;
+
+struct Resolver {
+    problems: Problems,
+    names: Vec<String>,
+    clients: Vec<NodeId>,
+    servers: Vec<NodeId>,
+}
+
+impl Resolver {
+    /// A non-negative duration in ms.
+    fn ms(&mut self, path: &str, v: f64) -> Dur {
+        if !v.is_finite() || v < 0.0 {
+            self.problems.push(
+                path,
+                format!("must be a non-negative number of milliseconds, not {v}"),
+            );
+            return Dur::ZERO;
+        }
+        if v > MAX_MS {
+            self.problems
+                .push(path, format!("{v} ms is too long (at most {MAX_MS} ms)"));
+            return Dur::ZERO;
+        }
+        Dur::from_nanos((v * 1e6).round() as u64)
+    }
+
+    /// A positive duration in ms.
+    fn positive_ms(&mut self, path: &str, v: f64) -> Dur {
+        let d = self.ms(path, v);
+        if v.is_finite() && v <= 0.0 {
+            self.problems.push(path, "must be greater than 0");
+        }
+        d
+    }
+
+    /// A signed duration in ms, as nanoseconds.
+    fn signed_ms(&mut self, path: &str, v: f64) -> i64 {
+        if !v.is_finite() || v.abs() > MAX_MS {
+            self.problems.push(
+                path,
+                format!("must be a number of milliseconds within ±{MAX_MS}, not {v}"),
+            );
+            return 0;
+        }
+        (v * 1e6).round() as i64
+    }
+
+    /// A probability in [0, 1], as parts per million.
+    fn probability(&mut self, path: &str, v: f64) -> u32 {
+        if !(0.0..=1.0).contains(&v) {
+            self.problems.push(
+                path,
+                format!("must be a probability between 0 and 1, not {v}"),
+            );
+            return 0;
+        }
+        (v * 1e6).round() as u32
+    }
+
+    fn dist(&mut self, path: &str, spec: DistSpec) -> Distribution {
+        let d = match spec {
+            DistSpec::Constant(v) => Distribution::Constant(self.ms(path, v)),
+            DistSpec::Uniform(lo, hi) => {
+                let (lo, hi) = (
+                    self.ms(&format!("{path}.uniform[0]"), lo),
+                    self.ms(&format!("{path}.uniform[1]"), hi),
+                );
+                Distribution::Uniform { lo, hi }
+            }
+            DistSpec::Exponential { min, mean } => Distribution::Exponential {
+                min: self.ms(&format!("{path}.exponential.min"), min),
+                mean: self.ms(&format!("{path}.exponential.mean"), mean),
+            },
+            DistSpec::Pareto { min, alpha, max } => {
+                if !(0.01..=100.0).contains(&alpha) {
+                    self.problems.push(
+                        format!("{path}.pareto.alpha"),
+                        format!("must be between 0.01 and 100, not {alpha}"),
+                    );
+                }
+                Distribution::Pareto {
+                    min: self.positive_ms(&format!("{path}.pareto.min"), min),
+                    alpha_milli: (alpha.clamp(0.01, 100.0) * 1000.0).round() as u32,
+                    max: self.ms(&format!("{path}.pareto.max"), max),
+                }
+            }
+        };
+        if let Err(e) = d.validate() {
+            self.problems.push(path, e);
+        }
+        d
+    }
+
+    fn node(&mut self, path: &str, name: &str) -> Option<NodeId> {
+        match self.names.iter().position(|n| n == name) {
+            Some(i) => Some(NodeId(i as u32)),
+            None => {
+                let known = self.names.join(", ");
+                self.problems
+                    .push(path, format!("no node named `{name}` (nodes: {known})"));
+                None
+            }
+        }
+    }
+
+    /// Node names or the groups `clients`, `servers`, `all`, without duplicates.
+    fn nodes(&mut self, path: &str, names: &Names) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        if names.0.is_empty() {
+            self.problems.push(path, "names no node");
+        }
+        for (i, name) in names.0.iter().enumerate() {
+            let p = if names.0.len() == 1 {
+                path.to_string()
+            } else {
+                format!("{path}[{i}]")
+            };
+            match name.as_str() {
+                "clients" => out.extend(self.clients.iter().copied()),
+                "servers" => out.extend(self.servers.iter().copied()),
+                "all" => out.extend((0..self.names.len() as u32).map(NodeId)),
+                _ => out.extend(self.node(&p, name)),
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// Checks a parsed file and builds the scenario, or returns every problem found.
+pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
+    let mut r = Resolver {
+        problems: Problems::default(),
+        names: Vec::new(),
+        clients: Vec::new(),
+        servers: Vec::new(),
+    };
+    let s = &file.scenario;
+    if s.name.trim().is_empty() {
+        r.problems.push("scenario.name", "must not be empty");
+    }
+    let duration = r.positive_ms("scenario.duration_ms", s.duration_ms);
+    if s.max_events == 0 {
+        r.problems
+            .push("scenario.max_events", "must be greater than 0");
+    }
+    let system = system_spec(&mut r, file);
+    let nodes = system::build(&system);
+    r.names = nodes.iter().map(|(name, _)| name.clone()).collect();
+    r.clients = (0..r.names.len() as u32)
+        .map(NodeId)
+        .filter(|n| r.names[n.index()].starts_with("client-"))
+        .collect();
+    r.servers = (0..system::server_count(&system.family) as u32)
+        .map(NodeId)
+        .collect();
+    let (link, links) = network(&mut r, &file.network);
+    let clocks = clocks(&mut r, &file.clock);
+    let faults: Vec<ScheduledFault> = file
+        .fault
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| fault(&mut r, &format!("fault[{i}]"), f, duration))
+        .collect();
+    let expect = expect(&file.expect);
+    if !r.problems.0.is_empty() {
+        return Err(r.problems);
+    }
+    Ok(Scenario {
+        name: s.name.clone(),
+        description: s.description.clone(),
+        duration,
+        seed: s.seed,
+        max_events: s.max_events,
+        check_options: Options {
+            tokens_monotonic: system::tokens_monotonic(&system.family),
+            ..Options::default()
+        },
+        system,
+        clocks,
+        link,
+        links,
+        faults,
+        expect,
+    })
+}
+
+fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
+    let m = &file.model;
+    let ttl = r.positive_ms("model.ttl_ms", m.ttl_ms);
+    let request_timeout = r.positive_ms("model.request_timeout_ms", m.request_timeout_ms);
+    let retry_delay = r.dist("model.retry_delay_ms", m.retry_delay_ms);
+    if !(0.0..1.0).contains(&m.drift_factor) {
+        r.problems.push(
+            "model.drift_factor",
+            format!("must be at least 0 and below 1, not {}", m.drift_factor),
+        );
+    }
+    let family = match m.kind {
+        ModelKind::Redis => Family::Redis {
+            server: RedisServerConfig {
+                expiry_clock: match m.expiry_clock {
+                    ClockName::Wall => ClockKind::Wall,
+                    ClockName::Mono => ClockKind::Mono,
+                },
+            },
+            client: RedisLockConfig {
+                server: NodeId(0),
+                ttl,
+                release: match m.release {
+                    ReleaseKind::CompareAndDelete => Release::CompareAndDelete,
+                    ReleaseKind::Del => Release::Del,
+                },
+                renew: m.renew,
+                fencing: m.fencing == FencingKind::Incr,
+                request_timeout,
+                retry_delay,
+                acquire_tries: m.acquire_tries,
+                drift_factor_ppm: (m.drift_factor.clamp(0.0, 1.0) * 1e6).round() as u32,
+            },
+        },
+    };
+    let w = &file.workload;
+    if !(1..=1000).contains(&w.clients) {
+        r.problems.push(
+            "workload.clients",
+            format!("must be between 1 and 1000, not {}", w.clients),
+        );
+    }
+    let workload = WorkloadConfig {
+        storage: NodeId(0),
+        think: r.dist("workload.think_ms", w.think_ms),
+        work: r.dist("workload.work_ms", w.work_ms),
+        check_validity_before_write: w.check_validity_before_write,
+        storage_timeout: r.positive_ms("workload.storage_timeout_ms", w.storage_timeout_ms),
+    };
+    let storage = match file.storage.mode {
+        StorageModeName::Unfenced => StorageMode::Unfenced,
+        StorageModeName::FencedWrites => StorageMode::FencedWrites,
+        StorageModeName::FencedAll => StorageMode::FencedAll,
+    };
+    if storage != StorageMode::Unfenced && !system::has_tokens(&family) {
+        r.problems.push(
+            "storage.mode",
+            "fenced storage needs fencing tokens, and this model sends none (set model.fencing = \"incr\")",
+        );
+    }
+    SystemSpec {
+        family,
+        clients: w.clients.clamp(1, 1000),
+        workload,
+        storage,
+    }
+}
+
+fn network(
+    r: &mut Resolver,
+    n: &NetworkSection,
+) -> (LinkConfig, Vec<(NodeId, NodeId, LinkConfig)>) {
+    let default = LinkConfig {
+        latency: r.dist("network.latency_ms", n.latency_ms),
+        loss_ppm: r.probability("network.loss", n.loss),
+        duplicate_ppm: r.probability("network.duplicate", n.duplicate),
+    };
+    let mut links = Vec::new();
+    for (i, l) in n.link.iter().enumerate() {
+        let p = format!("network.link[{i}]");
+        let from = r.nodes(&format!("{p}.from"), &l.from);
+        let to = r.nodes(&format!("{p}.to"), &l.to);
+        let config = LinkConfig {
+            latency: l.latency_ms.map_or(default.latency.clone(), |d| {
+                r.dist(&format!("{p}.latency_ms"), d)
+            }),
+            loss_ppm: l
+                .loss
+                .map_or(default.loss_ppm, |v| r.probability(&format!("{p}.loss"), v)),
+            duplicate_ppm: l.duplicate.map_or(default.duplicate_ppm, |v| {
+                r.probability(&format!("{p}.duplicate"), v)
+            }),
+        };
+        for &a in &from {
+            for &b in &to {
+                if a != b {
+                    links.push((a, b, config.clone()));
+                }
+            }
+        }
+    }
+    (default, links)
+}
+
+fn clocks(r: &mut Resolver, sections: &[ClockSection]) -> Vec<NodeConfig> {
+    let mut configs: Vec<NodeConfig> = r
+        .names
+        .iter()
+        .map(|n| NodeConfig::named(n.clone()))
+        .collect();
+    for (i, c) in sections.iter().enumerate() {
+        let p = format!("clock[{i}]");
+        let drift = drift(r, &format!("{p}.drift_ppm"), c.drift_ppm);
+        let offset = r.signed_ms(&format!("{p}.offset_ms"), c.offset_ms);
+        if let Some(node) = r.node(&format!("{p}.node"), &c.node) {
+            configs[node.index()].drift_ppm = drift;
+            configs[node.index()].wall_offset_ns = offset;
+        }
+    }
+    configs
+}
+
+fn drift(r: &mut Resolver, path: &str, ppm: i64) -> i64 {
+    if ppm.abs() > MAX_RATE_OFFSET_PPM {
+        r.problems.push(
+            path,
+            format!("must be within ±{MAX_RATE_OFFSET_PPM} ppm, not {ppm}"),
+        );
+        return 0;
+    }
+    ppm
+}
+
+fn fault(r: &mut Resolver, p: &str, f: &FaultSection, duration: Dur) -> Option<ScheduledFault> {
+    let when = match (f.at_ms, &f.on) {
+        (Some(at), None) => {
+            let at = r.ms(&format!("{p}.at_ms"), at);
+            if at > duration {
+                r.problems.push(
+                    format!("{p}.at_ms"),
+                    format!(
+                        "{} ms is after the end of the run (scenario.duration_ms = {})",
+                        at.as_millis(),
+                        duration.as_millis()
+                    ),
+                );
+            }
+            When::At(Time::from_nanos(at.as_nanos()))
+        }
+        (None, Some(on)) => {
+            let node = r.node(&format!("{p}.on.node"), &on.node);
+            if on.mark.trim().is_empty() {
+                r.problems.push(format!("{p}.on.mark"), "must name a mark");
+            }
+            if on.occurrence == 0 {
+                r.problems
+                    .push(format!("{p}.on.occurrence"), "counts from 1");
+            }
+            When::OnMark {
+                node: node?,
+                mark: on.mark.clone(),
+                occurrence: on.occurrence,
+            }
+        }
+        (Some(_), Some(_)) => {
+            r.problems.push(p, "give either `at_ms` or `on`, not both");
+            return None;
+        }
+        (None, None) => {
+            r.problems
+                .push(p, "needs a time (`at_ms`) or a trigger (`on`)");
+            return None;
+        }
+    };
+    let fault = fault_action(r, p, f)?;
+    Some(ScheduledFault { when, fault })
+}
+
+fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
+    let given: Vec<&str> = [
+        ("pause", f.pause.is_some()),
+        ("resume", f.resume.is_some()),
+        ("crash", f.crash.is_some()),
+        ("restart", f.restart.is_some()),
+        ("partition", f.partition.is_some()),
+        ("heal", f.heal.is_some()),
+        ("clock_step", f.clock_step.is_some()),
+        ("clock_slew", f.clock_slew.is_some()),
+        ("clock_drift", f.clock_drift.is_some()),
+        ("delay", f.delay.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, present)| present.then_some(k))
+    .collect();
+    if given.len() != 1 {
+        let msg = if given.is_empty() {
+            "needs one action: pause, resume, crash, restart, partition, heal, clock_step, clock_slew, clock_drift or delay".to_string()
+        } else {
+            format!(
+                "has {} actions ({}); give one per [[fault]]",
+                given.len(),
+                given.join(", ")
+            )
+        };
+        r.problems.push(p, msg);
+        return None;
+    }
+    let opt_ms =
+        |r: &mut Resolver, path: String, v: Option<f64>| v.map(|v| r.positive_ms(&path, v));
+    if let Some(x) = &f.pause {
+        let node = r.node(&format!("{p}.pause.node"), &x.node);
+        let duration = opt_ms(r, format!("{p}.pause.for_ms"), x.for_ms);
+        return Some(Fault::Pause {
+            node: node?,
+            duration,
+        });
+    }
+    if let Some(x) = &f.resume {
+        return Some(Fault::Resume {
+            node: r.node(&format!("{p}.resume.node"), &x.node)?,
+        });
+    }
+    if let Some(x) = &f.crash {
+        let node = r.node(&format!("{p}.crash.node"), &x.node);
+        let restart_after = x
+            .restart_after_ms
+            .map(|v| r.ms(&format!("{p}.crash.restart_after_ms"), v));
+        return Some(Fault::Crash {
+            node: node?,
+            restart_after,
+        });
+    }
+    if let Some(x) = &f.restart {
+        return Some(Fault::Restart {
+            node: r.node(&format!("{p}.restart.node"), &x.node)?,
+        });
+    }
+    if let Some(x) = &f.partition {
+        return partition(r, &format!("{p}.partition"), x);
+    }
+    if let Some(heal) = f.heal {
+        if !heal {
+            r.problems.push(format!("{p}.heal"), "write `heal = true`");
+        }
+        return Some(Fault::Heal);
+    }
+    if let Some(x) = &f.clock_step {
+        let node = r.node(&format!("{p}.clock_step.node"), &x.node);
+        let delta_ns = r.signed_ms(&format!("{p}.clock_step.delta_ms"), x.delta_ms);
+        return Some(Fault::ClockStep {
+            node: node?,
+            delta_ns,
+        });
+    }
+    if let Some(x) = &f.clock_slew {
+        let node = r.node(&format!("{p}.clock_slew.node"), &x.node);
+        let delta_ns = r.signed_ms(&format!("{p}.clock_slew.delta_ms"), x.delta_ms);
+        if x.rate_ppm == 0 || i64::from(x.rate_ppm) > MAX_RATE_OFFSET_PPM {
+            r.problems.push(
+                format!("{p}.clock_slew.rate_ppm"),
+                format!("must be between 1 and {MAX_RATE_OFFSET_PPM}"),
+            );
+            return None;
+        }
+        return Some(Fault::ClockSlew {
+            node: node?,
+            delta_ns,
+            rate_ppm: x.rate_ppm,
+        });
+    }
+    if let Some(x) = &f.clock_drift {
+        let node = r.node(&format!("{p}.clock_drift.node"), &x.node);
+        let drift_ppm = drift(r, &format!("{p}.clock_drift.drift_ppm"), x.drift_ppm);
+        return Some(Fault::ClockDrift {
+            node: node?,
+            drift_ppm,
+        });
+    }
+    let x = f.delay.as_ref().expect("one action is given");
+    let from = r.nodes(&format!("{p}.delay.from"), &x.from);
+    let to = r.nodes(&format!("{p}.delay.to"), &x.to);
+    let extra = r.positive_ms(&format!("{p}.delay.extra_ms"), x.extra_ms);
+    let duration = opt_ms(r, format!("{p}.delay.for_ms"), x.for_ms);
+    Some(Fault::Delay {
+        from,
+        to,
+        extra,
+        duration,
+    })
+}
+
+fn partition(r: &mut Resolver, p: &str, x: &PartitionSection) -> Option<Fault> {
+    let shapes = [
+        x.isolate.is_some(),
+        x.groups.is_some(),
+        x.from.is_some() || x.to.is_some(),
+        x.majority_minority.is_some(),
+        x.bridge.is_some(),
+        x.majorities_ring.is_some(),
+    ];
+    if shapes.iter().filter(|&&b| b).count() != 1 {
+        r.problems.push(
+            p,
+            "needs exactly one shape: isolate, groups, from + to (one-way), majority_minority, bridge or majorities_ring",
+        );
+        return None;
+    }
+    let at_least = |r: &mut Resolver, path: String, nodes: Vec<NodeId>, n: usize| {
+        if nodes.len() < n {
+            r.problems
+                .push(path, format!("needs at least {n} distinct nodes"));
+        }
+        nodes
+    };
+    let shape = if let Some(name) = &x.isolate {
+        Shape::Isolate {
+            node: r.node(&format!("{p}.isolate"), name)?,
+        }
+    } else if let Some(groups) = &x.groups {
+        let groups: Vec<Vec<NodeId>> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| r.nodes(&format!("{p}.groups[{i}]"), g))
+            .collect();
+        if groups.len() < 2 {
+            r.problems
+                .push(format!("{p}.groups"), "needs at least two groups");
+        }
+        Shape::Split { groups }
+    } else if let (Some(from), Some(to)) = (&x.from, &x.to) {
+        Shape::OneWay {
+            from: r.nodes(&format!("{p}.from"), from),
+            to: r.nodes(&format!("{p}.to"), to),
+        }
+    } else if x.from.is_some() || x.to.is_some() {
+        r.problems
+            .push(p, "a one-way partition needs both `from` and `to`");
+        return None;
+    } else if let Some(names) = &x.majority_minority {
+        let path = format!("{p}.majority_minority");
+        let nodes = r.nodes(&path, names);
+        Shape::MajorityMinority {
+            nodes: at_least(r, path, nodes, 2),
+        }
+    } else if let Some(names) = &x.bridge {
+        let path = format!("{p}.bridge");
+        let nodes = r.nodes(&path, names);
+        Shape::Bridge {
+            nodes: at_least(r, path, nodes, 3),
+        }
+    } else {
+        let path = format!("{p}.majorities_ring");
+        let nodes = r.nodes(&path, x.majorities_ring.as_ref().expect("one shape"));
+        Shape::MajoritiesRing {
+            nodes: at_least(r, path, nodes, 3),
+        }
+    };
+    let mode = match x.mode {
+        ModeName::Drop => PartitionMode::Drop,
+        ModeName::Hold => PartitionMode::Hold,
+    };
+    let duration = x.for_ms.map(|v| r.positive_ms(&format!("{p}.for_ms"), v));
+    Some(Fault::Partition {
+        shape,
+        mode,
+        duration,
+    })
+}
+
+fn expect(e: &ExpectSection) -> Expect {
+    let property = match e.property {
+        PropertyName::Resource => Property::Resource,
+        PropertyName::MutualExclusion => Property::MutualExclusion,
+    };
+    let verdict = match e.verdict {
+        None | Some(VerdictName::Valid) => Validity::Valid,
+        Some(VerdictName::Invalid) => Validity::Invalid,
+        Some(VerdictName::Unknown) => Validity::Unknown,
+    };
+    let bounds = [
+        (Count::DoubleHolders, e.double_holders),
+        (Count::StaleAccepted, e.stale_accepted),
+        (Count::StaleRejected, e.stale_rejected),
+        (Count::LostUpdates, e.lost_updates),
+        (Count::TokenOrder, e.token_order),
+        (Count::Grants, e.grants),
+    ]
+    .into_iter()
+    .filter_map(|(c, b)| b.map(|b| (c, b.min, b.max)))
+    .collect();
+    Expect {
+        property,
+        verdict,
+        bounds,
+    }
+}

@@ -1,0 +1,500 @@
+//! The scenario file as written: serde structs that mirror the TOML, with every unknown key
+//! rejected. Nothing here is validated beyond types; [`super::resolve`] checks meaning and
+//! builds the run. The page docs/scenarios.md documents every key.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// A whole scenario file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct File {
+    pub(crate) scenario: ScenarioSection,
+    pub(crate) model: ModelSection,
+    #[serde(default)]
+    pub(crate) workload: WorkloadSection,
+    #[serde(default)]
+    pub(crate) storage: StorageSection,
+    #[serde(default)]
+    pub(crate) network: NetworkSection,
+    #[serde(default)]
+    pub(crate) clock: Vec<ClockSection>,
+    #[serde(default)]
+    pub(crate) fault: Vec<FaultSection>,
+    #[serde(default)]
+    pub(crate) expect: ExpectSection,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScenarioSection {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    pub(crate) duration_ms: f64,
+    #[serde(default = "default_seed")]
+    pub(crate) seed: u64,
+    #[serde(default = "default_max_events")]
+    pub(crate) max_events: u64,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_max_events() -> u64 {
+    10_000_000
+}
+
+/// The lock model. Only `kind = "redis"` exists so far; other families add their keys here.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ModelSection {
+    pub(crate) kind: ModelKind,
+    pub(crate) ttl_ms: f64,
+    #[serde(default)]
+    pub(crate) release: ReleaseKind,
+    #[serde(default)]
+    pub(crate) renew: bool,
+    #[serde(default)]
+    pub(crate) fencing: FencingKind,
+    #[serde(default)]
+    pub(crate) expiry_clock: ClockName,
+    #[serde(default = "default_request_timeout")]
+    pub(crate) request_timeout_ms: f64,
+    #[serde(default = "default_retry_delay")]
+    pub(crate) retry_delay_ms: DistSpec,
+    #[serde(default)]
+    pub(crate) acquire_tries: u32,
+    #[serde(default = "default_drift_factor")]
+    pub(crate) drift_factor: f64,
+}
+
+fn default_request_timeout() -> f64 {
+    500.0
+}
+
+fn default_retry_delay() -> DistSpec {
+    DistSpec::Uniform(50.0, 250.0)
+}
+
+fn default_drift_factor() -> f64 {
+    0.01
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ModelKind {
+    Redis,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ReleaseKind {
+    #[default]
+    CompareAndDelete,
+    Del,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum FencingKind {
+    #[default]
+    None,
+    Incr,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ClockName {
+    #[default]
+    Wall,
+    Mono,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkloadSection {
+    #[serde(default = "default_clients")]
+    pub(crate) clients: u32,
+    #[serde(default = "default_think")]
+    pub(crate) think_ms: DistSpec,
+    #[serde(default = "default_work")]
+    pub(crate) work_ms: DistSpec,
+    #[serde(default = "default_true")]
+    pub(crate) check_validity_before_write: bool,
+    #[serde(default = "default_storage_timeout")]
+    pub(crate) storage_timeout_ms: f64,
+}
+
+impl Default for WorkloadSection {
+    fn default() -> WorkloadSection {
+        WorkloadSection {
+            clients: default_clients(),
+            think_ms: default_think(),
+            work_ms: default_work(),
+            check_validity_before_write: true,
+            storage_timeout_ms: default_storage_timeout(),
+        }
+    }
+}
+
+fn default_clients() -> u32 {
+    2
+}
+
+fn default_think() -> DistSpec {
+    DistSpec::Uniform(0.0, 100.0)
+}
+
+fn default_work() -> DistSpec {
+    DistSpec::Uniform(50.0, 200.0)
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_storage_timeout() -> f64 {
+    1_000.0
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StorageSection {
+    #[serde(default)]
+    pub(crate) mode: StorageModeName,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum StorageModeName {
+    #[default]
+    Unfenced,
+    FencedWrites,
+    FencedAll,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NetworkSection {
+    #[serde(default = "default_latency")]
+    pub(crate) latency_ms: DistSpec,
+    #[serde(default)]
+    pub(crate) loss: f64,
+    #[serde(default)]
+    pub(crate) duplicate: f64,
+    #[serde(default)]
+    pub(crate) link: Vec<LinkSection>,
+}
+
+impl Default for NetworkSection {
+    fn default() -> NetworkSection {
+        NetworkSection {
+            latency_ms: default_latency(),
+            loss: 0.0,
+            duplicate: 0.0,
+            link: Vec::new(),
+        }
+    }
+}
+
+fn default_latency() -> DistSpec {
+    DistSpec::Uniform(1.0, 5.0)
+}
+
+/// Overrides for the directed links from every node in `from` to every node in `to`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LinkSection {
+    pub(crate) from: Names,
+    pub(crate) to: Names,
+    pub(crate) latency_ms: Option<DistSpec>,
+    pub(crate) loss: Option<f64>,
+    pub(crate) duplicate: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClockSection {
+    pub(crate) node: String,
+    #[serde(default)]
+    pub(crate) drift_ppm: i64,
+    #[serde(default)]
+    pub(crate) offset_ms: f64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FaultSection {
+    pub(crate) at_ms: Option<f64>,
+    pub(crate) on: Option<TriggerSection>,
+    pub(crate) pause: Option<PauseSection>,
+    pub(crate) resume: Option<NodeSection>,
+    pub(crate) crash: Option<CrashSection>,
+    pub(crate) restart: Option<NodeSection>,
+    pub(crate) partition: Option<PartitionSection>,
+    pub(crate) heal: Option<bool>,
+    pub(crate) clock_step: Option<ClockStepSection>,
+    pub(crate) clock_slew: Option<ClockSlewSection>,
+    pub(crate) clock_drift: Option<ClockDriftSection>,
+    pub(crate) delay: Option<DelaySection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TriggerSection {
+    pub(crate) node: String,
+    pub(crate) mark: String,
+    #[serde(default = "default_occurrence")]
+    pub(crate) occurrence: u32,
+}
+
+fn default_occurrence() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NodeSection {
+    pub(crate) node: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PauseSection {
+    pub(crate) node: String,
+    pub(crate) for_ms: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CrashSection {
+    pub(crate) node: String,
+    pub(crate) restart_after_ms: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PartitionSection {
+    pub(crate) isolate: Option<String>,
+    pub(crate) groups: Option<Vec<Names>>,
+    pub(crate) from: Option<Names>,
+    pub(crate) to: Option<Names>,
+    pub(crate) majority_minority: Option<Names>,
+    pub(crate) bridge: Option<Names>,
+    pub(crate) majorities_ring: Option<Names>,
+    #[serde(default)]
+    pub(crate) mode: ModeName,
+    pub(crate) for_ms: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ModeName {
+    #[default]
+    Drop,
+    Hold,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClockStepSection {
+    pub(crate) node: String,
+    pub(crate) delta_ms: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClockSlewSection {
+    pub(crate) node: String,
+    pub(crate) delta_ms: f64,
+    #[serde(default = "default_slew_rate")]
+    pub(crate) rate_ppm: u32,
+}
+
+fn default_slew_rate() -> u32 {
+    500
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClockDriftSection {
+    pub(crate) node: String,
+    pub(crate) drift_ppm: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DelaySection {
+    pub(crate) from: Names,
+    pub(crate) to: Names,
+    pub(crate) extra_ms: f64,
+    pub(crate) for_ms: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExpectSection {
+    #[serde(default)]
+    pub(crate) property: PropertyName,
+    pub(crate) verdict: Option<VerdictName>,
+    pub(crate) double_holders: Option<Bound>,
+    pub(crate) stale_accepted: Option<Bound>,
+    pub(crate) stale_rejected: Option<Bound>,
+    pub(crate) lost_updates: Option<Bound>,
+    pub(crate) token_order: Option<Bound>,
+    pub(crate) grants: Option<Bound>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum PropertyName {
+    #[default]
+    Resource,
+    MutualExclusion,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum VerdictName {
+    Valid,
+    Invalid,
+    Unknown,
+}
+
+/// A bound on a count: an exact number, or `{ min = .., max = .. }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bound {
+    pub(crate) min: u64,
+    pub(crate) max: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for Bound {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bound, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Bound;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a count, or a table { min = .., max = .. }")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Bound, E> {
+                let v = u64::try_from(v).map_err(|_| E::custom("a count cannot be negative"))?;
+                Ok(Bound {
+                    min: v,
+                    max: Some(v),
+                })
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Bound, E> {
+                Ok(Bound {
+                    min: v,
+                    max: Some(v),
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Bound, A::Error> {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Range {
+                    #[serde(default)]
+                    min: u64,
+                    max: Option<u64>,
+                }
+                let r = Range::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Bound {
+                    min: r.min,
+                    max: r.max,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One node name or a list of them. The names `clients`, `servers` and `all` stand for
+/// groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Names(pub(crate) Vec<String>);
+
+impl<'de> Deserialize<'de> for Names {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Names, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Names;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a node name or a list of node names")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Names, E> {
+                Ok(Names(vec![v.to_string()]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Names, A::Error> {
+                let mut v = Vec::new();
+                while let Some(name) = seq.next_element::<String>()? {
+                    v.push(name);
+                }
+                Ok(Names(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A distribution of durations in milliseconds: a number (constant), or one of
+/// `{ constant = 5 }`, `{ uniform = [1, 5] }`, `{ exponential = { min = 1, mean = 10 } }`,
+/// `{ pareto = { min = 1, alpha = 1.5, max = 10000 } }`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum DistSpec {
+    Constant(f64),
+    Uniform(f64, f64),
+    Exponential { min: f64, mean: f64 },
+    Pareto { min: f64, alpha: f64, max: f64 },
+}
+
+impl<'de> Deserialize<'de> for DistSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<DistSpec, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DistSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("milliseconds, or a table such as { uniform = [1, 5] }")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<DistSpec, E> {
+                Ok(DistSpec::Constant(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<DistSpec, E> {
+                Ok(DistSpec::Constant(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<DistSpec, E> {
+                Ok(DistSpec::Constant(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<DistSpec, A::Error> {
+                let tagged = Tagged::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(match tagged {
+                    Tagged::Constant(v) => DistSpec::Constant(v),
+                    Tagged::Uniform([lo, hi]) => DistSpec::Uniform(lo, hi),
+                    Tagged::Exponential { min, mean } => DistSpec::Exponential { min, mean },
+                    Tagged::Pareto { min, alpha, max } => DistSpec::Pareto { min, alpha, max },
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+enum Tagged {
+    Constant(f64),
+    Uniform([f64; 2]),
+    Exponential {
+        #[serde(default)]
+        min: f64,
+        mean: f64,
+    },
+    Pareto {
+        min: f64,
+        alpha: f64,
+        max: f64,
+    },
+}
