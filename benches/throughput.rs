@@ -1,1 +1,110 @@
-fn main() {}
+//! Throughput benchmarks (`cargo bench`): simulated events per second of the raw engine on a
+//! ping-pong, and of the K1 catalogue scenario over 10,000 seeds. Figures, not assertions:
+//! targets are checked by reading them (ARCHITECTURE.md, "Testing").
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures the host's time; it is outside every run"
+)]
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use lockstep_sim::{
+    Ctx, Distribution, Dur, LinkConfig, LocalTime, NodeConfig, NodeId, Process, Time, TimerId,
+    World, WorldConfig,
+};
+
+/// Two nodes bounce one message forever.
+#[derive(Debug)]
+struct Pong {
+    peer: NodeId,
+    serve: bool,
+}
+
+impl Process for Pong {
+    type Msg = u64;
+    type Timer = ();
+    type Event = ();
+
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Pong>) {
+        if self.serve {
+            ctx.send(self.peer, 0);
+        }
+    }
+    fn on_message(&mut self, ctx: &mut Ctx<'_, Pong>, _from: NodeId, msg: u64) {
+        ctx.send(self.peer, msg + 1);
+    }
+    fn on_timer(&mut self, _ctx: &mut Ctx<'_, Pong>, _id: TimerId, _t: ()) {}
+    fn on_crash(&mut self) {}
+    fn on_restart(&mut self, _ctx: &mut Ctx<'_, Pong>) {}
+}
+
+fn ping_pong(events: u64, latency: Distribution) -> (u64, f64) {
+    let nodes = vec![node("a"), node("b")];
+    let mut cfg = WorldConfig::new(1, Time::MAX, nodes);
+    cfg.max_events = events;
+    cfg.link = LinkConfig {
+        latency,
+        ..LinkConfig::default()
+    };
+    let procs = vec![
+        Pong {
+            peer: NodeId(1),
+            serve: true,
+        },
+        Pong {
+            peer: NodeId(0),
+            serve: false,
+        },
+    ];
+    let mut world = World::new(cfg, procs);
+    let start = Instant::now();
+    black_box(world.run());
+    (world.events(), start.elapsed().as_secs_f64())
+}
+
+fn node(name: &str) -> NodeConfig {
+    NodeConfig {
+        mono_start: Some(LocalTime::from_nanos(0)),
+        ..NodeConfig::named(name)
+    }
+}
+
+fn report(name: &str, events: u64, secs: f64) {
+    println!(
+        "{name:<44} {events:>12} events  {secs:>7.3} s  {:>8.2} M events/s",
+        events as f64 / secs / 1e6
+    );
+}
+
+fn main() {
+    // Warm up caches and the allocator once.
+    ping_pong(1_000_000, Distribution::Constant(Dur::from_micros(50)));
+    let (e, s) = ping_pong(20_000_000, Distribution::Constant(Dur::from_micros(50)));
+    report("ping-pong, constant latency", e, s);
+    let uniform = Distribution::Uniform {
+        lo: Dur::from_micros(10),
+        hi: Dur::from_micros(900),
+    };
+    let (e, s) = ping_pong(20_000_000, uniform);
+    report("ping-pong, uniform latency (one draw/msg)", e, s);
+
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/catalogue/k1-gc-pause-unfenced.toml");
+    let scenario = lockstep::load(&path).expect("K1 loads").scenario;
+    let seeds = 10_000u64;
+    let start = Instant::now();
+    let (mut events, mut invalid) = (0u64, 0u64);
+    for seed in 0..seeds {
+        let r = lockstep::run(&scenario, seed, false);
+        events += r.events;
+        invalid += u64::from(r.judged == lockstep_check::Validity::Invalid);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    report("K1 scenario, 10,000 seeds (run + check)", events, secs);
+    println!(
+        "{:<44} {seeds:>12} seeds   {:>8.0} seeds/s  ({invalid} of {seeds} invalid)",
+        "",
+        seeds as f64 / secs
+    );
+}

@@ -48,7 +48,7 @@ impl Resolver {
     /// A positive duration in ms.
     fn positive_ms(&mut self, path: &str, v: f64) -> Dur {
         let d = self.ms(path, v);
-        if v.is_finite() && v <= 0.0 {
+        if v == 0.0 {
             self.problems.push(path, "must be greater than 0");
         }
         d

@@ -1,0 +1,8 @@
+//! Integration tests of the `lockstep` package: one binary, one module per subject.
+
+mod architecture;
+mod catalogue;
+mod cli;
+mod scenario_errors;
+mod support;
+mod tidy;

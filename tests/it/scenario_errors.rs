@@ -1,0 +1,171 @@
+//! Bad scenario files: a clear one-line error per problem, naming the file and the key path,
+//! and exit code 2 — never a panic.
+
+use crate::support::{lockstep, stderr, stdout, temp_scenario};
+
+const GOOD: &str = r#"
+[scenario]
+name = "t"
+duration_ms = 10_000
+
+[model]
+kind = "redis"
+ttl_ms = 1_000
+"#;
+
+/// Runs `lockstep run` on `text` and returns the error lines, checking exit code 2, no panic
+/// and no report on stdout.
+fn errors_of(test: &str, text: &str) -> Vec<String> {
+    let path = temp_scenario(test, text);
+    let out = lockstep(&["run", path.to_str().expect("utf-8 path")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        stdout(&out).is_empty(),
+        "no partial output: {}",
+        stdout(&out)
+    );
+    let file = path.display().to_string();
+    let lines: Vec<String> = err.lines().map(str::to_string).collect();
+    for l in &lines {
+        assert!(l.starts_with(&file), "every line names the file: {l}");
+    }
+    lines
+}
+
+#[test]
+fn the_good_base_file_runs() {
+    let path = temp_scenario("good", GOOD);
+    let out = lockstep(&["run", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_path_and_line() {
+    let lines = errors_of(
+        "unknown",
+        &GOOD.replace("ttl_ms = 1_000", "ttl_ms = 1_000\nttl = 5"),
+    );
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].contains(":9: model.ttl: unknown field `ttl`"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn a_wrong_type_is_named_with_its_path() {
+    let lines = errors_of(
+        "type",
+        &GOOD.replace("ttl_ms = 1_000", "ttl_ms = \"ten seconds\""),
+    );
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].contains("model.ttl_ms: invalid type: string"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn a_zero_ttl_is_rejected() {
+    let lines = errors_of("ttl", &GOOD.replace("ttl_ms = 1_000", "ttl_ms = 0"));
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].ends_with("model.ttl_ms: must be greater than 0"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn an_undefined_node_in_a_fault_is_named() {
+    let text =
+        format!("{GOOD}\n[[fault]]\nat_ms = 100\npause = {{ node = \"client-9\", for_ms = 5 }}\n");
+    let lines = errors_of("node", &text);
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].contains("fault[0].pause.node: no node named `client-9` (nodes: redis, storage, client-1, client-2)"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn a_fault_after_the_end_is_rejected() {
+    let text = format!("{GOOD}\n[[fault]]\nat_ms = 20_000\ncrash = {{ node = \"redis\" }}\n");
+    let lines = errors_of("late", &text);
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].ends_with(
+            "fault[0].at_ms: 20000 ms is after the end of the run (scenario.duration_ms = 10000)"
+        ),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn every_problem_of_meaning_is_reported_at_once() {
+    let text = format!(
+        "{}\n[storage]\nmode = \"fenced-all\"\n\n[[fault]]\nat_ms = 100\n\n[[fault]]\non = {{ node = \"x\", mark = \"granted\" }}\nresume = {{ node = \"redis\" }}\n",
+        GOOD.replace("ttl_ms = 1_000", "ttl_ms = -1")
+    );
+    let lines = errors_of("many", &text);
+    let joined = lines.join("\n");
+    assert_eq!(lines.len(), 4, "{joined}");
+    assert!(joined.contains("model.ttl_ms: must be a non-negative number"));
+    assert!(joined.contains("storage.mode: fenced storage needs fencing tokens"));
+    assert!(joined.contains("fault[0]: needs one action"));
+    assert!(joined.contains("fault[1].on.node: no node named `x`"));
+}
+
+#[test]
+fn a_syntax_error_gives_its_line() {
+    let lines = errors_of("syntax", "[scenario\nname = 1\n");
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].contains(":1: "), "{}", lines[0]);
+}
+
+#[test]
+fn a_missing_section_is_named() {
+    let lines = errors_of("missing", "[scenario]\nname = \"t\"\nduration_ms = 5\n");
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].contains("missing field `model`"), "{}", lines[0]);
+}
+
+#[test]
+fn a_bad_distribution_is_named() {
+    let text = format!("{GOOD}\n[workload]\nwork_ms = {{ uniform = [200, 50] }}\n");
+    let lines = errors_of("dist", &text);
+    assert!(
+        lines[0].contains("workload.work_ms: uniform range is empty"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn two_actions_in_one_fault_are_rejected() {
+    let text =
+        format!("{GOOD}\n[[fault]]\nat_ms = 1\nheal = true\ncrash = {{ node = \"redis\" }}\n");
+    let lines = errors_of("two", &text);
+    assert!(
+        lines[0].contains("fault[0]: has 2 actions (crash, heal)"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn a_missing_file_is_an_error_not_a_panic() {
+    let out = lockstep(&["run", "no/such/scenario.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("no/such/scenario.toml: cannot read the file"),
+        "{}",
+        stderr(&out)
+    );
+}

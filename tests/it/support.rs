@@ -1,0 +1,55 @@
+//! Helpers shared by the package's integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub(crate) fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every scenario file under `dir` (relative to the root), sorted.
+pub(crate) fn scenario_files(dir: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    collect(&root().join(dir), &mut files);
+    files.sort();
+    assert!(!files.is_empty(), "no scenario files under {dir}");
+    files
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("readable directory") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            files.push(path);
+        }
+    }
+}
+
+/// Runs the `lockstep` binary with `args` from the repository root.
+pub(crate) fn lockstep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the lockstep binary runs")
+}
+
+/// Writes `text` to a fresh scenario file in a per-test temporary directory.
+pub(crate) fn temp_scenario(test: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, text).expect("write scenario");
+    path
+}
+
+pub(crate) fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub(crate) fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
