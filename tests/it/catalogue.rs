@@ -62,3 +62,18 @@ fn the_k1_violation_is_the_paused_clients_late_write() {
     );
     assert_ne!(stale.newer_grant.client, stale.grant.client);
 }
+
+#[test]
+fn k1_gives_identical_trace_hashes_for_the_same_seed_over_200_seeds() {
+    let s = load(&crate::support::root().join("scenarios/catalogue/k1-gc-pause-unfenced.toml"))
+        .expect("K1 loads")
+        .scenario;
+    let mut hashes = std::collections::BTreeSet::new();
+    for seed in 0..200 {
+        let (a, b) = (run(&s, seed, false), run(&s, seed, false));
+        assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}");
+        assert_eq!(a.verdict, b.verdict, "seed {seed}");
+        hashes.insert(a.trace_hash);
+    }
+    assert_eq!(hashes.len(), 200, "every seed is a different run");
+}

@@ -104,3 +104,18 @@ fn usage_errors_exit_2_and_help_documents_exit_codes() {
         assert!(text.contains(code), "{text}");
     }
 }
+
+#[test]
+fn running_out_of_events_is_an_unknown_verdict_not_a_hang() {
+    let text = std::fs::read_to_string(
+        crate::support::root().join("scenarios/catalogue/redis-baseline.toml"),
+    )
+    .expect("baseline")
+    .replace("seed = 1", "seed = 1\nmax_events = 500");
+    let path = temp_scenario("exhausted", &text);
+    let (code, v) = json_of(&["run", path.to_str().expect("utf-8"), "--format", "json"]);
+    assert_eq!(v["outcome"], "exhausted");
+    assert_eq!(v["events"], 500);
+    assert_eq!(v["verdict"], "unknown");
+    assert_eq!(code, Some(1), "the baseline expects valid");
+}
