@@ -17,9 +17,17 @@ use crate::time::{Dur, LocalTime, Time};
 /// Rates are in parts per million of true time.
 const PPM: i128 = 1_000_000;
 
-/// The most a clock's rate may differ from true time, in ppm: ±50%, far beyond any real
-/// oscillator or NTP slew, but it keeps every rate positive.
-pub const MAX_RATE_OFFSET_PPM: i64 = 500_000;
+/// The most a clock may drift, in ppm: ±25%, far beyond any real oscillator (tens of ppm) but
+/// useful to exaggerate an effect.
+pub const MAX_DRIFT_PPM: i64 = 250_000;
+
+/// The fastest a slew may move the wall clock, in ppm: far beyond `ntpd`'s 500 ppm or
+/// chrony's default 83,333 ppm.
+pub const MAX_SLEW_PPM: i64 = 250_000;
+
+/// The most a clock's rate may differ from true time, in ppm: the largest drift plus the
+/// fastest slew, so every combination the loader accepts keeps every rate positive.
+pub const MAX_RATE_OFFSET_PPM: i64 = MAX_DRIFT_PPM + MAX_SLEW_PPM;
 
 /// Which of a node's two clocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -42,7 +50,7 @@ struct Line {
 
 impl Line {
     fn at(&self, t: Time) -> i64 {
-        let dt = i128::from(t.as_nanos() - self.t0);
+        let dt = i128::from(t.as_nanos()) - i128::from(self.t0);
         self.base + (dt * i128::from(self.rate)).div_euclid(PPM) as i64
     }
 
@@ -164,15 +172,16 @@ impl Clocks {
         assert!(rate_ppm > 0, "a slew needs a positive rate");
         let ppm = i64::from(rate_ppm) * delta_ns.signum();
         check_rate(self.drift_ppm + ppm);
+        // Only the wall clock starts a new segment: rebasing the monotonic one would round its
+        // reading down and could fire a pending monotonic timer a nanosecond early.
         self.wall.rebase(t);
-        self.mono.rebase(t);
-        let offset = self.wall.base - self.mono.base;
+        let offset = self.wall.base - self.mono.at(t);
         let len =
             (u128::from(delta_ns.unsigned_abs()) * PPM as u128).div_ceil(u128::from(rate_ppm));
-        let end = t + Dur::from_nanos(u64::try_from(len).unwrap_or(u64::MAX));
+        let end = t.saturating_add(Dur::from_nanos(u64::try_from(len).unwrap_or(u64::MAX)));
         self.slew = Some(Slew {
             ppm,
-            target_offset: offset + delta_ns,
+            target_offset: offset.saturating_add(delta_ns),
             end,
         });
         self.wall.rate = self.mono.rate + ppm;
@@ -185,11 +194,10 @@ impl Clocks {
         match self.slew {
             Some(s) if s.end == t => {
                 self.slew = None;
-                self.mono.rebase(t);
                 self.wall = Line {
                     t0: t.as_nanos(),
-                    base: self.mono.base + s.target_offset,
-                    ..self.mono
+                    base: self.mono.at(t) + s.target_offset,
+                    rate: self.mono.rate,
                 };
                 true
             }
@@ -278,6 +286,28 @@ mod tests {
         let after = c.wall(at(500)).as_nanos() - c.mono(at(500)).as_nanos();
         assert_eq!(after, 200_000_000);
         assert!(!c.slewing());
+    }
+
+    #[test]
+    fn a_slew_leaves_the_monotonic_clock_untouched() {
+        let mut c = Clocks::new(
+            Time::ZERO,
+            LocalTime::from_nanos(7),
+            LocalTime::from_nanos(0),
+            -333,
+        );
+        let probes: Vec<Time> = (0..50)
+            .map(|i| Time::from_nanos(S + i * 333_333_337))
+            .collect();
+        let before: Vec<LocalTime> = probes.iter().map(|&t| c.mono(t)).collect();
+        let end = c.start_slew(Time::from_nanos(S + 3), 1_000_003, 777);
+        let during: Vec<LocalTime> = probes.iter().map(|&t| c.mono(t)).collect();
+        assert_eq!(before, during);
+        assert!(c.end_slew(end));
+        let after: Vec<LocalTime> = probes.iter().map(|&t| c.mono(t)).collect();
+        assert_eq!(before, after);
+        // A reading before a segment starts extrapolates instead of panicking.
+        assert!(c.wall(Time::ZERO).as_nanos() <= c.wall(Time::from_nanos(S)).as_nanos());
     }
 
     #[test]

@@ -149,7 +149,9 @@ pub struct AppliedFault {
     /// pause, the heal after a timed partition, the restart after a crash) appear as their
     /// own entries.
     pub fault: Fault,
-    /// The nodes it affected; for a partition, the nodes on the cut links.
+    /// The nodes it affected: for a partition, the side it cuts off (the smaller side of a
+    /// split, the isolated node, the senders of a one-way cut); for a heal, the nodes on the
+    /// links it opened.
     pub nodes: Vec<NodeId>,
     /// A short description with names resolved.
     pub detail: String,

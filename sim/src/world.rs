@@ -287,7 +287,7 @@ struct NodeState<P: Process> {
     rng: Rng,
     /// Messages and timers that came due while paused, in order.
     deferred: VecDeque<Deferred<P>>,
-    /// Occurrences of each mark, counted only when a trigger names this node.
+    /// Occurrences of each mark so far.
     marks: Vec<(&'static str, u32)>,
 }
 
@@ -346,12 +346,12 @@ enum Action<P: Process> {
         id: TimerId,
         arming: u32,
     },
-    Redeliver {
+    Fault(Fault),
+    /// The restart a crash scheduled: it applies only to the incarnation that crashed.
+    CrashRestart {
         node: NodeId,
         incarnation: u32,
-        item: Deferred<P>,
     },
-    Fault(Fault),
     TimedResume {
         node: NodeId,
         generation: u32,
@@ -412,6 +412,10 @@ struct Core<P: Process> {
     free_timers: Vec<u32>,
     links: Links,
     held: BTreeMap<(NodeId, NodeId), VecDeque<Held<P::Msg>>>,
+    /// Per link that released held messages: when the last of them arrives, and its send
+    /// order. A message sent after it that would arrive sooner waits for it, so the stream
+    /// stays in order.
+    released_until: BTreeMap<(NodeId, NodeId), (Time, u64)>,
     partitions: Vec<Partition>,
     delays: Vec<Delay>,
     next_id: u32,
@@ -638,9 +642,6 @@ impl<P: Process> Core<P> {
     fn mark(&mut self, node: NodeId, mark: &'static str) {
         self.hash_event(code::MARK, (node, mark));
         self.trace_line(TraceKind::Mark, node, |_| format!("mark {mark}"));
-        if !self.triggers.iter().any(|t| t.node == node) {
-            return;
-        }
         let marks = &mut self.nodes[node.index()].marks;
         let count = match marks.iter_mut().find(|(m, _)| *m == mark) {
             Some((_, n)) => {
@@ -665,17 +666,24 @@ impl<P: Process> Core<P> {
     }
 
     /// Sends the messages held on links that are open again, in their original order, each
-    /// after a fresh latency and never before the one ahead of it (a TCP stream).
-    fn flush_held(&mut self) {
+    /// after a fresh latency and never before the one ahead of it (a TCP stream). Returns how
+    /// many were released.
+    fn flush_held(&mut self) -> usize {
         let open: Vec<(NodeId, NodeId)> = self
             .held
             .keys()
             .copied()
             .filter(|&(a, b)| self.links.gate(a, b) == Gate::Open)
             .collect();
+        let mut released = 0;
         for (from, to) in open {
             let queue = self.held.remove(&(from, to)).expect("held queue exists");
-            let mut at = self.now;
+            let (mut at, mut last_sent) = self
+                .released_until
+                .get(&(from, to))
+                .copied()
+                .unwrap_or((self.now, 0));
+            at = at.max(self.now);
             for held in queue {
                 if held.from_incarnation != self.nodes[from.index()].incarnation {
                     self.lose(from, to, &held.msg, Loss::SenderCrashed);
@@ -688,7 +696,7 @@ impl<P: Process> Core<P> {
                     .sample(&mut self.net_rng);
                 at = at.max(
                     self.now
-                        .saturating_add(latency + self.links.extra(from, to)),
+                        .saturating_add(latency.saturating_add(self.links.extra(from, to))),
                 );
                 let Held {
                     sent,
@@ -705,8 +713,12 @@ impl<P: Process> Core<P> {
                     msg,
                 };
                 self.push(at, Action::Deliver(d));
+                last_sent = last_sent.max(sent);
+                released += 1;
             }
+            self.released_until.insert((from, to), (at, last_sent));
         }
+        released
     }
 
     fn log_fault(&mut self, fault: &Fault, nodes: Vec<NodeId>, detail: String) {
@@ -781,6 +793,7 @@ impl<P: Process> World<P> {
             free_timers: Vec::new(),
             links,
             held: BTreeMap::new(),
+            released_until: BTreeMap::new(),
             partitions: Vec::new(),
             delays: Vec::new(),
             next_id: 0,
@@ -888,19 +901,16 @@ impl<P: Process> World<P> {
                     self.fire_timer(id);
                 }
             }
-            Action::Redeliver {
-                node,
-                incarnation,
-                item,
-            } => {
-                if self.core.nodes[node.index()].incarnation == incarnation {
-                    self.core.events += 1;
-                    self.redeliver(node, item);
-                }
-            }
             Action::Fault(fault) => {
                 self.core.events += 1;
                 self.apply(fault);
+            }
+            Action::CrashRestart { node, incarnation } => {
+                let st = &self.core.nodes[node.index()];
+                if st.status == Status::Down && st.incarnation == incarnation {
+                    self.core.events += 1;
+                    self.apply(Fault::Restart { node });
+                }
             }
             Action::TimedResume { node, generation } => {
                 let st = &self.core.nodes[node.index()];
@@ -910,8 +920,11 @@ impl<P: Process> World<P> {
                 }
             }
             Action::HealOne { id } => {
-                self.core.events += 1;
-                self.heal(Some(id));
+                // A partition healed earlier by a heal-all is not an event.
+                if self.core.partitions.iter().any(|p| p.id == id) {
+                    self.core.events += 1;
+                    self.heal(Some(id));
+                }
             }
             Action::EndDelay { id } => {
                 self.core.events += 1;
@@ -978,7 +991,27 @@ impl<P: Process> World<P> {
                 let pos = queue.partition_point(|h| h.sent < sent);
                 queue.insert(pos, held);
             }
-            Gate::Open => self.arrive(from, to, msg),
+            Gate::Open => {
+                // Messages released after a heal go first: a later one waits behind them.
+                if let Some(&(until, last_sent)) = self.core.released_until.get(&(from, to)) {
+                    if until > self.core.now && sent > last_sent {
+                        let d = Delivery {
+                            from,
+                            to,
+                            sent,
+                            from_incarnation,
+                            to_incarnation,
+                            msg,
+                        };
+                        self.core.push(until, Action::Deliver(d));
+                        return;
+                    }
+                    if until <= self.core.now {
+                        self.core.released_until.remove(&(from, to));
+                    }
+                }
+                self.arrive(from, to, msg);
+            }
         }
     }
 
@@ -1023,13 +1056,18 @@ impl<P: Process> World<P> {
         self.dispatch(node, |p, ctx| p.on_timer(ctx, id, timer));
     }
 
+    /// Handles one item of a resumed node's backlog; a timer cancelled meanwhile is skipped.
     fn redeliver(&mut self, node: NodeId, item: Deferred<P>) {
         match item {
-            Deferred::Message { from, msg } => self.arrive(from, node, msg),
+            Deferred::Message { from, msg } => {
+                self.core.events += 1;
+                self.arrive(from, node, msg);
+            }
             Deferred::Timer { id } => {
                 if let Some(s) = self.core.timers.get_mut(id.slot as usize) {
                     if s.generation == id.generation && s.timer.is_some() {
                         s.deferred = false;
+                        self.core.events += 1;
                         self.fire_timer(id);
                     }
                 }
@@ -1193,21 +1231,26 @@ impl<P: Process> World<P> {
         st.status = Status::Up;
         st.paused_until = None;
         let incarnation = st.incarnation;
-        let waiting = std::mem::take(&mut st.deferred);
-        let count = waiting.len();
-        for item in waiting {
-            self.core.push(
-                self.core.now,
-                Action::Redeliver {
-                    node,
-                    incarnation,
-                    item,
-                },
-            );
-        }
-        let detail = format!("resume {name} ({count} waiting events)");
+        let mut waiting = std::mem::take(&mut st.deferred);
+        let detail = format!("resume {name} ({} waiting events)", waiting.len());
         self.core
             .log_fault(&Fault::Resume { node }, vec![node], detail);
+        // The backlog runs now, in the order it came due, before anything else that happens
+        // at this instant. A handler of it may crash or pause the node again (a fault on a
+        // mark): a crash loses the rest, a pause keeps it waiting, ahead of anything newer.
+        while let Some(item) = waiting.pop_front() {
+            let st = &mut self.core.nodes[node.index()];
+            if st.incarnation != incarnation {
+                return;
+            }
+            if st.status == Status::Paused {
+                waiting.push_front(item);
+                waiting.append(&mut st.deferred);
+                st.deferred = waiting;
+                return;
+            }
+            self.redeliver(node, item);
+        }
     }
 
     fn crash(&mut self, node: NodeId, restart_after: Option<Dur>) {
@@ -1237,9 +1280,10 @@ impl<P: Process> World<P> {
         }
         self.procs[node.index()].on_crash();
         if let Some(d) = restart_after {
+            let incarnation = self.core.nodes[node.index()].incarnation;
             self.core.push(
                 self.core.now.saturating_add(d),
-                Action::Fault(Fault::Restart { node }),
+                Action::CrashRestart { node, incarnation },
             );
         }
         let detail = match restart_after {
@@ -1285,8 +1329,7 @@ impl<P: Process> World<P> {
         if id.is_some() && healed.is_empty() {
             return; // Already healed by a heal-all.
         }
-        let held: usize = self.core.held.values().map(VecDeque::len).sum();
-        self.core.flush_held();
+        let held = self.core.flush_held();
         let detail = format!(
             "heal {} partition(s), {held} held messages released",
             healed.len()

@@ -46,6 +46,91 @@ fn a_paused_node_handles_waiting_messages_and_timers_in_order_at_resume() {
 }
 
 #[test]
+fn the_backlog_runs_before_messages_arriving_at_the_resume_instant() {
+    // Notes every 100 ms over a 100 ms link; n1 is paused from 1.25 s to exactly 3.2 s, when
+    // the note sent at 3.1 s arrives. The notes that waited must be handled first.
+    let mut cfg = config(1, 10, 2);
+    cfg.link = latency(const_ms(100));
+    cfg.faults.push(at_ms(
+        1_250,
+        Fault::Pause {
+            node: NodeId(1),
+            duration: Some(Dur::from_millis(1_950)),
+        },
+    ));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 100, 40), Probe::default()]);
+    w.run();
+    assert_eq!(notes(&w, 1), (0..40).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_crash_during_the_backlog_loses_the_rest_of_it() {
+    // n1 is paused with notes waiting; the first note handled after the resume reaches a mark
+    // that crashes it: the remaining notes die with the process.
+    let mut cfg = config(1, 10, 2);
+    cfg.link = latency(const_ms(10));
+    cfg.faults.push(at_ms(
+        150,
+        Fault::Pause {
+            node: NodeId(1),
+            duration: Some(Dur::from_millis(500)),
+        },
+    ));
+    let receiver = Probe {
+        mark_on_note: Some(2),
+        ..Probe::default()
+    };
+    cfg.faults.push(ScheduledFault {
+        when: When::OnMark {
+            node: NodeId(1),
+            mark: "got-note".to_string(),
+            occurrence: 1,
+        },
+        fault: Fault::Crash {
+            node: NodeId(1),
+            restart_after: None,
+        },
+    });
+    let mut w = world_with(cfg, vec![Probe::sender(1, 100, 9), receiver]);
+    w.run();
+    // Note 0 arrives at 110 ms; notes 1..=5 arrive during the pause (210..510 ms) and wait;
+    // at the resume note 2 crashes the node as it is handled, and 3..=5 are lost with it.
+    assert_eq!(notes(&w, 1), vec![0, 1, 2]);
+    assert_eq!(w.status(NodeId(1)), Status::Down);
+}
+
+#[test]
+fn a_crash_cancels_the_restart_an_earlier_crash_scheduled() {
+    // Crash at 1 s with a restart after 1 s; restarted by hand at 1.5 s; crashed for good at
+    // 1.8 s. The restart due at 2 s belonged to the first crash and must not revive it.
+    let mut cfg = config(1, 10, 1);
+    cfg.faults.push(at_ms(
+        1_000,
+        Fault::Crash {
+            node: NodeId(0),
+            restart_after: Some(Dur::from_secs(1)),
+        },
+    ));
+    cfg.faults
+        .push(at_ms(1_500, Fault::Restart { node: NodeId(0) }));
+    cfg.faults.push(at_ms(
+        1_800,
+        Fault::Crash {
+            node: NodeId(0),
+            restart_after: None,
+        },
+    ));
+    let mut w = world_with(cfg, vec![Probe::default()]);
+    w.run();
+    assert_eq!(w.status(NodeId(0)), Status::Down);
+    let restarts = records(&w, 0)
+        .iter()
+        .filter(|(_, e)| matches!(e, Ev::Restarted { .. }))
+        .count();
+    assert_eq!(restarts, 1);
+}
+
+#[test]
 fn a_pause_during_a_pause_lasts_until_the_later_end() {
     let mut cfg = config(1, 10, 1);
     cfg.faults.push(at_ms(

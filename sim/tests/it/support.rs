@@ -48,6 +48,8 @@ pub(crate) struct Probe {
     pub(crate) timers: Vec<(ClockKind, Dur, u32)>,
     pub(crate) next: u32,
     pub(crate) durable: u32,
+    /// Reach the mark `got-note` on receiving this note.
+    pub(crate) mark_on_note: Option<u32>,
 }
 
 impl Probe {
@@ -100,7 +102,11 @@ impl Process for Probe {
         if let (true, Msg::Note(n)) = (self.echo, &msg) {
             ctx.send(from, Msg::Pong(*n));
         }
+        let marked = matches!((&msg, self.mark_on_note), (Msg::Note(n), Some(m)) if *n == m);
         ctx.record(Ev::Got { from: from.0, msg });
+        if marked {
+            ctx.mark("got-note");
+        }
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<'_, Probe>, _id: TimerId, timer: Tick) {
