@@ -41,8 +41,11 @@ pub enum LockTimer {
     },
     /// Try acquiring again.
     Retry,
-    /// Renew the lease.
-    Renew,
+    /// Renew the lease held under `value`; a renewal timer of an earlier lease is ignored.
+    Renew {
+        /// The lock value of the lease it renews.
+        value: u64,
+    },
 }
 
 /// Timers of a workload client. Those of one critical section carry its grant's sequence
@@ -83,6 +86,9 @@ pub enum Timer {
 }
 
 /// A node of a lockstep world.
+// A world holds a handful of nodes, each once: variant sizes do not matter, and boxing
+// would add a pointer chase to every handler call.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Node {
     /// A Redis server.

@@ -7,7 +7,7 @@
 //! monotonic clock: `validity_end = sent + ttl - (ttl * drift_factor + 2 ms)`, the formula of
 //! redlock-rb (docs/semantics.md §2.2) applied to one instance.
 
-use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, LocalTime, NodeId};
+use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, LocalTime, NodeId, TimerId};
 
 use super::{Command, FENCE_KEY, LOCK_KEY, Reply};
 use crate::lock::LockSignal;
@@ -93,6 +93,8 @@ pub struct RedisLock {
     config: RedisLockConfig,
     state: State,
     next_req: u64,
+    /// The timeout of the request in flight, cancelled when its reply arrives.
+    timeout: Option<(u64, TimerId)>,
 }
 
 impl RedisLock {
@@ -102,6 +104,7 @@ impl RedisLock {
             config,
             state: State::Idle,
             next_req: 0,
+            timeout: None,
         }
     }
 
@@ -138,6 +141,7 @@ impl RedisLock {
     /// Forgets everything: the process crashed.
     pub(crate) fn reset(&mut self) {
         self.state = State::Idle;
+        self.timeout = None;
     }
 
     /// A reply from the server.
@@ -147,6 +151,12 @@ impl RedisLock {
         id: u64,
         reply: Reply,
     ) -> Option<LockSignal> {
+        if let Some((req, timer)) = self.timeout {
+            if req == id {
+                ctx.cancel_timer(timer);
+                self.timeout = None;
+            }
+        }
         match self.state.clone() {
             State::Acquiring {
                 req,
@@ -191,7 +201,7 @@ impl RedisLock {
                     ctx.set_timer(
                         ClockKind::Mono,
                         self.config.ttl / 3,
-                        Timer::Lock(LockTimer::Renew),
+                        Timer::Lock(LockTimer::Renew { value }),
                     );
                     None
                 } else {
@@ -253,7 +263,7 @@ impl RedisLock {
                 ctx.set_timer(
                     ClockKind::Mono,
                     self.config.ttl / 3,
-                    Timer::Lock(LockTimer::Renew),
+                    Timer::Lock(LockTimer::Renew { value }),
                 );
                 None
             }
@@ -271,8 +281,8 @@ impl RedisLock {
                     validity_end,
                     renewing: None,
                 },
-                LockTimer::Renew,
-            ) => {
+                LockTimer::Renew { value: v },
+            ) if v == value => {
                 let ttl = self.config.ttl;
                 let sent = ctx.mono();
                 let req = self.send(
@@ -341,7 +351,7 @@ impl RedisLock {
             ctx.set_timer(
                 ClockKind::Mono,
                 self.config.ttl / 3,
-                Timer::Lock(LockTimer::Renew),
+                Timer::Lock(LockTimer::Renew { value }),
             );
         }
         LockSignal::Granted { token }
@@ -352,11 +362,16 @@ impl RedisLock {
         self.next_req += 1;
         let req = self.next_req;
         ctx.send(self.config.server, Msg::Redis { id: req, cmd });
-        ctx.set_timer(
+        // Only the newest request is awaited; an older one's timeout has nothing to do.
+        if let Some((_, timer)) = self.timeout.take() {
+            ctx.cancel_timer(timer);
+        }
+        let timer = ctx.set_timer(
             ClockKind::Mono,
             self.config.request_timeout,
             Timer::Lock(LockTimer::Timeout { req }),
         );
+        self.timeout = Some((req, timer));
         req
     }
 }

@@ -177,6 +177,41 @@ fn renewal_keeps_a_long_critical_section_exclusive() {
     assert!(with.verdict.liveness.cs_completed >= 3);
 }
 
+/// The renewals (`CompareAndPexpire`) the server received in 60 s of one client working
+/// `work` per critical section with renewal on.
+fn renewals(work: Dur) -> usize {
+    let mut spec = redis_spec();
+    spec.clients = 1;
+    spec.workload.work = lockstep_sim::Distribution::Constant(work);
+    spec.workload.think = lockstep_sim::Distribution::Constant(ms(10));
+    lock_config(&mut spec).renew = true;
+    let nodes = lockstep_models::system::build(&spec);
+    let configs = nodes
+        .iter()
+        .map(|(name, _)| lockstep_sim::NodeConfig::named(name.clone()))
+        .collect();
+    let mut cfg =
+        lockstep_sim::WorldConfig::new(7, lockstep_sim::Time::from_millis(60_000), configs);
+    cfg.trace = true;
+    let mut world = lockstep_sim::World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect());
+    world.run();
+    world
+        .trace()
+        .expect("traced")
+        .iter()
+        .filter(|e| e.node == REDIS && e.text.contains("CompareAndPexpire"))
+        .count()
+}
+
+#[test]
+fn a_renewal_timer_of_an_earlier_lease_does_not_renew_a_later_one() {
+    // Sections of 1 s end long before the first renewal at TTL/3 = 3.3 s: no renewal is due,
+    // though each grant armed one.
+    assert_eq!(renewals(Dur::from_secs(1)), 0);
+    // Sections of 5 s each need one.
+    assert!(renewals(Dur::from_secs(5)) >= 10);
+}
+
 #[test]
 fn a_server_crash_without_persistence_loses_the_lock() {
     let mut spec = redis_spec();
