@@ -155,6 +155,7 @@ fn op_words(history: &History, entry: usize, show_value: bool) -> String {
         OpKind::Read { .. } => "read".to_owned(),
         OpKind::Write { value, .. } if show_value => format!("write of {value}"),
         OpKind::Write { .. } => "write".to_owned(),
+        OpKind::Claim => "claim".to_owned(),
     };
     format!(
         "{}'s {kind} (op {}, grant {}{})",

@@ -68,6 +68,9 @@ pub enum OpKind {
         /// The value the grant read before computing `value`.
         base: u64,
     },
+    /// The client installs its token as the resource's owner, so that its later write can be
+    /// a compare-and-set on it (antirez's alternative to fencing, failure catalogue K7).
+    Claim,
 }
 
 /// What storage did with an operation.

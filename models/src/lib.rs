@@ -7,12 +7,14 @@
 //! (`../shared/docs/semantics.md`).
 //!
 //! Start reading at [`node`] (the process type), then [`workload`] (the client loop every
-//! family shares), [`lock`] (the lock-client interface) and [`redis`] (the first family).
+//! family shares), [`lock`] (the lock-client interface), [`redis`] (the first family) and
+//! [`redlock`] (one lock over several Redis instances).
 #![deny(missing_docs)]
 
 pub mod lock;
 pub mod node;
 pub mod redis;
+pub mod redlock;
 pub mod storage;
 pub mod system;
 pub mod workload;

@@ -2,12 +2,13 @@
 //!
 //! Each family's client is a state machine that takes commands from the workload (acquire,
 //! release, is my lease still valid?) and answers with [`LockSignal`]s as replies and timers
-//! arrive. Only Redis exists so far; Redlock, etcd and ZooKeeper clients join this enum.
+//! arrive. etcd and ZooKeeper clients join this enum.
 
 use lockstep_sim::Ctx;
 
 use crate::node::{LockTimer, Msg, Node};
 use crate::redis::RedisLock;
+use crate::redlock::RedlockClient;
 
 /// What a lock client tells its workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,30 +31,36 @@ pub enum LockSignal {
 pub enum Lock {
     /// A single Redis instance.
     Redis(RedisLock),
+    /// Redlock over several instances.
+    Redlock(RedlockClient),
 }
 
 impl Lock {
     pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
         match self {
             Lock::Redis(l) => l.acquire(ctx),
+            Lock::Redlock(l) => l.acquire(ctx),
         }
     }
 
     pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
         match self {
             Lock::Redis(l) => l.release(ctx),
+            Lock::Redlock(l) => l.release(ctx),
         }
     }
 
     pub(crate) fn valid(&self, ctx: &Ctx<'_, Node>) -> bool {
         match self {
             Lock::Redis(l) => l.valid(ctx),
+            Lock::Redlock(l) => l.valid(ctx),
         }
     }
 
     pub(crate) fn reset(&mut self) {
         match self {
             Lock::Redis(l) => l.reset(),
+            Lock::Redlock(l) => l.reset(),
         }
     }
 
@@ -61,6 +68,7 @@ impl Lock {
     pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, msg: &Msg) -> Option<LockSignal> {
         match (self, msg) {
             (Lock::Redis(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
+            (Lock::Redlock(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
             (lock, msg) => panic!("lock client {lock:?} got {msg:?}"),
         }
     }
@@ -72,6 +80,7 @@ impl Lock {
     ) -> Option<LockSignal> {
         match self {
             Lock::Redis(l) => l.on_timer(ctx, timer),
+            Lock::Redlock(l) => l.on_timer(ctx, timer),
         }
     }
 }

@@ -54,6 +54,11 @@ pub enum LockTimer {
 pub enum WorkTimer {
     /// Thinking is over: request the lock.
     Think,
+    /// Claim the resource for `grant` (compare-and-set storage).
+    Claim {
+        /// The grant's sequence number.
+        grant: u32,
+    },
     /// Work under `grant` is done.
     WorkDone {
         /// The grant's sequence number.

@@ -5,6 +5,11 @@
 //! has seen and refuses any operation carrying a lower one (Kleppmann's fencing, failure
 //! catalogue K2); it asserts that invariant itself, and the checker re-derives it from the
 //! history independently.
+//!
+//! The compare-and-set mode is antirez's alternative for locks without ordered tokens: the
+//! holder first claims the resource with its random token, and its write is accepted only if
+//! that token is still the owner (failure catalogue K7). It orders writes by who claimed last,
+//! not by who was granted last.
 
 use lockstep_check::{Event, GrantId, OpId, OpKind, OpOutcome, StorageOp};
 use lockstep_sim::{Ctx, NodeId};
@@ -21,6 +26,9 @@ pub enum StorageMode {
     FencedWrites,
     /// Reads and writes are both checked, and both raise the highest token seen.
     FencedAll,
+    /// A claim makes the operation's token the owner, unconditionally; a write is accepted
+    /// only if its token is the owner; reads are not checked.
+    CasToken,
 }
 
 /// What a client asks of storage.
@@ -28,6 +36,8 @@ pub enum StorageMode {
 pub enum RequestKind {
     /// Read the counter.
     Read,
+    /// Become the owner (compare-and-set mode).
+    Claim,
     /// Write `value`, computed from `base`, the value the grant read.
     Write {
         /// The new value.
@@ -57,6 +67,8 @@ pub enum StorageResult {
     Read(u64),
     /// The write took effect.
     Written,
+    /// The claim took effect.
+    Claimed,
     /// Fencing refused the operation.
     Rejected,
 }
@@ -76,6 +88,8 @@ pub struct Storage {
     mode: StorageMode,
     value: u64,
     highest_token: Option<u64>,
+    /// The token of the last claim (compare-and-set mode).
+    owner: Option<u64>,
 }
 
 impl Storage {
@@ -85,6 +99,7 @@ impl Storage {
             mode,
             value: 0,
             highest_token: None,
+            owner: None,
         }
     }
 
@@ -99,8 +114,12 @@ impl Storage {
         from: NodeId,
         req: StorageRequest,
     ) {
+        if self.mode == StorageMode::CasToken {
+            return self.on_cas_request(ctx, from, req);
+        }
         let checked = match (self.mode, req.kind) {
-            (StorageMode::Unfenced, _) | (StorageMode::FencedWrites, RequestKind::Read) => false,
+            (StorageMode::Unfenced | StorageMode::CasToken, _)
+            | (StorageMode::FencedWrites, RequestKind::Read | RequestKind::Claim) => false,
             (StorageMode::FencedWrites, RequestKind::Write { .. })
             | (StorageMode::FencedAll, _) => true,
         };
@@ -124,11 +143,57 @@ impl Storage {
             (RequestKind::Write { value, base }, false) => {
                 (OpKind::Write { value, base }, StorageResult::Rejected)
             }
+            (RequestKind::Claim, true) => (OpKind::Claim, StorageResult::Claimed),
+            (RequestKind::Claim, false) => (OpKind::Claim, StorageResult::Rejected),
         };
-        let outcome = if accepted {
-            OpOutcome::Accepted
-        } else {
+        self.answer(ctx, from, &req, kind, result);
+        if checked && accepted {
+            // Paired assertion: an admitted token is the highest seen, never below it. The
+            // checker re-derives the same property from the history.
+            assert_eq!(
+                self.highest_token, req.token,
+                "fenced storage accepted a stale token"
+            );
+        }
+    }
+
+    /// Compare-and-set on the owner's token: claims always take, writes need the claim.
+    fn on_cas_request(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, req: StorageRequest) {
+        let (kind, result) = match req.kind {
+            RequestKind::Read => (
+                OpKind::Read { value: self.value },
+                StorageResult::Read(self.value),
+            ),
+            RequestKind::Claim => {
+                self.owner = req.token;
+                (OpKind::Claim, StorageResult::Claimed)
+            }
+            RequestKind::Write { value, base } => {
+                let owns = req.token.is_some() && req.token == self.owner;
+                if owns {
+                    self.value = value;
+                    (OpKind::Write { value, base }, StorageResult::Written)
+                } else {
+                    (OpKind::Write { value, base }, StorageResult::Rejected)
+                }
+            }
+        };
+        self.answer(ctx, from, &req, kind, result);
+    }
+
+    /// Records the operation as handled and replies.
+    fn answer(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        from: NodeId,
+        req: &StorageRequest,
+        kind: OpKind,
+        result: StorageResult,
+    ) {
+        let outcome = if result == StorageResult::Rejected {
             OpOutcome::Rejected
+        } else {
+            OpOutcome::Accepted
         };
         ctx.record(Event::Storage(StorageOp {
             op: req.op,
@@ -138,14 +203,6 @@ impl Storage {
             outcome,
         }));
         ctx.send(from, Msg::StorageReply(StorageReply { op: req.op, result }));
-        if checked && accepted {
-            // Paired assertion: an admitted token is the highest seen, never below it. The
-            // checker re-derives the same property from the history.
-            assert_eq!(
-                self.highest_token, req.token,
-                "fenced storage accepted a stale token"
-            );
-        }
     }
 
     /// A fenced check: an operation without a token cannot be admitted, one with a token is

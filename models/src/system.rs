@@ -8,6 +8,7 @@ use lockstep_sim::{AppliedFault, Fault, NodeId, Outcome, World};
 use crate::lock::Lock;
 use crate::node::Node;
 use crate::redis::{RedisLock, RedisLockConfig, RedisServer, RedisServerConfig};
+use crate::redlock::{RedlockClient, RedlockConfig};
 use crate::storage::{Storage, StorageMode};
 use crate::workload::{Client, WorkloadConfig};
 
@@ -21,6 +22,15 @@ pub enum Family {
         server: RedisServerConfig,
         /// Every client's lock settings (`server` is overwritten).
         client: RedisLockConfig,
+    },
+    /// Redlock over independent Redis instances, named `redis-1`, `redis-2`, ...
+    Redlock {
+        /// Every instance's settings.
+        server: RedisServerConfig,
+        /// How many instances.
+        instances: u32,
+        /// Every client's settings (`servers` is overwritten with the instances).
+        client: RedlockConfig,
     },
 }
 
@@ -58,6 +68,23 @@ pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
             };
             Lock::Redis(RedisLock::new(client))
         }
+        Family::Redlock {
+            server,
+            instances,
+            client,
+        } => {
+            for i in 1..=*instances {
+                nodes.push((
+                    format!("redis-{i}"),
+                    Node::Redis(RedisServer::new(server.clone())),
+                ));
+            }
+            let client = RedlockConfig {
+                servers: (0..*instances).map(NodeId).collect(),
+                ..client.clone()
+            };
+            Lock::Redlock(RedlockClient::new(client))
+        }
     };
     let storage = NodeId(nodes.len() as u32);
     nodes.push((
@@ -69,7 +96,8 @@ pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
         ..spec.workload.clone()
     };
     for i in 1..=spec.clients {
-        let client = Client::new(workload.clone(), lock_for_clients.clone());
+        let client = Client::new(workload.clone(), lock_for_clients.clone())
+            .claiming(spec.storage == StorageMode::CasToken);
         nodes.push((client_name(i), Node::Client(client)));
     }
     nodes
@@ -79,16 +107,18 @@ pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
 pub fn server_count(family: &Family) -> usize {
     match family {
         Family::Redis { .. } => 1,
+        Family::Redlock { instances, .. } => *instances as usize,
     }
 }
 
 /// True when the family's fencing tokens are promised to increase with every grant (the
 /// checker's token-order check applies). Redis `INCR` tokens increase on one instance with
 /// no failover, but the promise is not the lock's: the counter sits outside the lock
-/// primitive (docs/semantics.md §1.6), so it is not claimed.
+/// primitive (docs/semantics.md §1.6), so it is not claimed. Redlock's random values are
+/// not ordered at all (failure catalogue K7).
 pub fn tokens_monotonic(family: &Family) -> bool {
     match family {
-        Family::Redis { .. } => false,
+        Family::Redis { .. } | Family::Redlock { .. } => false,
     }
 }
 
@@ -96,6 +126,7 @@ pub fn tokens_monotonic(family: &Family) -> bool {
 pub fn has_tokens(family: &Family) -> bool {
     match family {
         Family::Redis { client, .. } => client.fencing,
+        Family::Redlock { client, .. } => client.value_as_token,
     }
 }
 

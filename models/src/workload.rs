@@ -8,6 +8,10 @@
 //! (before the validity check) and `validity-checked` (only when it checks, right before the
 //! write). The steps after `work-done` and `validity-checked` run as separate events, the gaps
 //! a GC pause can fall into (failure catalogue K1).
+//!
+//! Against compare-and-set storage the client first claims the resource with its token, in a
+//! step of its own after `granted`, then reads, works and writes as above (failure catalogue
+//! K7).
 
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
 use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, NodeId};
@@ -35,9 +39,17 @@ pub struct WorkloadConfig {
 enum Phase {
     Thinking,
     Acquiring,
-    Reading { op: u32 },
+    /// Granted; the claim is sent by a timer (`op` 0) and then awaited.
+    Claiming {
+        op: u32,
+    },
+    Reading {
+        op: u32,
+    },
     Working,
-    Writing { op: u32 },
+    Writing {
+        op: u32,
+    },
     Releasing,
 }
 
@@ -55,6 +67,8 @@ struct Held {
 pub struct Client {
     config: WorkloadConfig,
     lock: Lock,
+    /// Claim the resource before reading (compare-and-set storage).
+    claim: bool,
     phase: Phase,
     held: Option<Held>,
     /// Grants and operations so far. Bookkeeping for the history, kept across crashes so ids
@@ -69,11 +83,17 @@ impl Client {
         Client {
             config,
             lock,
+            claim: false,
             phase: Phase::Thinking,
             held: None,
             grants: 0,
             ops: 0,
         }
+    }
+
+    /// The same client, claiming the resource after each grant when `claim` is true.
+    pub fn claiming(self, claim: bool) -> Client {
+        Client { claim, ..self }
     }
 
     pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
@@ -130,6 +150,10 @@ impl Client {
                     self.on_signal(ctx, signal);
                 }
             }
+            (Phase::Claiming { op: 0 }, WorkTimer::Claim { grant }) if self.is_current(grant) => {
+                let op = self.send_op(ctx, RequestKind::Claim);
+                self.phase = Phase::Claiming { op };
+            }
             (Phase::Working, WorkTimer::WorkDone { grant }) if self.is_current(grant) => {
                 ctx.mark("work-done");
                 // Each step after a mark is a separate event, so that a pause placed on the
@@ -164,7 +188,7 @@ impl Client {
                 self.phase = Phase::Writing { op };
             }
             (
-                Phase::Reading { op } | Phase::Writing { op },
+                Phase::Claiming { op } | Phase::Reading { op } | Phase::Writing { op },
                 WorkTimer::StorageTimeout { op: o },
             ) if op == o => {
                 self.exit(ctx, ExitReason::Abandoned);
@@ -188,8 +212,19 @@ impl Client {
                 ctx.record(Event::Grant { grant: id, token });
                 ctx.mark("granted");
                 self.held = Some(Held { id, token, base: 0 });
-                let op = self.send_op(ctx, RequestKind::Read);
-                self.phase = Phase::Reading { op };
+                if self.claim {
+                    // A step of its own, so a pause on `granted` lands before the claim.
+                    self.phase = Phase::Claiming { op: 0 };
+                    let grant = id.seq;
+                    ctx.set_timer(
+                        ClockKind::Mono,
+                        Dur::ZERO,
+                        Timer::Work(WorkTimer::Claim { grant }),
+                    );
+                } else {
+                    let op = self.send_op(ctx, RequestKind::Read);
+                    self.phase = Phase::Reading { op };
+                }
             }
             (Phase::Acquiring, LockSignal::AcquireFailed) => {
                 ctx.record(Event::AcquireFailed {
@@ -197,7 +232,13 @@ impl Client {
                 });
                 self.think(ctx);
             }
-            (Phase::Reading { .. } | Phase::Working | Phase::Writing { .. }, LockSignal::Lost) => {
+            (
+                Phase::Claiming { .. }
+                | Phase::Reading { .. }
+                | Phase::Working
+                | Phase::Writing { .. },
+                LockSignal::Lost,
+            ) => {
                 let held = self.held.expect("in a critical section");
                 ctx.record(Event::Exit {
                     grant: held.id,
@@ -225,12 +266,17 @@ impl Client {
                     Timer::Work(WorkTimer::WorkDone { grant }),
                 );
             }
+            (Phase::Claiming { op }, StorageResult::Claimed) if op == reply.op.seq => {
+                let read = self.send_op(ctx, RequestKind::Read);
+                self.phase = Phase::Reading { op: read };
+            }
             (Phase::Writing { op }, StorageResult::Written) if op == reply.op.seq => {
                 self.exit(ctx, ExitReason::Released);
             }
-            (Phase::Reading { op } | Phase::Writing { op }, StorageResult::Rejected)
-                if op == reply.op.seq =>
-            {
+            (
+                Phase::Claiming { op } | Phase::Reading { op } | Phase::Writing { op },
+                StorageResult::Rejected,
+            ) if op == reply.op.seq => {
                 self.exit(ctx, ExitReason::Abandoned);
             }
             _ => {} // A late reply to an operation the client gave up on.

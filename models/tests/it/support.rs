@@ -2,6 +2,7 @@
 
 use lockstep_check::{Options, Verdict, check};
 use lockstep_models::redis::{RedisLockConfig, RedisServerConfig, Release};
+use lockstep_models::redlock::{Flavour, RedlockConfig};
 use lockstep_models::system::{Family, SystemSpec, build, history};
 use lockstep_models::{Node, StorageMode, WorkloadConfig};
 use lockstep_sim::{
@@ -57,15 +58,43 @@ pub(crate) fn redis_spec() -> SystemSpec {
     }
 }
 
+/// Five Redlock instances (`redis-1`..`redis-5`, node ids 0-4), storage (5), two clients
+/// (6, 7), with a 10 s TTL and the flavour's defaults.
+pub(crate) fn redlock_spec(flavour: Flavour) -> SystemSpec {
+    let ttl = Dur::from_secs(10);
+    let client = match flavour {
+        Flavour::Antirez => RedlockConfig::antirez(Vec::new(), ttl),
+        Flavour::Redsync => RedlockConfig::redsync(Vec::new(), ttl),
+    };
+    let mut spec = redis_spec();
+    spec.workload.storage = NodeId(5);
+    spec.family = Family::Redlock {
+        server: RedisServerConfig {
+            expiry_clock: ClockKind::Wall,
+        },
+        instances: 5,
+        client,
+    };
+    spec
+}
+
+pub(crate) fn redlock_config(spec: &mut SystemSpec) -> &mut RedlockConfig {
+    match &mut spec.family {
+        Family::Redlock { client, .. } => client,
+        other => panic!("not Redlock: {other:?}"),
+    }
+}
+
 pub(crate) fn lock_config(spec: &mut SystemSpec) -> &mut RedisLockConfig {
     match &mut spec.family {
         Family::Redis { client, .. } => client,
+        other => panic!("not a Redis family: {other:?}"),
     }
 }
 
 pub(crate) fn server_config(spec: &mut SystemSpec) -> &mut RedisServerConfig {
     match &mut spec.family {
-        Family::Redis { server, .. } => server,
+        Family::Redis { server, .. } | Family::Redlock { server, .. } => server,
     }
 }
 
