@@ -2,16 +2,20 @@
 //! leader election.
 //!
 //! This package holds what touches the outside world: the scenario files ([`scenario`]), one
-//! run of a scenario ([`run`]), expectations ([`expect`]) and the command line (the
-//! `lockstep` binary). The simulator, the models, the checker and the reports are the crates
+//! run of a scenario ([`run`]), expectations ([`expect`]), checking many scenarios over many
+//! seeds ([`suite`]) and its JUnit XML ([`junit`]), and the command line (the `lockstep`
+//! binary). The simulator, the models, the checker and the reports are the crates
 //! `lockstep-sim`, `lockstep-models`, `lockstep-check` and `lockstep-reports`; the map and the
 //! rules between them are in ARCHITECTURE.md.
 #![deny(missing_docs)]
 
 pub mod expect;
+pub mod junit;
 pub mod run;
 pub mod scenario;
+pub mod suite;
 
 pub use expect::{Count, Expect};
 pub use run::{RunResult, run};
-pub use scenario::{Loaded, Scenario, ScenarioError, load, parse};
+pub use scenario::{Loaded, MAX_SEEDS, Scenario, ScenarioError, Seeds, load, parse};
+pub use suite::{SuiteResult, check_suite};

@@ -2,19 +2,18 @@
 //! exit codes; everything it runs is deterministic library code.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use lockstep::{RunResult, load, run};
-use lockstep_reports::{RunReport, RunSource};
-use lockstep_sim::Outcome;
+use lockstep::suite::{self, WallTimes, run_report};
+use lockstep::{Loaded, MAX_SEEDS, load, run};
 
 const EXIT_CODES: &str = "\
 Exit codes:
   0  every verdict matches its scenario's [expect]
   1  a verdict does not match its scenario's [expect]
-  2  a bad scenario file or bad usage";
+  2  a bad scenario file, bad usage, or an output file that cannot be written";
 
 /// Deterministic simulation and chaos tests for distributed locks and leader election.
 #[derive(Debug, Parser)]
@@ -30,6 +29,10 @@ enum Command {
     /// reproduce command.
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
+    /// Check every scenario under the paths over its seeds against its [expect]: a summary
+    /// table, JSON or JUnit XML for CI.
+    #[command(after_help = EXIT_CODES)]
+    Check(CheckArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -47,6 +50,23 @@ struct RunArgs {
     format: Format,
 }
 
+#[derive(Debug, clap::Args)]
+struct CheckArgs {
+    /// Scenario files, and directories searched recursively for *.toml files.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Run each scenario with the N seeds from its `seed` (seed, seed+1, ...) instead of the
+    /// `seeds` it declares.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
+    seeds: Option<u64>,
+    /// Also write the result as JUnit XML to FILE (replaced whole, never left half-written).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
     /// Human-readable text and tables.
@@ -59,6 +79,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => cmd_run(&args),
+        Command::Check(args) => cmd_check(&args),
     }
 }
 
@@ -73,7 +94,7 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
     let scenario = &loaded.scenario;
     let seed = args.seed.unwrap_or(scenario.seed);
     let result = run(scenario, seed, args.trace);
-    let mut report = report(&args.file.display().to_string(), &scenario.name, &result);
+    let mut report = run_report(&args.file.display().to_string(), &scenario.name, &result);
     let trace = result
         .trace
         .as_ref()
@@ -103,26 +124,119 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
     }
 }
 
-/// The report of one run of the scenario `name` from `file`.
-fn report(file: &str, name: &str, result: &RunResult) -> RunReport {
-    let source = RunSource {
-        scenario: name.to_string(),
-        file: file.to_string(),
-        seed: result.seed,
-        trace_hash: result.trace_hash,
-        complete: result.outcome == Outcome::Completed,
-        events: result.events,
-        end_ns: result.history.end_ns,
+fn cmd_check(args: &CheckArgs) -> ExitCode {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "wall-clock time of the whole command, for people and CI; no run reads it"
+    )]
+    let now = std::time::Instant::now;
+    let start = now();
+    let Some(loaded) = load_suite(args) else {
+        return ExitCode::from(2);
     };
-    let explanations = result.verdict.explain(&result.history);
-    let verdict = result.verdict.clone();
-    RunReport::new(
-        source,
-        result.property,
-        verdict,
-        result.unmet.clone(),
-        explanations,
-    )
+    let mut times = WallTimes::default();
+    let mut last = now();
+    let result = suite::check_suite_observed(&loaded, args.seeds, |_| {
+        let t = now();
+        times.scenarios.push(t - last);
+        last = t;
+    });
+    times.total = now() - start;
+    let mut out = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Table => write!(out, "{}", result.table(&times)),
+        Format::Json => writeln!(out, "{}", result.json()),
+    };
+    // A closed pipe (`| head`) is not an error of the check.
+    drop(written);
+    if let Some(junit) = &args.junit {
+        let xml = lockstep::junit::render(&result, &times);
+        if let Err(e) = write_atomically(junit, &xml) {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
+    if result.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Finds and loads every scenario file under the paths and checks the JUnit file's path,
+/// printing each problem. Everything that can be wrong with the input is found before the
+/// first run, so a bad file gives errors only, never a partial table or JUnit file.
+fn load_suite(args: &CheckArgs) -> Option<Vec<Loaded>> {
+    let files = match suite::scenario_files(&args.paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{e}");
+            return None;
+        }
+    };
+    let mut loaded = Vec::new();
+    let mut bad = false;
+    for f in &files {
+        match load(f) {
+            Ok(l) => loaded.push(l),
+            Err(e) => {
+                eprintln!("{e}");
+                bad = true;
+            }
+        }
+    }
+    if let Some(Err(e)) = args.junit.as_deref().map(junit_writable) {
+        eprintln!("{e}");
+        bad = true;
+    }
+    (!bad).then_some(loaded)
+}
+
+/// Fails early, before any run, when the JUnit file could plainly not be written: its
+/// directory does not exist, or it is a directory.
+fn junit_writable(file: &Path) -> Result<(), String> {
+    let dir = parent_dir(file);
+    let problem = if !dir.is_dir() {
+        format!("no directory {}", dir.display())
+    } else if file.is_dir() {
+        "it is a directory".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{}: cannot write the JUnit file: {problem}",
+        file.display()
+    ))
+}
+
+/// The directory of `file`; `.` for a bare file name.
+fn parent_dir(file: &Path) -> &Path {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Writes `text` to a temporary file beside `file` and renames it over `file`, so that a
+/// reader (a CI server collecting reports) sees the old file or the whole new one, never a
+/// part.
+fn write_atomically(file: &Path, text: &str) -> Result<(), String> {
+    let name = file
+        .file_name()
+        .ok_or_else(|| format!("{}: not a file name", file.display()))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = parent_dir(file).join(tmp_name);
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&tmp, file));
+    renamed.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: cannot write the JUnit file: {e}", file.display())
+    })
 }
 
 /// One line per trace entry: true time, node, kind, text.

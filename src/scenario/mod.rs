@@ -27,6 +27,8 @@ pub struct Scenario {
     pub duration: Dur,
     /// The seed used when none is given.
     pub seed: u64,
+    /// The seeds `lockstep check` runs (`[scenario] seeds`; just `seed` when the file gives none).
+    pub seeds: Seeds,
     /// The most events a run may handle; running out makes the verdict `unknown`.
     pub max_events: u64,
     /// The lock system.
@@ -49,6 +51,95 @@ impl Scenario {
     /// Node names in node-id order.
     pub fn node_names(&self) -> Vec<String> {
         self.clocks.iter().map(|c| c.name.clone()).collect()
+    }
+}
+
+/// The most seeds one scenario may ask for, in its file or with `lockstep check --seeds`.
+pub const MAX_SEEDS: u64 = 10_000_000;
+
+/// The seeds a scenario is checked with. A range is not expanded into a list, so a million
+/// seeds cost no memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seeds {
+    /// These seeds, in this order.
+    List(Vec<u64>),
+    /// `count` consecutive seeds from `from` (wrapping from `u64::MAX` to 0).
+    Range {
+        /// The first seed.
+        from: u64,
+        /// How many.
+        count: u64,
+    },
+}
+
+impl Seeds {
+    /// Just `seed`.
+    pub fn one(seed: u64) -> Seeds {
+        Seeds::Range {
+            from: seed,
+            count: 1,
+        }
+    }
+
+    /// How many seeds.
+    pub fn len(&self) -> u64 {
+        match self {
+            Seeds::List(v) => v.len() as u64,
+            Seeds::Range { count, .. } => *count,
+        }
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The seeds in order.
+    pub fn iter(&self) -> SeedIter<'_> {
+        SeedIter {
+            seeds: self,
+            next: 0,
+        }
+    }
+}
+
+/// The seeds of a [`Seeds`], in order.
+#[derive(Clone, Debug)]
+pub struct SeedIter<'a> {
+    seeds: &'a Seeds,
+    next: u64,
+}
+
+impl Iterator for SeedIter<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        let seed = match self.seeds {
+            Seeds::List(v) => *v.get(usize::try_from(self.next).ok()?)?,
+            Seeds::Range { from, count } => {
+                if self.next >= *count {
+                    return None;
+                }
+                from.wrapping_add(self.next)
+            }
+        };
+        self.next += 1;
+        Some(seed)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.seeds.len().saturating_sub(self.next);
+        let left = usize::try_from(left).unwrap_or(usize::MAX);
+        (left, Some(left))
+    }
+}
+
+impl<'a> IntoIterator for &'a Seeds {
+    type Item = u64;
+    type IntoIter = SeedIter<'a>;
+
+    fn into_iter(self) -> SeedIter<'a> {
+        self.iter()
     }
 }
 
@@ -103,4 +194,26 @@ fn line_of(text: &str, at: usize) -> usize {
         .filter(|&b| b == b'\n')
         .count()
         + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Seeds;
+
+    #[test]
+    fn seeds_iterate_in_order_and_a_range_wraps_at_the_top() {
+        let list = Seeds::List(vec![7, 2, 1]);
+        assert_eq!(list.iter().collect::<Vec<_>>(), [7, 2, 1]);
+        assert_eq!(list.len(), 3);
+        let range = Seeds::Range { from: 5, count: 3 };
+        assert_eq!(range.iter().collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(range.iter().size_hint(), (3, Some(3)));
+        let top = Seeds::Range {
+            from: u64::MAX,
+            count: 2,
+        };
+        assert_eq!(top.iter().collect::<Vec<_>>(), [u64::MAX, 0]);
+        assert_eq!(Seeds::one(9).iter().collect::<Vec<_>>(), [9]);
+        assert!(Seeds::List(Vec::new()).is_empty());
+    }
 }

@@ -5,7 +5,7 @@ use lockstep_check::{Options, Property, Validity};
 use lockstep_models::redis::{RedisLockConfig, RedisServerConfig, Release};
 use lockstep_models::system::{self, Family, SystemSpec};
 use lockstep_models::{StorageMode, WorkloadConfig};
-use lockstep_sim::clock::MAX_RATE_OFFSET_PPM;
+use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
 use lockstep_sim::{
     ClockKind, Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, PartitionMode,
     ScheduledFault, Shape, Time, When,
@@ -166,6 +166,7 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
         r.problems
             .push("scenario.max_events", "must be greater than 0");
     }
+    let seeds = seeds(&mut r, s.seeds.as_ref(), s.seed);
     let system = system_spec(&mut r, file);
     let nodes = system::build(&system);
     r.names = nodes.iter().map(|(name, _)| name.clone()).collect();
@@ -193,6 +194,7 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
         description: s.description.clone(),
         duration,
         seed: s.seed,
+        seeds,
         max_events: s.max_events,
         check_options: Options {
             tokens_monotonic: system::tokens_monotonic(&system.family),
@@ -205,6 +207,54 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
         faults,
         expect,
     })
+}
+
+/// The seeds `lockstep check` runs: the file's list or range, or just `seed`.
+fn seeds(r: &mut Resolver, spec: Option<&SeedsSpec>, seed: u64) -> super::Seeds {
+    use super::{MAX_SEEDS, Seeds};
+    match spec {
+        None => Seeds::one(seed),
+        Some(SeedsSpec::List(list)) => {
+            if list.is_empty() {
+                r.problems
+                    .push("scenario.seeds", "must list at least one seed");
+            } else if list.len() as u64 > MAX_SEEDS {
+                r.problems.push(
+                    "scenario.seeds",
+                    format!("lists {} seeds; at most {MAX_SEEDS}", list.len()),
+                );
+            } else {
+                let mut sorted: Vec<(u64, usize)> =
+                    list.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+                sorted.sort_unstable();
+                if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
+                    r.problems.push(
+                        format!("scenario.seeds[{}]", w[1].1),
+                        format!(
+                            "seed {} is listed twice (also scenario.seeds[{}])",
+                            w[1].0, w[0].1
+                        ),
+                    );
+                }
+            }
+            Seeds::List(list.clone())
+        }
+        Some(&SeedsSpec::Range { from, count }) => {
+            if count == 0 {
+                r.problems
+                    .push("scenario.seeds.count", "must be greater than 0");
+            } else if count > MAX_SEEDS {
+                r.problems.push(
+                    "scenario.seeds.count",
+                    format!("must be at most {MAX_SEEDS}, not {count}"),
+                );
+            }
+            Seeds::Range {
+                from: from.unwrap_or(seed),
+                count,
+            }
+        }
+    }
 }
 
 fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
@@ -330,10 +380,10 @@ fn clocks(r: &mut Resolver, sections: &[ClockSection]) -> Vec<NodeConfig> {
 }
 
 fn drift(r: &mut Resolver, path: &str, ppm: i64) -> i64 {
-    if ppm.abs() > MAX_RATE_OFFSET_PPM {
+    if ppm.abs() > MAX_DRIFT_PPM {
         r.problems.push(
             path,
-            format!("must be within ±{MAX_RATE_OFFSET_PPM} ppm, not {ppm}"),
+            format!("must be within ±{MAX_DRIFT_PPM} ppm, not {ppm}"),
         );
         return 0;
     }
@@ -464,10 +514,10 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
     if let Some(x) = &f.clock_slew {
         let node = r.node(&format!("{p}.clock_slew.node"), &x.node);
         let delta_ns = r.signed_ms(&format!("{p}.clock_slew.delta_ms"), x.delta_ms);
-        if x.rate_ppm == 0 || i64::from(x.rate_ppm) > MAX_RATE_OFFSET_PPM {
+        if x.rate_ppm == 0 || i64::from(x.rate_ppm) > MAX_SLEW_PPM {
             r.problems.push(
                 format!("{p}.clock_slew.rate_ppm"),
-                format!("must be between 1 and {MAX_RATE_OFFSET_PPM}"),
+                format!("must be between 1 and {MAX_SLEW_PPM}"),
             );
             return None;
         }

@@ -38,6 +38,7 @@ pub(crate) struct ScenarioSection {
     pub(crate) seed: u64,
     #[serde(default = "default_max_events")]
     pub(crate) max_events: u64,
+    pub(crate) seeds: Option<SeedsSpec>,
 }
 
 fn default_seed() -> u64 {
@@ -405,6 +406,47 @@ impl<'de> Deserialize<'de> for Bound {
                 Ok(Bound {
                     min: r.min,
                     max: r.max,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The seeds `lockstep check` runs: a list (`[1, 2, 7]`) or a table
+/// `{ from = .., count = .. }` (`from` defaults to the scenario's `seed`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SeedsSpec {
+    List(Vec<u64>),
+    Range { from: Option<u64>, count: u64 },
+}
+
+impl<'de> Deserialize<'de> for SeedsSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SeedsSpec, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SeedsSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of seeds, or a table { from = .., count = .. }")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SeedsSpec, A::Error> {
+                let mut v = Vec::new();
+                while let Some(seed) = seq.next_element::<u64>()? {
+                    v.push(seed);
+                }
+                Ok(SeedsSpec::List(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SeedsSpec, A::Error> {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Range {
+                    from: Option<u64>,
+                    count: u64,
+                }
+                let r = Range::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(SeedsSpec::Range {
+                    from: r.from,
+                    count: r.count,
                 })
             }
         }

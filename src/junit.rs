@@ -1,0 +1,161 @@
+//! JUnit XML of a check, the report format every CI server shows: one `<testcase>` per
+//! scenario, with a `<failure>` carrying the failing seeds, what they did not meet and the
+//! commands that reproduce them.
+//!
+//! The layout is the common denominator of Jenkins, GitLab, GitHub test reporters and Azure:
+//! `<testsuites>` around one `<testsuite name="lockstep">`. Text is escaped for XML 1.0, and
+//! characters XML 1.0 cannot carry at all (most control characters) become U+FFFD.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::suite::{SuiteResult, WallTimes};
+
+/// The JUnit XML document of `suite`; `times` gives the `time` attributes (seconds).
+pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
+    let tests = suite.scenarios.len();
+    let failures = suite.failed_scenarios;
+    let total = times.total.as_secs_f64();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"lockstep\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" time=\"{total:.3}\">"
+    );
+    let _ = writeln!(
+        x,
+        "  <testsuite name=\"lockstep\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{total:.3}\">"
+    );
+    for (i, s) in suite.scenarios.iter().enumerate() {
+        let _ = write!(
+            x,
+            "    <testcase classname=\"{}\" name=\"{}\" file=\"{}\" time=\"{:.3}\">",
+            attr(&classname(&s.file)),
+            attr(&s.name),
+            attr(&s.file),
+            times.scenario(i).as_secs_f64()
+        );
+        if !s.ok {
+            let _ = write!(
+                x,
+                "\n      <failure message=\"{}\" type=\"expectation\">{}</failure>",
+                attr(&s.failure_message()),
+                text(&s.failure_text())
+            );
+        }
+        let v = &s.verdict_counts;
+        let out = format!(
+            "{} seed{} run, {} met [expect] ({} {}); {} verdicts: {} valid, {} invalid, {} unknown; {} events",
+            s.seeds,
+            if s.seeds == 1 { "" } else { "s" },
+            s.passed,
+            s.property,
+            s.expected_verdict,
+            s.property,
+            v.valid,
+            v.invalid,
+            v.unknown,
+            s.events
+        );
+        let _ = writeln!(
+            x,
+            "\n      <system-out>{}</system-out>\n    </testcase>",
+            text(&out)
+        );
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+/// `lockstep.<directory>`: CI servers group test cases by class, and a directory of scenarios
+/// is the natural group (`lockstep.catalogue`). Dots would split the group, so they become `_`.
+fn classname(file: &str) -> String {
+    let dir = Path::new(file)
+        .parent()
+        .and_then(Path::file_name)
+        .map(|d| d.to_string_lossy().replace('.', "_"));
+    match dir {
+        Some(d) if !d.is_empty() => format!("lockstep.{d}"),
+        _ => "lockstep".to_string(),
+    }
+}
+
+/// True for the characters XML 1.0 allows in a document.
+fn allowed(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+/// `s` escaped for an attribute value in double quotes. Tabs and line breaks are written as
+/// character references, which parsers keep (a literal one would be normalised to a space).
+fn attr(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            c if allowed(c) => out.push(c),
+            _ => out.push('\u{FFFD}'),
+        }
+    }
+    out
+}
+
+/// `s` escaped for element content. A carriage return is a reference, which parsers keep (a
+/// literal one would be normalised to a line feed).
+fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\r' => out.push_str("&#13;"),
+            c if allowed(c) => out.push(c),
+            _ => out.push('\u{FFFD}'),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{attr, classname, text};
+
+    #[test]
+    fn markup_and_quotes_are_escaped() {
+        assert_eq!(
+            attr(r#"a<b>&"c"'d'"#),
+            "a&lt;b&gt;&amp;&quot;c&quot;&apos;d&apos;"
+        );
+        assert_eq!(text("x < y && z > w"), "x &lt; y &amp;&amp; z &gt; w");
+        assert_eq!(text("]]>"), "]]&gt;");
+    }
+
+    #[test]
+    fn line_breaks_survive_in_attributes_and_text() {
+        assert_eq!(attr("a\nb\tc\r"), "a&#10;b&#9;c&#13;");
+        assert_eq!(text("a\nb\tc\r"), "a\nb\tc&#13;");
+    }
+
+    #[test]
+    fn characters_xml_forbids_are_replaced() {
+        assert_eq!(attr("a\u{0}b\u{1b}c"), "a\u{FFFD}b\u{FFFD}c");
+        assert_eq!(text("\u{b}\u{c}\u{FFFE}\u{FFFF}"), "\u{FFFD}".repeat(4));
+        assert_eq!(text("é \u{1F512}"), "é \u{1F512}");
+    }
+
+    #[test]
+    fn the_class_is_the_scenario_directory() {
+        assert_eq!(
+            classname("scenarios/catalogue/k1.toml"),
+            "lockstep.catalogue"
+        );
+        assert_eq!(classname("k1.toml"), "lockstep");
+        assert_eq!(classname("/tmp/v1.2/k1.toml"), "lockstep.v1_2");
+    }
+}
