@@ -3,6 +3,7 @@
 
 use lockstep_check::{Options, Property, Validity};
 use lockstep_models::redis::{RedisLockConfig, RedisServerConfig, Release};
+use lockstep_models::redlock::RedlockConfig;
 use lockstep_models::system::{self, Family, SystemSpec};
 use lockstep_models::{StorageMode, WorkloadConfig};
 use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
@@ -43,6 +44,40 @@ impl Resolver {
             return Dur::ZERO;
         }
         Dur::from_nanos((v * 1e6).round() as u64)
+    }
+
+    /// A key that only the family `other` takes.
+    fn only_for(&mut self, kind: &str, path: &str, given: bool, other: &str) {
+        if given {
+            self.problems.push(
+                path,
+                format!("applies to kind = \"{other}\" only, not to \"{kind}\""),
+            );
+        }
+    }
+
+    /// A whole-millisecond uniform range `lo..hi` for Redlock's retry delay.
+    fn whole_ms_range(&mut self, path: &str, spec: DistSpec) -> (u64, u64) {
+        let (lo, hi) = match spec {
+            DistSpec::Constant(c) => (c, c),
+            DistSpec::Uniform(lo, hi) => (lo, hi),
+            _ => {
+                self.problems.push(
+                    path,
+                    "Redlock draws whole milliseconds: give a number or { uniform = [lo, hi] }",
+                );
+                return (0, 0);
+            }
+        };
+        let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= MAX_MS;
+        if !whole(lo) || !whole(hi) || lo > hi {
+            self.problems.push(
+                path,
+                format!("must be whole milliseconds with lo <= hi, not [{lo}, {hi}]"),
+            );
+            return (0, 0);
+        }
+        (lo as u64, hi as u64)
     }
 
     /// A positive duration in ms.
@@ -260,37 +295,102 @@ fn seeds(r: &mut Resolver, spec: Option<&SeedsSpec>, seed: u64) -> super::Seeds 
 fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
     let m = &file.model;
     let ttl = r.positive_ms("model.ttl_ms", m.ttl_ms);
-    let request_timeout = r.positive_ms("model.request_timeout_ms", m.request_timeout_ms);
-    let retry_delay = r.dist("model.retry_delay_ms", m.retry_delay_ms);
     if !(0.0..1.0).contains(&m.drift_factor) {
         r.problems.push(
             "model.drift_factor",
             format!("must be at least 0 and below 1, not {}", m.drift_factor),
         );
     }
+    let drift_factor_ppm = (m.drift_factor.clamp(0.0, 1.0) * 1e6).round() as u32;
+    let server = RedisServerConfig {
+        expiry_clock: clock_kind(m.expiry_clock),
+    };
     let family = match m.kind {
-        ModelKind::Redis => Family::Redis {
-            server: RedisServerConfig {
-                expiry_clock: match m.expiry_clock {
-                    ClockName::Wall => ClockKind::Wall,
-                    ClockName::Mono => ClockKind::Mono,
+        ModelKind::Redis => {
+            r.only_for("redis", "model.instances", m.instances.is_some(), "redlock");
+            r.only_for("redis", "model.flavour", m.flavour.is_some(), "redlock");
+            r.only_for("redis", "model.clock", m.clock.is_some(), "redlock");
+            r.only_for(
+                "redis",
+                "model.elapsed_check",
+                m.elapsed_check.is_some(),
+                "redlock",
+            );
+            if m.fencing == FencingKind::Value {
+                r.problems.push(
+                    "model.fencing",
+                    "\"value\" is Redlock's random value; a single Redis instance takes \"incr\"",
+                );
+            }
+            Family::Redis {
+                server,
+                client: RedisLockConfig {
+                    server: NodeId(0),
+                    ttl,
+                    release: match m.release.unwrap_or_default() {
+                        ReleaseKind::CompareAndDelete => Release::CompareAndDelete,
+                        ReleaseKind::Del => Release::Del,
+                    },
+                    renew: m.renew,
+                    fencing: m.fencing == FencingKind::Incr,
+                    request_timeout: r.positive_ms(
+                        "model.request_timeout_ms",
+                        m.request_timeout_ms.unwrap_or(500.0),
+                    ),
+                    retry_delay: r.dist(
+                        "model.retry_delay_ms",
+                        m.retry_delay_ms.unwrap_or(DistSpec::Uniform(50.0, 250.0)),
+                    ),
+                    acquire_tries: m.acquire_tries.unwrap_or(0),
+                    drift_factor_ppm,
                 },
-            },
-            client: RedisLockConfig {
-                server: NodeId(0),
-                ttl,
-                release: match m.release {
-                    ReleaseKind::CompareAndDelete => Release::CompareAndDelete,
-                    ReleaseKind::Del => Release::Del,
-                },
-                renew: m.renew,
-                fencing: m.fencing == FencingKind::Incr,
-                request_timeout,
-                retry_delay,
-                acquire_tries: m.acquire_tries,
-                drift_factor_ppm: (m.drift_factor.clamp(0.0, 1.0) * 1e6).round() as u32,
-            },
-        },
+            }
+        }
+        ModelKind::Redlock => {
+            r.only_for("redlock", "model.release", m.release.is_some(), "redis");
+            if m.fencing == FencingKind::Incr {
+                r.problems.push(
+                    "model.fencing",
+                    "Redlock has no counter to INCR; \"value\" hands its random value to the storage",
+                );
+            }
+            let instances = m.instances.unwrap_or(5);
+            if !(1..=99).contains(&instances) {
+                r.problems.push(
+                    "model.instances",
+                    format!("must be between 1 and 99, not {instances}"),
+                );
+            }
+            let mut client = match m.flavour.unwrap_or_default() {
+                FlavourName::Antirez => RedlockConfig::antirez(Vec::new(), ttl),
+                FlavourName::Redsync => RedlockConfig::redsync(Vec::new(), ttl),
+            };
+            if let Some(c) = m.clock {
+                client.clock = clock_kind(c);
+            }
+            if let Some(t) = m.request_timeout_ms {
+                client.timeout = r.positive_ms("model.request_timeout_ms", t);
+            }
+            if let Some(d) = m.retry_delay_ms {
+                client.retry_delay_ms = r.whole_ms_range("model.retry_delay_ms", d);
+            }
+            if let Some(tries) = m.acquire_tries {
+                if tries == 0 {
+                    r.problems
+                        .push("model.acquire_tries", "Redlock needs at least 1 try");
+                }
+                client.tries = tries.max(1);
+            }
+            client.drift_factor_ppm = drift_factor_ppm;
+            client.elapsed_check = m.elapsed_check.unwrap_or(true);
+            client.extend = m.renew;
+            client.value_as_token = m.fencing == FencingKind::Value;
+            Family::Redlock {
+                server,
+                instances: instances.clamp(1, 99),
+                client,
+            }
+        }
     };
     let w = &file.workload;
     if !(1..=1000).contains(&w.clients) {
@@ -310,12 +410,26 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         StorageModeName::Unfenced => StorageMode::Unfenced,
         StorageModeName::FencedWrites => StorageMode::FencedWrites,
         StorageModeName::FencedAll => StorageMode::FencedAll,
+        StorageModeName::CasToken => StorageMode::CasToken,
     };
-    if storage != StorageMode::Unfenced && !system::has_tokens(&family) {
-        r.problems.push(
+    match (storage, m.fencing) {
+        (StorageMode::Unfenced, _)
+        | (StorageMode::FencedWrites | StorageMode::FencedAll, FencingKind::Incr)
+        | (StorageMode::CasToken, FencingKind::Value) => {}
+        (StorageMode::FencedWrites | StorageMode::FencedAll, FencingKind::Value) => {
+            r.problems.push(
+                "storage.mode",
+                "fenced storage compares tokens by size, and Redlock's random values have no order (use \"cas-token\")",
+            );
+        }
+        (StorageMode::CasToken, _) => r.problems.push(
+            "storage.mode",
+            "\"cas-token\" needs the lock's random value as the token (set model.fencing = \"value\", Redlock only)",
+        ),
+        (_, _) => r.problems.push(
             "storage.mode",
             "fenced storage needs fencing tokens, and this model sends none (set model.fencing = \"incr\")",
-        );
+        ),
     }
     SystemSpec {
         family,
@@ -651,5 +765,12 @@ fn expect(e: &ExpectSection) -> Expect {
         property,
         verdict,
         bounds,
+    }
+}
+
+fn clock_kind(c: ClockName) -> ClockKind {
+    match c {
+        ClockName::Wall => ClockKind::Wall,
+        ClockName::Mono => ClockKind::Mono,
     }
 }

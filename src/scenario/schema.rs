@@ -49,36 +49,30 @@ fn default_max_events() -> u64 {
     10_000_000
 }
 
-/// The lock model. Only `kind = "redis"` exists so far; other families add their keys here.
+/// The lock model: the family in `kind` and its settings. Keys whose default depends on
+/// the family (or on Redlock's flavour) are options here; [`super::resolve`] fills them in and
+/// rejects keys that do not apply to the family.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ModelSection {
     pub(crate) kind: ModelKind,
     pub(crate) ttl_ms: f64,
-    #[serde(default)]
-    pub(crate) release: ReleaseKind,
+    pub(crate) release: Option<ReleaseKind>,
     #[serde(default)]
     pub(crate) renew: bool,
     #[serde(default)]
     pub(crate) fencing: FencingKind,
     #[serde(default)]
     pub(crate) expiry_clock: ClockName,
-    #[serde(default = "default_request_timeout")]
-    pub(crate) request_timeout_ms: f64,
-    #[serde(default = "default_retry_delay")]
-    pub(crate) retry_delay_ms: DistSpec,
-    #[serde(default)]
-    pub(crate) acquire_tries: u32,
+    pub(crate) request_timeout_ms: Option<f64>,
+    pub(crate) retry_delay_ms: Option<DistSpec>,
+    pub(crate) acquire_tries: Option<u32>,
     #[serde(default = "default_drift_factor")]
     pub(crate) drift_factor: f64,
-}
-
-fn default_request_timeout() -> f64 {
-    500.0
-}
-
-fn default_retry_delay() -> DistSpec {
-    DistSpec::Uniform(50.0, 250.0)
+    pub(crate) instances: Option<u32>,
+    pub(crate) flavour: Option<FlavourName>,
+    pub(crate) clock: Option<ClockName>,
+    pub(crate) elapsed_check: Option<bool>,
 }
 
 fn default_drift_factor() -> f64 {
@@ -89,6 +83,15 @@ fn default_drift_factor() -> f64 {
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum ModelKind {
     Redis,
+    Redlock,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum FlavourName {
+    #[default]
+    Antirez,
+    Redsync,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -105,6 +108,7 @@ pub(crate) enum FencingKind {
     #[default]
     None,
     Incr,
+    Value,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -176,6 +180,7 @@ pub(crate) enum StorageModeName {
     Unfenced,
     FencedWrites,
     FencedAll,
+    CasToken,
 }
 
 #[derive(Debug, Deserialize)]

@@ -169,3 +169,97 @@ fn a_missing_file_is_an_error_not_a_panic() {
         stderr(&out)
     );
 }
+
+#[test]
+fn keys_of_one_model_kind_are_errors_on_the_other() {
+    let lines = errors_of(
+        "kind-keys",
+        &GOOD.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\ninstances = 5\nflavour = \"redsync\"\nfencing = \"value\"",
+        ),
+    );
+    let text = lines.join("\n");
+    assert!(
+        text.contains("model.instances: applies to kind = \"redlock\" only"),
+        "{text}"
+    );
+    assert!(
+        text.contains("model.flavour: applies to kind = \"redlock\" only"),
+        "{text}"
+    );
+    assert!(
+        text.contains("model.fencing: \"value\" is Redlock's"),
+        "{text}"
+    );
+    let redlock = GOOD.replace("kind = \"redis\"", "kind = \"redlock\"");
+    let lines = errors_of(
+        "redlock-keys",
+        &redlock.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\nrelease = \"del\"\ninstances = 0",
+        ),
+    );
+    let text = lines.join("\n");
+    assert!(
+        text.contains("model.release: applies to kind = \"redis\" only"),
+        "{text}"
+    );
+    assert!(
+        text.contains("model.instances: must be between 1 and 99"),
+        "{text}"
+    );
+}
+
+#[test]
+fn storage_modes_need_the_right_tokens() {
+    let redlock = GOOD.replace("kind = \"redis\"", "kind = \"redlock\"");
+    let lines = errors_of(
+        "cas-without-value",
+        &format!("{redlock}\n[storage]\nmode = \"cas-token\"\n"),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("storage.mode: \"cas-token\" needs"),
+        "{}",
+        lines[0]
+    );
+    let lines = errors_of(
+        "fenced-with-value",
+        &format!(
+            "{}\n[storage]\nmode = \"fenced-writes\"\n",
+            redlock.replace("ttl_ms = 1_000", "ttl_ms = 1_000\nfencing = \"value\"")
+        ),
+    );
+    assert!(
+        lines[0].contains("random values have no order"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn redlock_retry_delays_are_whole_milliseconds() {
+    let redlock = GOOD.replace("kind = \"redis\"", "kind = \"redlock\"");
+    let lines = errors_of(
+        "redlock-delay",
+        &redlock.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\nretry_delay_ms = { exponential = { mean = 10 } }",
+        ),
+    );
+    assert!(lines[0].contains("model.retry_delay_ms: Redlock draws whole milliseconds"));
+    let lines = errors_of(
+        "redlock-delay-frac",
+        &redlock.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\nretry_delay_ms = { uniform = [0.5, 10] }\nacquire_tries = 0",
+        ),
+    );
+    let text = lines.join("\n");
+    assert!(text.contains("must be whole milliseconds"), "{text}");
+    assert!(
+        text.contains("model.acquire_tries: Redlock needs at least 1 try"),
+        "{text}"
+    );
+}
