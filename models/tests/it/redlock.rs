@@ -139,3 +139,96 @@ fn k7_a_claim_after_the_pause_inverts_the_order_instead() {
         "the newer holder's write is refused"
     );
 }
+
+/// True times (ms) at which client-1 sent the first `SET` of each try, and the time its
+/// acquisition gave up, with every instance down from the start.
+fn tries_against_dead_instances(flavour: Flavour) -> (Vec<u64>, Option<u64>) {
+    let mut spec = redlock_spec(flavour);
+    spec.clients = 1;
+    spec.workload.storage = NodeId(5);
+    // An 8 s TTL: redsync's per-try deadline is 400 ms.
+    match &mut spec.family {
+        lockstep_models::system::Family::Redlock { client, .. } => {
+            client.ttl = Dur::from_secs(8);
+            if flavour == Flavour::Redsync {
+                client.timeout = Dur::from_millis(400);
+            }
+        }
+        _ => unreachable!(),
+    }
+    let nodes = lockstep_models::system::build(&spec);
+    let configs = nodes
+        .iter()
+        .map(|(name, _)| lockstep_sim::NodeConfig::named(name.clone()))
+        .collect();
+    let mut cfg =
+        lockstep_sim::WorldConfig::new(9, lockstep_sim::Time::from_millis(60_000), configs);
+    cfg.trace = true;
+    cfg.faults = (0..5).map(|i| at(0, crash(i))).collect();
+    let mut world = lockstep_sim::World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect());
+    world.run();
+    let trace = world.trace().expect("traced");
+    let ms = |e: &lockstep_sim::TraceEntry| e.time.as_nanos() / 1_000_000;
+    let sends: Vec<u64> = trace
+        .iter()
+        .filter(|e| e.node == CLIENT_1 && e.text == "mark acquire-sent")
+        .map(ms)
+        .collect();
+    let failed = world
+        .history()
+        .iter()
+        .find(|r| matches!(r.event, lockstep_check::Event::AcquireFailed { .. }))
+        .map(|r| r.time.as_nanos() / 1_000_000);
+    (sends, failed)
+}
+
+#[test]
+fn redsync_tries_32_times_waiting_out_each_deadline_then_50_to_249_ms() {
+    let (sends, failed) = tries_against_dead_instances(Flavour::Redsync);
+    let first_failure = failed.expect("gives up");
+    let sends: Vec<u64> = sends.into_iter().filter(|&t| t <= first_failure).collect();
+    assert_eq!(sends.len(), 32, "{sends:?}");
+    // Each try: 400 ms for the SETs, 400 ms for the release, then rand.Intn(200) + 50 ms.
+    for w in sends.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((850..=1_050).contains(&gap), "gap {gap} ms in {sends:?}");
+    }
+    // No delay after the last try: it gives up when its release round ends.
+    assert_eq!(first_failure - sends[31], 800);
+}
+
+#[test]
+fn antirez_tries_3_times_one_instance_after_another_and_sleeps_after_the_last() {
+    let (sends, failed) = tries_against_dead_instances(Flavour::Antirez);
+    let first_failure = failed.expect("gives up");
+    let sends: Vec<u64> = sends.into_iter().filter(|&t| t <= first_failure).collect();
+    assert_eq!(sends.len(), 3, "{sends:?}");
+    // Each try: five 50 ms timeouts for the SETs, five for the unlocks, then rand(200) ms.
+    for w in sends.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((500..700).contains(&gap), "gap {gap} ms in {sends:?}");
+    }
+    let after_last = first_failure - sends[2];
+    assert!((500..700).contains(&after_last), "{after_last} ms");
+}
+
+#[test]
+fn extension_keeps_a_long_critical_section_exclusive() {
+    let mut spec = redlock_spec(Flavour::Redsync);
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(25));
+    spec.workload.check_validity_before_write = false;
+    let without = run(&spec, 4, 120, vec![]);
+    assert!(
+        without.verdict.double_holders.pairs >= 1,
+        "a 25 s job outlives a 10 s lock"
+    );
+    redlock_config(&mut spec).extend = true;
+    let with = run(&spec, 4, 120, vec![]);
+    assert_eq!(
+        with.verdict.mutual_exclusion,
+        Validity::Valid,
+        "{:?}",
+        with.verdict
+    );
+    assert!(with.verdict.liveness.cs_completed >= 3);
+}
