@@ -11,6 +11,7 @@
 //! [`redlock`] (one lock over several Redis instances).
 #![deny(missing_docs)]
 
+pub mod etcd;
 pub mod lock;
 pub mod node;
 pub mod redis;

@@ -1,0 +1,457 @@
+//! etcd's multi-version key space, as far as locks use it (docs/semantics.md §3.1, §3.4).
+//!
+//! Every key carries `create_revision`, `mod_revision`, `version` and its lease. A global
+//! revision increases by one for every transaction that writes; a transaction's writes all
+//! share that one revision (`mvcc/kvstore_txn.go`). Deletions and puts are kept as events so
+//! that a watch can start from any past revision, as etcd's watchable store replays them
+//! (runs are short, so no compaction).
+
+use std::collections::BTreeMap;
+
+/// A revision of the whole key space.
+pub type Rev = u64;
+
+/// A lease's id.
+pub type LeaseId = u64;
+
+/// A stored key with its metadata (`mvccpb.KeyValue`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KeyValue {
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: u64,
+    /// The revision of the transaction that created the key.
+    pub create_revision: Rev,
+    /// The revision of the last transaction that changed it.
+    pub mod_revision: Rev,
+    /// How many times it was put since it was created (1 after creation).
+    pub version: u64,
+    /// The lease it is attached to, if any.
+    pub lease: Option<LeaseId>,
+}
+
+/// What a comparison looks at (`etcdserverpb.Compare.CompareTarget`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// `CreateRevision(key)`: 0 when the key does not exist.
+    Create,
+    /// `ModRevision(key)`: 0 when the key does not exist.
+    Mod,
+    /// `Version(key)`: 0 when the key does not exist.
+    Version,
+    /// `Value(key)`: 0 when the key does not exist (values are numbers here).
+    Value,
+}
+
+/// A comparison's operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    /// `=`
+    Equal,
+    /// `!=`
+    NotEqual,
+    /// `<`
+    Less,
+    /// `>`
+    Greater,
+}
+
+/// One guard of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Compare {
+    /// The key compared.
+    pub key: String,
+    /// What of it.
+    pub target: Target,
+    /// How.
+    pub cmp: Cmp,
+    /// Against what.
+    pub value: u64,
+}
+
+/// How a range sorts by creation (`clientv3.WithFirstCreate`, `WithLastCreate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CreateOrder {
+    /// Oldest first.
+    First,
+    /// Newest first.
+    Last,
+}
+
+/// A read: one key, or every key under a prefix.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Range {
+    /// The key, or the prefix.
+    pub key: String,
+    /// Read every key starting with `key`.
+    pub prefix: bool,
+    /// Sort by creation revision, and keep only the first.
+    pub first: Option<CreateOrder>,
+    /// Only keys created at or before this revision (`WithMaxCreateRev`).
+    pub max_create_rev: Option<Rev>,
+}
+
+impl Range {
+    /// One key.
+    pub fn key(key: impl Into<String>) -> Range {
+        Range {
+            key: key.into(),
+            prefix: false,
+            first: None,
+            max_create_rev: None,
+        }
+    }
+}
+
+/// One operation of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Create or overwrite a key, attached to a lease or not.
+    Put {
+        /// The key.
+        key: String,
+        /// The value.
+        value: u64,
+        /// The lease to attach it to.
+        lease: Option<LeaseId>,
+    },
+    /// Read.
+    Get(Range),
+    /// Delete one key.
+    Delete {
+        /// The key.
+        key: String,
+    },
+}
+
+/// A transaction: if every compare holds, `success`, else `failure`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Txn {
+    /// The guards.
+    pub compares: Vec<Compare>,
+    /// Run when all guards hold.
+    pub success: Vec<Op>,
+    /// Run otherwise.
+    pub failure: Vec<Op>,
+}
+
+/// The result of one operation.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OpResult {
+    /// A put took effect.
+    Put,
+    /// The keys a get found.
+    Get(Vec<KeyValue>),
+    /// How many keys a delete removed.
+    Deleted(u64),
+}
+
+/// The result of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TxnResult {
+    /// The store's revision after the transaction (the response header's revision).
+    pub revision: Rev,
+    /// Whether the guards held.
+    pub succeeded: bool,
+    /// One result per operation run.
+    pub results: Vec<OpResult>,
+}
+
+/// What happened to a key at a revision (`mvccpb.Event`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Event {
+    /// The revision.
+    pub revision: Rev,
+    /// Put or delete.
+    pub kind: EventKind,
+    /// The key.
+    pub key: String,
+}
+
+/// The kind of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// Created or changed.
+    Put,
+    /// Deleted (by a client or by a lease revoke).
+    Delete,
+}
+
+/// The key space.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Store {
+    revision: Rev,
+    kvs: BTreeMap<String, KeyValue>,
+    events: Vec<Event>,
+}
+
+impl Store {
+    /// An empty store at revision 1, as a fresh etcd reports.
+    pub fn new() -> Store {
+        Store {
+            revision: 1,
+            ..Store::default()
+        }
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> Rev {
+        self.revision
+    }
+
+    /// A key's current entry.
+    pub fn get(&self, key: &str) -> Option<&KeyValue> {
+        self.kvs.get(key)
+    }
+
+    /// Events on `key` at or after `from`, in order.
+    pub fn events_since<'a>(&'a self, key: &'a str, from: Rev) -> impl Iterator<Item = &'a Event> {
+        let start = self.events.partition_point(|e| e.revision < from);
+        self.events[start..].iter().filter(move |e| e.key == key)
+    }
+
+    /// Applies a transaction. Its writes share one new revision; a transaction that writes
+    /// nothing leaves the revision alone.
+    pub fn txn(&mut self, txn: &Txn) -> TxnResult {
+        let succeeded = txn.compares.iter().all(|c| self.holds(c));
+        let ops = if succeeded {
+            &txn.success
+        } else {
+            &txn.failure
+        };
+        let writes = ops.iter().any(|op| !matches!(op, Op::Get(_)));
+        let rev = if writes {
+            self.revision + 1
+        } else {
+            self.revision
+        };
+        let results = ops.iter().map(|op| self.apply(op, rev)).collect();
+        self.revision = rev;
+        TxnResult {
+            revision: rev,
+            succeeded,
+            results,
+        }
+    }
+
+    /// Deletes `keys` in one transaction (a lease revoke): one revision for all.
+    pub fn delete_all(&mut self, keys: &[String]) -> Rev {
+        let present: Vec<&String> = keys.iter().filter(|k| self.kvs.contains_key(*k)).collect();
+        if present.is_empty() {
+            return self.revision;
+        }
+        let rev = self.revision + 1;
+        for key in present {
+            self.kvs.remove(key);
+            self.events.push(Event {
+                revision: rev,
+                kind: EventKind::Delete,
+                key: key.clone(),
+            });
+        }
+        self.revision = rev;
+        rev
+    }
+
+    fn holds(&self, c: &Compare) -> bool {
+        let kv = self.kvs.get(&c.key);
+        let actual = match c.target {
+            Target::Create => kv.map_or(0, |kv| kv.create_revision),
+            Target::Mod => kv.map_or(0, |kv| kv.mod_revision),
+            Target::Version => kv.map_or(0, |kv| kv.version),
+            Target::Value => kv.map_or(0, |kv| kv.value),
+        };
+        match c.cmp {
+            Cmp::Equal => actual == c.value,
+            Cmp::NotEqual => actual != c.value,
+            Cmp::Less => actual < c.value,
+            Cmp::Greater => actual > c.value,
+        }
+    }
+
+    fn apply(&mut self, op: &Op, rev: Rev) -> OpResult {
+        match op {
+            Op::Put { key, value, lease } => {
+                let kv = match self.kvs.get(key) {
+                    Some(old) => KeyValue {
+                        value: *value,
+                        mod_revision: rev,
+                        version: old.version + 1,
+                        lease: *lease,
+                        ..old.clone()
+                    },
+                    None => KeyValue {
+                        key: key.clone(),
+                        value: *value,
+                        create_revision: rev,
+                        mod_revision: rev,
+                        version: 1,
+                        lease: *lease,
+                    },
+                };
+                self.kvs.insert(key.clone(), kv);
+                self.events.push(Event {
+                    revision: rev,
+                    kind: EventKind::Put,
+                    key: key.clone(),
+                });
+                OpResult::Put
+            }
+            Op::Get(range) => OpResult::Get(self.range(range)),
+            Op::Delete { key } => {
+                if self.kvs.remove(key).is_some() {
+                    self.events.push(Event {
+                        revision: rev,
+                        kind: EventKind::Delete,
+                        key: key.clone(),
+                    });
+                    OpResult::Deleted(1)
+                } else {
+                    OpResult::Deleted(0)
+                }
+            }
+        }
+    }
+
+    fn range(&self, r: &Range) -> Vec<KeyValue> {
+        let mut found: Vec<KeyValue> = if r.prefix {
+            self.kvs
+                .range(r.key.clone()..)
+                .take_while(|(k, _)| k.starts_with(&r.key))
+                .map(|(_, kv)| kv.clone())
+                .collect()
+        } else {
+            self.kvs.get(&r.key).cloned().into_iter().collect()
+        };
+        if let Some(max) = r.max_create_rev {
+            found.retain(|kv| kv.create_revision <= max);
+        }
+        match r.first {
+            None => found,
+            Some(order) => {
+                let pick = match order {
+                    CreateOrder::First => found.iter().min_by_key(|kv| kv.create_revision),
+                    CreateOrder::Last => found.iter().max_by_key(|kv| kv.create_revision),
+                };
+                pick.cloned().into_iter().collect()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(key: &str, value: u64) -> Op {
+        Op::Put {
+            key: key.into(),
+            value,
+            lease: None,
+        }
+    }
+
+    #[test]
+    fn revisions_count_write_transactions() {
+        let mut s = Store::new();
+        assert_eq!(s.revision(), 1);
+        let r = s.txn(&Txn {
+            compares: vec![],
+            success: vec![put("a", 1), put("b", 2)],
+            failure: vec![],
+        });
+        assert_eq!(r.revision, 2, "one revision for the whole transaction");
+        assert_eq!(s.get("a").map(|kv| kv.create_revision), Some(2));
+        assert_eq!(s.get("b").map(|kv| kv.mod_revision), Some(2));
+        s.txn(&Txn {
+            compares: vec![],
+            success: vec![put("a", 5)],
+            failure: vec![],
+        });
+        let a = s.get("a").expect("a");
+        assert_eq!((a.create_revision, a.mod_revision, a.version), (2, 3, 2));
+        // A read-only transaction does not move the revision.
+        let r = s.txn(&Txn {
+            compares: vec![],
+            success: vec![Op::Get(Range::key("a"))],
+            failure: vec![],
+        });
+        assert_eq!(r.revision, 3);
+    }
+
+    #[test]
+    fn compares_on_a_missing_key_see_zero() {
+        let mut s = Store::new();
+        let create_if_absent = Txn {
+            compares: vec![Compare {
+                key: "k".into(),
+                target: Target::Create,
+                cmp: Cmp::Equal,
+                value: 0,
+            }],
+            success: vec![put("k", 1)],
+            failure: vec![Op::Get(Range::key("k"))],
+        };
+        assert!(s.txn(&create_if_absent).succeeded);
+        let again = s.txn(&create_if_absent);
+        assert!(!again.succeeded);
+        assert_eq!(again.revision, 2);
+    }
+
+    #[test]
+    fn prefix_ranges_find_the_first_and_the_predecessor_by_creation() {
+        let mut s = Store::new();
+        for (k, _) in [("lock/c", 0), ("lock/a", 0), ("lock/b", 0), ("lockx", 0)] {
+            s.txn(&Txn {
+                compares: vec![],
+                success: vec![put(k, 0)],
+                failure: vec![],
+            });
+        }
+        // Created at revisions 2 (c), 3 (a), 4 (b), 5 (lockx).
+        let first = s.range(&Range {
+            key: "lock/".into(),
+            prefix: true,
+            first: Some(CreateOrder::First),
+            max_create_rev: None,
+        });
+        assert_eq!(first[0].key, "lock/c");
+        let predecessor = s.range(&Range {
+            key: "lock/".into(),
+            prefix: true,
+            first: Some(CreateOrder::Last),
+            max_create_rev: Some(3),
+        });
+        assert_eq!(predecessor[0].key, "lock/a");
+        let all = s.range(&Range {
+            key: "lock/".into(),
+            prefix: true,
+            first: None,
+            max_create_rev: None,
+        });
+        assert_eq!(all.len(), 3, "lockx is not under lock/");
+    }
+
+    #[test]
+    fn a_revoke_deletes_every_key_in_one_revision_and_leaves_events() {
+        let mut s = Store::new();
+        s.txn(&Txn {
+            compares: vec![],
+            success: vec![put("x", 1), put("y", 1)],
+            failure: vec![],
+        });
+        let rev = s.delete_all(&["x".into(), "y".into(), "z".into()]);
+        assert_eq!(rev, 3);
+        assert!(s.get("x").is_none() && s.get("y").is_none());
+        let ev: Vec<&Event> = s.events_since("y", 3).collect();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].kind, EventKind::Delete);
+        assert_eq!(s.events_since("y", 1).count(), 2);
+        assert_eq!(
+            s.delete_all(&["x".into()]),
+            3,
+            "nothing to delete, no revision"
+        );
+    }
+}
