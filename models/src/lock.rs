@@ -6,6 +6,7 @@
 
 use lockstep_sim::Ctx;
 
+use crate::etcd::client::EtcdLock;
 use crate::node::{LockTimer, Msg, Node};
 use crate::redis::RedisLock;
 use crate::redlock::RedlockClient;
@@ -33,6 +34,8 @@ pub enum Lock {
     Redis(RedisLock),
     /// Redlock over several instances.
     Redlock(RedlockClient),
+    /// An etcd session and Mutex (or Election).
+    Etcd(EtcdLock),
 }
 
 impl Lock {
@@ -40,6 +43,7 @@ impl Lock {
         match self {
             Lock::Redis(l) => l.acquire(ctx),
             Lock::Redlock(l) => l.acquire(ctx),
+            Lock::Etcd(l) => l.acquire(ctx),
         }
     }
 
@@ -47,6 +51,7 @@ impl Lock {
         match self {
             Lock::Redis(l) => l.release(ctx),
             Lock::Redlock(l) => l.release(ctx),
+            Lock::Etcd(l) => l.release(ctx),
         }
     }
 
@@ -54,6 +59,7 @@ impl Lock {
         match self {
             Lock::Redis(l) => l.valid(ctx),
             Lock::Redlock(l) => l.valid(ctx),
+            Lock::Etcd(l) => l.valid(ctx),
         }
     }
 
@@ -61,6 +67,7 @@ impl Lock {
         match self {
             Lock::Redis(l) => l.reset(),
             Lock::Redlock(l) => l.reset(),
+            Lock::Etcd(l) => l.reset(),
         }
     }
 
@@ -69,6 +76,7 @@ impl Lock {
         match (self, msg) {
             (Lock::Redis(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
             (Lock::Redlock(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
+            (Lock::Etcd(l), Msg::EtcdReply { id, reply }) => l.on_reply(ctx, *id, reply.clone()),
             (lock, msg) => panic!("lock client {lock:?} got {msg:?}"),
         }
     }
@@ -81,6 +89,7 @@ impl Lock {
         match self {
             Lock::Redis(l) => l.on_timer(ctx, timer),
             Lock::Redlock(l) => l.on_timer(ctx, timer),
+            Lock::Etcd(l) => l.on_timer(ctx, timer),
         }
     }
 }

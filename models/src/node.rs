@@ -4,6 +4,7 @@
 use lockstep_check::Event;
 use lockstep_sim::{Ctx, NodeId, Process, TimerId};
 
+use crate::etcd::proto::{Reply as EtcdReply, Request as EtcdRequest};
 use crate::redis::{Command, RedisServer, Reply};
 use crate::storage::{Storage, StorageReply, StorageRequest};
 use crate::workload::Client;
@@ -29,6 +30,20 @@ pub enum Msg {
     Storage(StorageRequest),
     /// Storage's answer.
     StorageReply(StorageReply),
+    /// A request to an etcd member, with the client's request id.
+    Etcd {
+        /// The request id, echoed in the reply (and in every event of a watch).
+        id: u64,
+        /// The request.
+        req: EtcdRequest,
+    },
+    /// An etcd member's reply.
+    EtcdReply {
+        /// The request id.
+        id: u64,
+        /// The reply.
+        reply: EtcdReply,
+    },
 }
 
 /// Timers of a lock client.
@@ -45,6 +60,32 @@ pub enum LockTimer {
     Renew {
         /// The lock value of the lease it renews.
         value: u64,
+    },
+    /// A timer of the etcd client.
+    Etcd(EtcdTimer),
+}
+
+/// Timers of the etcd lock client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EtcdTimer {
+    /// The keepalive send loop (every 500 ms).
+    KeepAlivePoll,
+    /// The keepalive sent as request `req` got no answer.
+    KeepAliveTimeout {
+        /// The request.
+        req: u64,
+    },
+    /// The session deadline loop (every 1 s).
+    DeadlinePoll,
+    /// Unary request `req` got no answer.
+    Timeout {
+        /// The request.
+        req: u64,
+    },
+    /// Look at the predecessor watched by request `req` again.
+    WatchCheck {
+        /// The watch's request id.
+        req: u64,
     },
 }
 
@@ -119,7 +160,10 @@ impl Process for Node {
         match (self, msg) {
             (Node::Redis(s), Msg::Redis { id, cmd }) => s.on_command(ctx, from, id, cmd),
             (Node::Storage(s), Msg::Storage(req)) => s.on_request(ctx, from, req),
-            (Node::Client(c), msg @ (Msg::RedisReply { .. } | Msg::StorageReply(_))) => {
+            (
+                Node::Client(c),
+                msg @ (Msg::RedisReply { .. } | Msg::StorageReply(_) | Msg::EtcdReply { .. }),
+            ) => {
                 c.on_message(ctx, msg);
             }
             (node, msg) => panic!("{} cannot handle {msg:?} (node {node:?})", ctx.name()),

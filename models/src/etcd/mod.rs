@@ -2,5 +2,7 @@
 //! the replicated state machine; the server applies raft entries to them; the client keeps a
 //! session alive and runs the Mutex and Election recipes.
 
+pub mod client;
 pub mod lease;
 pub mod mvcc;
+pub mod proto;

@@ -1,0 +1,658 @@
+//! The etcd lock client: a `concurrency.Session` kept alive by clientv3's keepalive loops and
+//! the `concurrency.Mutex` (or `Election.Campaign`) recipe on top (docs/semantics.md §3.3,
+//! §3.4).
+//!
+//! - **Session.** `LeaseGrant`, then the keepalive stream: a send loop polls every 500 ms and
+//!   sends when `nextKeepAlive` has passed; each response sets `nextKeepAlive = now + TTL/3`
+//!   and `deadline = now + TTL`, on the client's MONO clock, from the response's *receipt*; a
+//!   deadline loop checks every 1 s and closes the session when the deadline has passed; a
+//!   response with TTL 0 closes it at once. The first deadline is `firstKeepAliveTimeout`
+//!   (5 s without a dial timeout). The client believes it holds the lock while its session is
+//!   open, which is later than the leader's view (the leader renewed before it replied).
+//! - **Mutex.** One key per session, `prefix + hex(lease)`. `tryAcquire` is one transaction:
+//!   if the key does not exist, put it with the lease, else get it; in both, get the first
+//!   creator under the prefix. The holder is the key with the smallest create revision. A
+//!   waiter finds its immediate predecessor (last creator at or below `myRev - 1`), watches it
+//!   until it is deleted and looks again. After waiting, `Lock` gets its own key once more and
+//!   fails with `ErrSessionExpired` if it is gone — the fix for etcd #11456 (PR #11408).
+//!   `recheck_after_wait = false` reproduces the defect, and is what `Election.Campaign`
+//!   does. The fencing token is the key's create revision.
+//!
+//! Requests go to one endpoint; a `NotLeader` answer moves the client to the leader it names,
+//! a timeout to the next endpoint. A watch is re-checked every 5 s with a fresh predecessor
+//! lookup, standing in for clientv3's watch stream, which reconnects to another endpoint and
+//! resumes from its revision when its member fails.
+
+use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId, TimerId};
+
+use super::mvcc::{
+    Cmp, Compare, CreateOrder, EventKind, LeaseId, Op, OpResult, Range, Rev, Target, Txn,
+};
+use super::proto::{Reply, Request};
+use crate::lock::LockSignal;
+use crate::node::{EtcdTimer, LockTimer, Msg, Node, Timer};
+
+/// The keepalive send loop's period (`retryConnWait`).
+pub const KEEPALIVE_POLL: Dur = Dur::from_millis(500);
+/// The deadline loop's period.
+pub const DEADLINE_POLL: Dur = Dur::from_secs(1);
+/// `defaultTTL` of `concurrency.Session`.
+pub const DEFAULT_SESSION_TTL: Dur = Dur::from_secs(60);
+/// `firstKeepAliveTimeout` without a dial timeout.
+pub const FIRST_KEEPALIVE_TIMEOUT: Dur = Dur::from_secs(5);
+/// How often a waiter looks at its predecessor again while watching it.
+pub const WATCH_RECHECK: Dur = Dur::from_secs(5);
+
+/// The recipe a client runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Recipe {
+    /// `concurrency.Mutex`.
+    Mutex,
+    /// `concurrency.Election.Campaign`: the same queue, without the check after waiting.
+    Election,
+}
+
+/// How an etcd lock client is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdLockConfig {
+    /// The members, as endpoints; the client starts with the first.
+    pub servers: Vec<NodeId>,
+    /// The session's TTL.
+    pub ttl: Dur,
+    /// Mutex or Election.
+    pub recipe: Recipe,
+    /// After waiting, check that the own key still exists (Mutex since PR #11408). Off is
+    /// etcd #11456.
+    pub recheck_after_wait: bool,
+    /// How long a unary request may take before the client tries the next endpoint.
+    pub request_timeout: Dur,
+    /// The first keepalive deadline.
+    pub first_keepalive_timeout: Dur,
+}
+
+impl EtcdLockConfig {
+    /// clientv3 and concurrency defaults for `servers`: a 60 s session, the fixed Mutex.
+    pub fn new(servers: Vec<NodeId>) -> EtcdLockConfig {
+        EtcdLockConfig {
+            servers,
+            ttl: DEFAULT_SESSION_TTL,
+            recipe: Recipe::Mutex,
+            recheck_after_wait: true,
+            request_timeout: Dur::from_secs(5),
+            first_keepalive_timeout: FIRST_KEEPALIVE_TIMEOUT,
+        }
+    }
+
+    fn recheck(&self) -> bool {
+        self.recipe == Recipe::Mutex && self.recheck_after_wait
+    }
+}
+
+/// The lock's prefix.
+pub const PREFIX: &str = "lock/";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum SessionState {
+    None,
+    Granting {
+        req: u64,
+    },
+    Open(Session),
+    /// `Done()` has closed.
+    Done,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Session {
+    lease: LeaseId,
+    ttl: Dur,
+    deadline: LocalTime,
+    next_keepalive: LocalTime,
+    /// A keepalive awaits its response.
+    inflight: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    /// Waiting for the session before the first try.
+    NeedSession,
+    /// `tryAcquire` in flight.
+    Trying {
+        req: u64,
+    },
+    /// Looking up the predecessor of `my_rev`.
+    Finding {
+        req: u64,
+        my_rev: Rev,
+    },
+    /// Watching the predecessor `key`.
+    Watching {
+        req: u64,
+        key: String,
+        my_rev: Rev,
+    },
+    /// Getting the own key after waiting.
+    Rechecking {
+        req: u64,
+        my_rev: Rev,
+    },
+    /// Holding.
+    Held {
+        my_rev: Rev,
+    },
+    /// `Delete(myKey)` in flight.
+    Unlocking {
+        req: u64,
+    },
+}
+
+/// The etcd lock client's state machine, embedded in a workload client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdLock {
+    config: EtcdLockConfig,
+    endpoint: usize,
+    session: SessionState,
+    phase: Phase,
+    next_req: u64,
+    /// The timeout of the unary request in flight.
+    timeout: Option<(u64, TimerId)>,
+    /// The loops (keepalive poll, deadline poll) run.
+    loops: bool,
+}
+
+impl EtcdLock {
+    /// An idle client.
+    ///
+    /// # Panics
+    /// Without endpoints; the scenario loader rejects that.
+    pub fn new(config: EtcdLockConfig) -> EtcdLock {
+        assert!(!config.servers.is_empty(), "an etcd client needs endpoints");
+        EtcdLock {
+            config,
+            endpoint: 0,
+            session: SessionState::None,
+            phase: Phase::Idle,
+            next_req: 0,
+            timeout: None,
+            loops: false,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &EtcdLockConfig {
+        &self.config
+    }
+
+    fn my_key(lease: LeaseId) -> String {
+        format!("{PREFIX}{lease:x}")
+    }
+
+    pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+        assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
+        self.start_loops(ctx);
+        match &self.session {
+            SessionState::Open(_) => self.try_acquire(ctx),
+            SessionState::Granting { .. } => self.phase = Phase::NeedSession,
+            SessionState::None | SessionState::Done => {
+                self.phase = Phase::NeedSession;
+                self.grant(ctx);
+            }
+        }
+        None
+    }
+
+    pub(crate) fn valid(&self, ctx: &Ctx<'_, Node>) -> bool {
+        matches!(self.phase, Phase::Held { .. })
+            && matches!(&self.session, SessionState::Open(s) if ctx.mono() < s.deadline)
+    }
+
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+        let lease = match (&self.phase, &self.session) {
+            (Phase::Held { .. }, SessionState::Open(s)) => s.lease,
+            _ => {
+                self.phase = Phase::Idle;
+                return Some(LockSignal::Released);
+            }
+        };
+        let req = self.unary(
+            ctx,
+            Request::Txn(Txn {
+                compares: vec![],
+                success: vec![Op::Delete {
+                    key: Self::my_key(lease),
+                }],
+                failure: vec![],
+            }),
+        );
+        self.phase = Phase::Unlocking { req };
+        None
+    }
+
+    pub(crate) fn reset(&mut self) {
+        *self = EtcdLock::new(self.config.clone());
+    }
+
+    pub(crate) fn on_reply(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        id: u64,
+        reply: Reply,
+    ) -> Option<LockSignal> {
+        if let Some((req, timer)) = self.timeout {
+            if req == id {
+                ctx.cancel_timer(timer);
+                self.timeout = None;
+            }
+        }
+        if let Reply::NotLeader { leader } = reply {
+            return self.redirect(ctx, id, leader);
+        }
+        // Session replies.
+        match (&mut self.session, &reply) {
+            (SessionState::Granting { req }, Reply::LeaseGranted { lease, ttl }) if *req == id => {
+                let now = ctx.mono();
+                self.session = SessionState::Open(Session {
+                    lease: *lease,
+                    ttl: *ttl,
+                    deadline: now + self.config.first_keepalive_timeout,
+                    next_keepalive: now,
+                    inflight: None,
+                });
+                return match self.phase {
+                    Phase::NeedSession => {
+                        self.try_acquire(ctx);
+                        None
+                    }
+                    _ => None,
+                };
+            }
+            (SessionState::Open(s), Reply::KeepAlive { lease, ttl })
+                if s.inflight == Some(id) && *lease == s.lease =>
+            {
+                s.inflight = None;
+                if *ttl == Dur::ZERO {
+                    return self.close_session();
+                }
+                let now = ctx.mono();
+                s.next_keepalive = now + *ttl / 3;
+                s.deadline = now + *ttl;
+                return None;
+            }
+            _ => {}
+        }
+        self.on_lock_reply(ctx, id, reply)
+    }
+
+    fn on_lock_reply(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        id: u64,
+        reply: Reply,
+    ) -> Option<LockSignal> {
+        match (self.phase.clone(), reply) {
+            (Phase::Trying { req }, Reply::Txn(r)) if req == id => {
+                // success: [Put, Get(first)]; failure: [Get(myKey), Get(first)].
+                let my_rev = if r.succeeded {
+                    r.revision
+                } else {
+                    match r.results.first() {
+                        Some(OpResult::Get(kvs)) if !kvs.is_empty() => kvs[0].create_revision,
+                        _ => r.revision,
+                    }
+                };
+                let first = match r.results.get(1) {
+                    Some(OpResult::Get(kvs)) => kvs.first().map(|kv| kv.create_revision),
+                    _ => None,
+                };
+                if first == Some(my_rev) {
+                    return Some(self.hold(my_rev));
+                }
+                self.find_predecessor(ctx, my_rev);
+                None
+            }
+            (Phase::Trying { req }, Reply::LeaseNotFound) if req == id => {
+                // The session's lease is gone: the session is over.
+                self.session = SessionState::Done;
+                self.lost_while_waiting()
+            }
+            (Phase::Finding { req, my_rev }, Reply::Txn(r)) if req == id => {
+                let pred = match r.results.first() {
+                    Some(OpResult::Get(kvs)) => kvs.first().cloned(),
+                    _ => None,
+                };
+                match pred {
+                    Some(kv) => {
+                        // Watch it from the header revision until it is deleted.
+                        let watch = self.send(
+                            ctx,
+                            Request::Watch {
+                                key: kv.key.clone(),
+                                from: r.revision,
+                            },
+                        );
+                        ctx.set_timer(
+                            ClockKind::Mono,
+                            WATCH_RECHECK,
+                            Timer::Lock(LockTimer::Etcd(EtcdTimer::WatchCheck { req: watch })),
+                        );
+                        self.phase = Phase::Watching {
+                            req: watch,
+                            key: kv.key,
+                            my_rev,
+                        };
+                        None
+                    }
+                    None => self.done_waiting(ctx, my_rev),
+                }
+            }
+            (
+                Phase::Watching { req, key, my_rev },
+                Reply::WatchEvent {
+                    key: k,
+                    kind: EventKind::Delete,
+                    ..
+                },
+            ) if req == id && k == key => {
+                self.send(ctx, Request::CancelWatch { watch: req });
+                // The predecessor is gone: look again (waitDeletes loops).
+                self.find_predecessor(ctx, my_rev);
+                None
+            }
+            (Phase::Rechecking { req, my_rev }, Reply::Txn(r)) if req == id => {
+                let exists =
+                    matches!(r.results.first(), Some(OpResult::Get(kvs)) if !kvs.is_empty());
+                if exists {
+                    Some(self.hold(my_rev))
+                } else {
+                    // ErrSessionExpired.
+                    self.phase = Phase::Idle;
+                    Some(LockSignal::AcquireFailed)
+                }
+            }
+            (Phase::Unlocking { req }, Reply::Txn(_)) if req == id => {
+                self.phase = Phase::Idle;
+                Some(LockSignal::Released)
+            }
+            _ => None, // A reply the client no longer waits for.
+        }
+    }
+
+    pub(crate) fn on_timer(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        timer: LockTimer,
+    ) -> Option<LockSignal> {
+        let LockTimer::Etcd(timer) = timer else {
+            return None;
+        };
+        match timer {
+            EtcdTimer::KeepAlivePoll => {
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    KEEPALIVE_POLL,
+                    Timer::Lock(LockTimer::Etcd(EtcdTimer::KeepAlivePoll)),
+                );
+                let now = ctx.mono();
+                let due = match &self.session {
+                    SessionState::Open(s) => s.inflight.is_none() && s.next_keepalive <= now,
+                    _ => false,
+                };
+                if due {
+                    let SessionState::Open(s) = &self.session else {
+                        unreachable!()
+                    };
+                    let lease = s.lease;
+                    let req = self.send(ctx, Request::KeepAlive { lease });
+                    if let SessionState::Open(s) = &mut self.session {
+                        s.inflight = Some(req);
+                    }
+                    // A keepalive that gets no answer is sent again at a later poll.
+                    ctx.set_timer(
+                        ClockKind::Mono,
+                        self.config.request_timeout,
+                        Timer::Lock(LockTimer::Etcd(EtcdTimer::KeepAliveTimeout { req })),
+                    );
+                }
+                None
+            }
+            EtcdTimer::KeepAliveTimeout { req } => {
+                if let SessionState::Open(s) = &mut self.session {
+                    if s.inflight == Some(req) {
+                        s.inflight = None;
+                        self.next_endpoint();
+                    }
+                }
+                None
+            }
+            EtcdTimer::DeadlinePoll => {
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    DEADLINE_POLL,
+                    Timer::Lock(LockTimer::Etcd(EtcdTimer::DeadlinePoll)),
+                );
+                let now = ctx.mono();
+                let expired = matches!(&self.session, SessionState::Open(s) if s.deadline <= now);
+                if expired {
+                    return self.close_session();
+                }
+                None
+            }
+            EtcdTimer::Timeout { req } => {
+                if self.timeout.is_some_and(|(r, _)| r == req) {
+                    self.timeout = None;
+                    self.next_endpoint();
+                    return self.retry(ctx);
+                }
+                None
+            }
+            EtcdTimer::WatchCheck { req } => {
+                if let Phase::Watching { req: w, my_rev, .. } = self.phase.clone() {
+                    if w == req {
+                        self.send(ctx, Request::CancelWatch { watch: req });
+                        self.find_predecessor(ctx, my_rev);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn start_loops(&mut self, ctx: &mut Ctx<'_, Node>) {
+        if self.loops {
+            return;
+        }
+        self.loops = true;
+        ctx.set_timer(
+            ClockKind::Mono,
+            KEEPALIVE_POLL,
+            Timer::Lock(LockTimer::Etcd(EtcdTimer::KeepAlivePoll)),
+        );
+        ctx.set_timer(
+            ClockKind::Mono,
+            DEADLINE_POLL,
+            Timer::Lock(LockTimer::Etcd(EtcdTimer::DeadlinePoll)),
+        );
+    }
+
+    fn grant(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let req = self.unary(
+            ctx,
+            Request::LeaseGrant {
+                ttl: self.config.ttl,
+            },
+        );
+        self.session = SessionState::Granting { req };
+    }
+
+    /// The session's `Done()` closed: a holder has lost the lock.
+    fn close_session(&mut self) -> Option<LockSignal> {
+        self.session = SessionState::Done;
+        match self.phase {
+            Phase::Held { .. } => {
+                self.phase = Phase::Idle;
+                Some(LockSignal::Lost)
+            }
+            _ => None,
+        }
+    }
+
+    fn try_acquire(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let SessionState::Open(s) = &self.session else {
+            unreachable!("try_acquire without a session")
+        };
+        let key = Self::my_key(s.lease);
+        let first = Op::Get(Range {
+            key: PREFIX.into(),
+            prefix: true,
+            first: Some(CreateOrder::First),
+            max_create_rev: None,
+        });
+        let txn = Txn {
+            compares: vec![Compare {
+                key: key.clone(),
+                target: Target::Create,
+                cmp: Cmp::Equal,
+                value: 0,
+            }],
+            success: vec![
+                Op::Put {
+                    key: key.clone(),
+                    value: 0,
+                    lease: Some(s.lease),
+                },
+                first.clone(),
+            ],
+            failure: vec![Op::Get(Range::key(key)), first],
+        };
+        let req = self.unary(ctx, Request::Txn(txn));
+        self.phase = Phase::Trying { req };
+    }
+
+    fn find_predecessor(&mut self, ctx: &mut Ctx<'_, Node>, my_rev: Rev) {
+        let req = self.unary(
+            ctx,
+            Request::Get(Range {
+                key: PREFIX.into(),
+                prefix: true,
+                first: Some(CreateOrder::Last),
+                max_create_rev: Some(my_rev - 1),
+            }),
+        );
+        self.phase = Phase::Finding { req, my_rev };
+    }
+
+    fn done_waiting(&mut self, ctx: &mut Ctx<'_, Node>, my_rev: Rev) -> Option<LockSignal> {
+        if !self.config.recheck() {
+            return Some(self.hold(my_rev));
+        }
+        let lease = match &self.session {
+            SessionState::Open(s) => s.lease,
+            // The session closed while waiting: its key is the one to look for.
+            _ => return self.lost_while_waiting(),
+        };
+        let req = self.unary(ctx, Request::Get(Range::key(Self::my_key(lease))));
+        self.phase = Phase::Rechecking { req, my_rev };
+        None
+    }
+
+    fn lost_while_waiting(&mut self) -> Option<LockSignal> {
+        self.phase = Phase::Idle;
+        Some(LockSignal::AcquireFailed)
+    }
+
+    fn hold(&mut self, my_rev: Rev) -> LockSignal {
+        self.phase = Phase::Held { my_rev };
+        LockSignal::Granted {
+            token: Some(my_rev),
+        }
+    }
+
+    /// Re-sends the request of the current phase (after a timeout or a redirect).
+    fn retry(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+        match (&self.session, self.phase.clone()) {
+            (SessionState::Granting { .. }, _) => {
+                self.grant(ctx);
+                None
+            }
+            (_, Phase::Trying { .. }) => {
+                if matches!(self.session, SessionState::Open(_)) {
+                    self.try_acquire(ctx);
+                    None
+                } else {
+                    self.lost_while_waiting()
+                }
+            }
+            (_, Phase::Finding { my_rev, .. } | Phase::Watching { my_rev, .. }) => {
+                self.find_predecessor(ctx, my_rev);
+                None
+            }
+            (_, Phase::Rechecking { my_rev, .. }) => self.done_waiting(ctx, my_rev),
+            (_, Phase::Unlocking { .. }) => {
+                // Give up the delete: the lease will take the key with it.
+                self.phase = Phase::Idle;
+                Some(LockSignal::Released)
+            }
+            _ => None,
+        }
+    }
+
+    fn redirect(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        id: u64,
+        leader: Option<NodeId>,
+    ) -> Option<LockSignal> {
+        match leader.and_then(|l| self.config.servers.iter().position(|&s| s == l)) {
+            Some(i) if i != self.endpoint => self.endpoint = i,
+            _ => self.next_endpoint(),
+        }
+        // Only a request the client still waits for is sent again.
+        let waiting = match (&self.session, &self.phase) {
+            (SessionState::Granting { req }, _) if *req == id => true,
+            (SessionState::Open(s), _) if s.inflight == Some(id) => {
+                if let SessionState::Open(s) = &mut self.session {
+                    s.inflight = None;
+                }
+                return None;
+            }
+            (
+                _,
+                Phase::Trying { req }
+                | Phase::Finding { req, .. }
+                | Phase::Watching { req, .. }
+                | Phase::Rechecking { req, .. }
+                | Phase::Unlocking { req },
+            ) => *req == id,
+            _ => false,
+        };
+        if waiting { self.retry(ctx) } else { None }
+    }
+
+    fn next_endpoint(&mut self) {
+        self.endpoint = (self.endpoint + 1) % self.config.servers.len();
+    }
+
+    /// Sends a unary request under a timeout.
+    fn unary(&mut self, ctx: &mut Ctx<'_, Node>, req: Request) -> u64 {
+        let id = self.send(ctx, req);
+        if let Some((_, t)) = self.timeout.take() {
+            ctx.cancel_timer(t);
+        }
+        let t = ctx.set_timer(
+            ClockKind::Mono,
+            self.config.request_timeout,
+            Timer::Lock(LockTimer::Etcd(EtcdTimer::Timeout { req: id })),
+        );
+        self.timeout = Some((id, t));
+        id
+    }
+
+    fn send(&mut self, ctx: &mut Ctx<'_, Node>, req: Request) -> u64 {
+        self.next_req += 1;
+        let id = self.next_req;
+        let to = self.config.servers[self.endpoint];
+        ctx.send(to, Msg::Etcd { id, req });
+        id
+    }
+}
