@@ -44,7 +44,7 @@ fn k1_golden_trace_hash_is_pinned() {
     // intended change of behaviour, and say so in the commit message.
     assert_eq!(
         (r.events, format!("{:016x}", r.trace_hash)),
-        (5579, "303a64504c461c8c".to_string())
+        (4722, "6963106834f8ba83".to_string())
     );
 }
 
