@@ -7,7 +7,7 @@
 use lockstep_sim::Ctx;
 
 use crate::node::{LockTimer, Msg, Node};
-use crate::redis::RedisLock;
+use crate::redis::{RedisLock, SentinelMsg};
 
 /// What a lock client tells its workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,7 +28,7 @@ pub enum LockSignal {
 /// A lock client of some family.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lock {
-    /// A single Redis instance.
+    /// Redis: a single instance, or a primary with replicas and Sentinel.
     Redis(RedisLock),
 }
 
@@ -61,6 +61,9 @@ impl Lock {
     pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, msg: &Msg) -> Option<LockSignal> {
         match (self, msg) {
             (Lock::Redis(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
+            (Lock::Redis(l), Msg::Sentinel(SentinelMsg::PrimaryIs { id, primary })) => {
+                l.on_primary(ctx, *id, *primary)
+            }
             (lock, msg) => panic!("lock client {lock:?} got {msg:?}"),
         }
     }

@@ -105,6 +105,7 @@ impl Client {
                 }
             }
             Timer::Work(t) => self.on_work_timer(ctx, t),
+            other => panic!("a client got a server's timer {other:?}"),
         }
     }
 

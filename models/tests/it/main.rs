@@ -1,4 +1,5 @@
 //! Integration tests of the models: one binary, one module per family.
 
 mod redis;
+mod redis_ha;
 mod support;

@@ -23,9 +23,14 @@ pub(crate) fn redis_spec() -> SystemSpec {
         family: Family::Redis {
             server: RedisServerConfig {
                 expiry_clock: ClockKind::Wall,
+                ..RedisServerConfig::default()
             },
+            replicas: 0,
+            sentinel: None,
             client: RedisLockConfig {
                 server: REDIS,
+                sentinels: Vec::new(),
+                wait: None,
                 ttl: Dur::from_secs(10),
                 release: Release::CompareAndDelete,
                 renew: false,
