@@ -2,13 +2,13 @@
 //!
 //! Each family's client is a state machine that takes commands from the workload (acquire,
 //! release, is my lease still valid?) and answers with [`LockSignal`]s as replies and timers
-//! arrive. etcd and ZooKeeper clients join this enum.
+//! arrive. ZooKeeper's client joins this enum.
 
 use lockstep_sim::Ctx;
 
 use crate::etcd::client::EtcdLock;
 use crate::node::{LockTimer, Msg, Node};
-use crate::redis::RedisLock;
+use crate::redis::{RedisLock, SentinelMsg};
 use crate::redlock::RedlockClient;
 
 /// What a lock client tells its workload.
@@ -30,7 +30,7 @@ pub enum LockSignal {
 /// A lock client of some family.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lock {
-    /// A single Redis instance.
+    /// Redis: a single instance, or a primary with replicas and Sentinel.
     Redis(RedisLock),
     /// Redlock over several instances.
     Redlock(RedlockClient),
@@ -77,6 +77,9 @@ impl Lock {
             (Lock::Redis(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
             (Lock::Redlock(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
             (Lock::Etcd(l), Msg::EtcdReply { id, reply }) => l.on_reply(ctx, *id, reply.clone()),
+            (Lock::Redis(l), Msg::Sentinel(SentinelMsg::PrimaryIs { id, primary })) => {
+                l.on_primary(ctx, *id, *primary)
+            }
             (lock, msg) => panic!("lock client {lock:?} got {msg:?}"),
         }
     }

@@ -1,11 +1,13 @@
-//! The process type of lockstep's worlds: every node is a server, a client or storage, and
-//! they share one message and one timer type.
+//! The process type of lockstep's worlds: every node is a server, a sentinel, a client or
+//! storage, and they share one message and one timer type.
 
 use lockstep_check::Event;
 use lockstep_sim::{Ctx, NodeId, Process, TimerId};
 
 use crate::etcd::proto::{Reply as EtcdReply, Request as EtcdRequest};
-use crate::redis::{Command, RedisServer, Reply};
+use crate::redis::{
+    Command, RedisServer, ReplMsg, Reply, Sentinel, SentinelMsg, SentinelTimer, ServerTimer,
+};
 use crate::storage::{Storage, StorageReply, StorageRequest};
 use crate::workload::Client;
 
@@ -44,6 +46,10 @@ pub enum Msg {
         /// The reply.
         reply: EtcdReply,
     },
+    /// A message of a Redis replication link.
+    Repl(ReplMsg),
+    /// A message to, from or between Redis sentinels.
+    Sentinel(SentinelMsg),
 }
 
 /// Timers of a lock client.
@@ -129,6 +135,10 @@ pub enum Timer {
     Lock(LockTimer),
     /// A workload client's timer.
     Work(WorkTimer),
+    /// A Redis server's timer.
+    Redis(ServerTimer),
+    /// A Redis sentinel's timer.
+    Sentinel(SentinelTimer),
 }
 
 /// A node of a lockstep world.
@@ -143,6 +153,8 @@ pub enum Node {
     Client(Client),
     /// The protected storage.
     Storage(Storage),
+    /// A Redis sentinel.
+    Sentinel(Sentinel),
 }
 
 impl Process for Node {
@@ -151,18 +163,27 @@ impl Process for Node {
     type Event = Event;
 
     fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
-        if let Node::Client(c) = self {
-            c.on_start(ctx);
+        match self {
+            Node::Client(c) => c.on_start(ctx),
+            Node::Redis(s) => s.on_start(ctx),
+            Node::Sentinel(s) => s.on_start(ctx),
+            Node::Storage(_) => {}
         }
     }
 
     fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: Msg) {
         match (self, msg) {
             (Node::Redis(s), Msg::Redis { id, cmd }) => s.on_command(ctx, from, id, cmd),
+            (Node::Redis(s), Msg::Repl(m)) => s.on_repl(ctx, from, m),
+            (Node::Redis(s), Msg::Sentinel(m)) => s.on_sentinel(ctx, from, m),
+            (Node::Sentinel(s), Msg::Sentinel(m)) => s.on_message(ctx, from, m),
             (Node::Storage(s), Msg::Storage(req)) => s.on_request(ctx, from, req),
             (
                 Node::Client(c),
-                msg @ (Msg::RedisReply { .. } | Msg::StorageReply(_) | Msg::EtcdReply { .. }),
+                msg @ (Msg::RedisReply { .. }
+                | Msg::StorageReply(_)
+                | Msg::Sentinel(_)
+                | Msg::EtcdReply { .. }),
             ) => {
                 c.on_message(ctx, msg);
             }
@@ -171,10 +192,12 @@ impl Process for Node {
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, _id: TimerId, timer: Timer) {
-        match self {
-            Node::Client(c) => c.on_timer(ctx, timer),
-            node => panic!(
-                "{} has no timers but got {timer:?} (node {node:?})",
+        match (self, timer) {
+            (Node::Client(c), timer @ (Timer::Lock(_) | Timer::Work(_))) => c.on_timer(ctx, timer),
+            (Node::Redis(s), Timer::Redis(t)) => s.on_timer(ctx, t),
+            (Node::Sentinel(s), Timer::Sentinel(t)) => s.on_timer(ctx, t),
+            (node, timer) => panic!(
+                "{} cannot handle timer {timer:?} (node {node:?})",
                 ctx.name()
             ),
         }
@@ -184,14 +207,18 @@ impl Process for Node {
         match self {
             Node::Redis(s) => s.on_crash(),
             Node::Client(c) => c.on_crash(),
+            Node::Sentinel(s) => s.on_crash(),
             // Storage is a database whose state is durable.
             Node::Storage(_) => {}
         }
     }
 
     fn on_restart(&mut self, ctx: &mut Ctx<'_, Node>) {
-        if let Node::Client(c) = self {
-            c.on_start(ctx);
+        match self {
+            Node::Client(c) => c.on_start(ctx),
+            Node::Redis(s) => s.on_restart(ctx),
+            Node::Sentinel(s) => s.on_start(ctx),
+            Node::Storage(_) => {}
         }
     }
 }

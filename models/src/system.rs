@@ -1,13 +1,18 @@
-//! Assembly: the nodes of one lock system (servers, storage, workload clients) with their
-//! names, in [`lockstep_sim::NodeId`] order. The scenario loader and the tests build every
-//! world through here.
+//! Assembly: the nodes of one lock system (servers, sentinels, storage, workload clients)
+//! with their names, in [`lockstep_sim::NodeId`] order. The scenario loader and the tests
+//! build every world through here.
+//!
+//! Redis names: a single instance is `redis`; with replicas the servers are `redis-1` (the
+//! primary at start), `redis-2`, ...; sentinels are `sentinel-1`, ....
 
 use lockstep_check::{Event, Fault as HistFault, FaultKind, History, NodeId as HistNode};
 use lockstep_sim::{AppliedFault, Fault, NodeId, Outcome, World};
 
 use crate::lock::Lock;
 use crate::node::Node;
-use crate::redis::{RedisLock, RedisLockConfig, RedisServer, RedisServerConfig};
+use crate::redis::{
+    RedisLock, RedisLockConfig, RedisServer, RedisServerConfig, Sentinel, SentinelConfig,
+};
 use crate::redlock::{RedlockClient, RedlockConfig};
 use crate::storage::{Storage, StorageMode};
 use crate::workload::{Client, WorkloadConfig};
@@ -16,12 +21,17 @@ use crate::workload::{Client, WorkloadConfig};
 /// [`build`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Family {
-    /// A single Redis instance.
+    /// Redis: one instance, or a primary with asynchronous replicas, watched by sentinels or
+    /// not.
     Redis {
-        /// The server.
+        /// Every server's settings (`replica_of` is overwritten).
         server: RedisServerConfig,
-        /// Every client's lock settings (`server` is overwritten).
+        /// Every client's lock settings (`server` and `sentinels` are overwritten).
         client: RedisLockConfig,
+        /// Replicas of the primary; 0 is a single instance.
+        replicas: u32,
+        /// The sentinels' settings (`servers` and `sentinels` are overwritten), and how many.
+        sentinel: Option<(u32, SentinelConfig)>,
     },
     /// Redlock over independent Redis instances, named `redis-1`, `redis-2`, ...
     Redlock {
@@ -57,13 +67,43 @@ pub fn client_name(i: u32) -> String {
 pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
     let mut nodes = Vec::new();
     let lock_for_clients = match &spec.family {
-        Family::Redis { server, client } => {
-            nodes.push((
-                "redis".to_string(),
-                Node::Redis(RedisServer::new(server.clone())),
-            ));
+        Family::Redis {
+            server,
+            client,
+            replicas,
+            sentinel,
+        } => {
+            let primary = NodeId(0);
+            for i in 0..=*replicas {
+                let config = RedisServerConfig {
+                    replica_of: (i > 0).then_some(primary),
+                    ..server.clone()
+                };
+                let name = if *replicas == 0 {
+                    "redis".to_string()
+                } else {
+                    format!("redis-{}", i + 1)
+                };
+                nodes.push((name, Node::Redis(RedisServer::new(config))));
+            }
+            let servers: Vec<NodeId> = (0..=*replicas).map(NodeId).collect();
+            let (count, config) = sentinel.clone().unwrap_or((0, sentinel_defaults()));
+            let first = nodes.len() as u32;
+            let sentinels: Vec<NodeId> = (first..first + count).map(NodeId).collect();
+            for i in 1..=count {
+                let config = SentinelConfig {
+                    servers: servers.clone(),
+                    sentinels: sentinels.clone(),
+                    ..config.clone()
+                };
+                nodes.push((
+                    format!("sentinel-{i}"),
+                    Node::Sentinel(Sentinel::new(config)),
+                ));
+            }
             let client = RedisLockConfig {
-                server: NodeId(0),
+                server: primary,
+                sentinels,
                 ..client.clone()
             };
             Lock::Redis(RedisLock::new(client))
@@ -103,11 +143,29 @@ pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
     nodes
 }
 
+fn sentinel_defaults() -> SentinelConfig {
+    SentinelConfig {
+        servers: Vec::new(),
+        sentinels: Vec::new(),
+        quorum: 2,
+        down_after: crate::redis::sentinel::DEFAULT_DOWN_AFTER,
+        failover_timeout: crate::redis::sentinel::DEFAULT_FAILOVER_TIMEOUT,
+    }
+}
+
 /// The number of lock servers of the family; they come first in node-id order.
 pub fn server_count(family: &Family) -> usize {
     match family {
-        Family::Redis { .. } => 1,
+        Family::Redis { replicas, .. } => *replicas as usize + 1,
         Family::Redlock { instances, .. } => *instances as usize,
+    }
+}
+
+/// The number of sentinels (or other coordinators) of the family; they follow the servers.
+pub fn sentinel_count(family: &Family) -> usize {
+    match family {
+        Family::Redis { sentinel, .. } => sentinel.as_ref().map_or(0, |(n, _)| *n as usize),
+        Family::Redlock { .. } => 0,
     }
 }
 

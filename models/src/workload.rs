@@ -125,6 +125,7 @@ impl Client {
                 }
             }
             Timer::Work(t) => self.on_work_timer(ctx, t),
+            other => panic!("a client got a server's timer {other:?}"),
         }
     }
 

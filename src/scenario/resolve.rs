@@ -2,7 +2,12 @@
 //! resolved, every problem collected with its key path.
 
 use lockstep_check::{Options, Property, Validity};
-use lockstep_models::redis::{RedisLockConfig, RedisServerConfig, Release};
+use lockstep_models::redis::persistence::DEFAULT_SAVE_POINTS;
+use lockstep_models::redis::sentinel::{DEFAULT_DOWN_AFTER, DEFAULT_FAILOVER_TIMEOUT};
+use lockstep_models::redis::{
+    CrashLoses, Persistence, RedisLockConfig, RedisServerConfig, Release, SavePoint,
+    SentinelConfig, WaitConfig,
+};
 use lockstep_models::redlock::RedlockConfig;
 use lockstep_models::system::{self, Family, SystemSpec};
 use lockstep_models::{StorageMode, WorkloadConfig};
@@ -26,6 +31,7 @@ struct Resolver {
     names: Vec<String>,
     clients: Vec<NodeId>,
     servers: Vec<NodeId>,
+    sentinels: Vec<NodeId>,
 }
 
 impl Resolver {
@@ -159,7 +165,7 @@ impl Resolver {
         }
     }
 
-    /// Node names or the groups `clients`, `servers`, `all`, without duplicates.
+    /// Node names or the groups `clients`, `servers`, `sentinels`, `all`, without duplicates.
     fn nodes(&mut self, path: &str, names: &Names) -> Vec<NodeId> {
         let mut out = Vec::new();
         if names.0.is_empty() {
@@ -174,6 +180,7 @@ impl Resolver {
             match name.as_str() {
                 "clients" => out.extend(self.clients.iter().copied()),
                 "servers" => out.extend(self.servers.iter().copied()),
+                "sentinels" => out.extend(self.sentinels.iter().copied()),
                 "all" => out.extend((0..self.names.len() as u32).map(NodeId)),
                 _ => out.extend(self.node(&p, name)),
             }
@@ -191,6 +198,7 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
         names: Vec::new(),
         clients: Vec::new(),
         servers: Vec::new(),
+        sentinels: Vec::new(),
     };
     let s = &file.scenario;
     if s.name.trim().is_empty() {
@@ -209,9 +217,10 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
         .map(NodeId)
         .filter(|n| r.names[n.index()].starts_with("client-"))
         .collect();
-    r.servers = (0..system::server_count(&system.family) as u32)
-        .map(NodeId)
-        .collect();
+    let servers = system::server_count(&system.family) as u32;
+    let sentinels = system::sentinel_count(&system.family) as u32;
+    r.servers = (0..servers).map(NodeId).collect();
+    r.sentinels = (servers..servers + sentinels).map(NodeId).collect();
     let (link, links) = network(&mut r, &file.network);
     let clocks = clocks(&mut r, &file.clock);
     let faults: Vec<ScheduledFault> = file
@@ -304,6 +313,14 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
     let drift_factor_ppm = (m.drift_factor.clamp(0.0, 1.0) * 1e6).round() as u32;
     let server = RedisServerConfig {
         expiry_clock: clock_kind(m.expiry_clock),
+        persistence: persistence(r, m),
+        crash_loses: match m.crash_loses {
+            CrashLosesName::Process => CrashLoses::Process,
+            CrashLosesName::Power => CrashLoses::Power,
+        },
+        restart_delay: r.ms("model.restart_delay_ms", m.restart_delay_ms),
+        replica_of: None,
+        replication_lag: replication_lag(r, m),
     };
     let family = match m.kind {
         ModelKind::Redis => {
@@ -324,8 +341,12 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
             }
             Family::Redis {
                 server,
+                replicas: replicas(r, m),
+                sentinel: sentinel(r, m),
                 client: RedisLockConfig {
                     server: NodeId(0),
+                    sentinels: Vec::new(),
+                    wait: wait(r, m),
                     ttl,
                     release: match m.release.unwrap_or_default() {
                         ReleaseKind::CompareAndDelete => Release::CompareAndDelete,
@@ -348,6 +369,38 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         }
         ModelKind::Redlock => {
             r.only_for("redlock", "model.release", m.release.is_some(), "redis");
+            r.only_for("redlock", "model.replicas", m.replicas != 0, "redis");
+            r.only_for("redlock", "model.sentinels", m.sentinels.is_some(), "redis");
+            r.only_for(
+                "redlock",
+                "model.sentinel_quorum",
+                m.sentinel_quorum.is_some(),
+                "redis",
+            );
+            r.only_for(
+                "redlock",
+                "model.down_after_ms",
+                m.down_after_ms.is_some(),
+                "redis",
+            );
+            r.only_for(
+                "redlock",
+                "model.failover_timeout_ms",
+                m.failover_timeout_ms.is_some(),
+                "redis",
+            );
+            r.only_for(
+                "redlock",
+                "model.wait_replicas",
+                m.wait_replicas != 0,
+                "redis",
+            );
+            r.only_for(
+                "redlock",
+                "model.wait_timeout_ms",
+                m.wait_timeout_ms.is_some(),
+                "redis",
+            );
             if m.fencing == FencingKind::Incr {
                 r.problems.push(
                     "model.fencing",
@@ -437,6 +490,164 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         workload,
         storage,
     }
+}
+
+fn persistence(r: &mut Resolver, m: &ModelSection) -> Persistence {
+    if m.save.is_some() && m.persistence != PersistenceName::Rdb {
+        r.problems
+            .push("model.save", "applies only with persistence = \"rdb\"");
+    }
+    match m.persistence {
+        PersistenceName::None => Persistence::None,
+        PersistenceName::AofEverysec => Persistence::AofEverysec,
+        PersistenceName::AofAlways => Persistence::AofAlways,
+        PersistenceName::Rdb => {
+            let Some(points) = &m.save else {
+                return Persistence::Rdb {
+                    save: DEFAULT_SAVE_POINTS.to_vec(),
+                };
+            };
+            if points.is_empty() {
+                r.problems.push(
+                    "model.save",
+                    "needs at least one [seconds, changes] pair (persistence = \"none\" saves nothing)",
+                );
+            }
+            let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 1e12;
+            let save = points
+                .iter()
+                .enumerate()
+                .map(|(i, &[seconds, changes])| {
+                    if !whole(seconds) {
+                        r.problems.push(
+                            format!("model.save[{i}][0]"),
+                            format!("seconds must be a whole number ≥ 0, not {seconds}"),
+                        );
+                    }
+                    if !whole(changes) || changes < 1.0 {
+                        r.problems.push(
+                            format!("model.save[{i}][1]"),
+                            format!("changes must be a whole number ≥ 1, not {changes}"),
+                        );
+                    }
+                    SavePoint {
+                        seconds: seconds.clamp(0.0, 1e12) as u64,
+                        changes: changes.clamp(0.0, 1e12) as u64,
+                    }
+                })
+                .collect();
+            Persistence::Rdb { save }
+        }
+    }
+}
+
+/// Most replicas a scenario may ask for.
+const MAX_REPLICAS: u32 = 16;
+/// Most sentinels a scenario may ask for.
+const MAX_SENTINELS: u32 = 15;
+
+fn replicas(r: &mut Resolver, m: &ModelSection) -> u32 {
+    if m.replicas > MAX_REPLICAS {
+        r.problems.push(
+            "model.replicas",
+            format!("must be at most {MAX_REPLICAS}, not {}", m.replicas),
+        );
+        return 0;
+    }
+    m.replicas
+}
+
+fn replication_lag(r: &mut Resolver, m: &ModelSection) -> Distribution {
+    match m.replication_lag_ms {
+        None => Distribution::ZERO,
+        Some(spec) => {
+            if m.replicas == 0 {
+                r.problems
+                    .push("model.replication_lag_ms", "needs model.replicas ≥ 1");
+            }
+            r.dist("model.replication_lag_ms", spec)
+        }
+    }
+}
+
+/// Sentinels: 3 by default when there are replicas, none without.
+fn sentinel(r: &mut Resolver, m: &ModelSection) -> Option<(u32, SentinelConfig)> {
+    let count = m.sentinels.unwrap_or(if m.replicas > 0 { 3 } else { 0 });
+    if count > MAX_SENTINELS {
+        r.problems.push(
+            "model.sentinels",
+            format!("must be at most {MAX_SENTINELS}, not {count}"),
+        );
+        return None;
+    }
+    if count > 0 && m.replicas == 0 {
+        r.problems.push(
+            "model.sentinels",
+            "Sentinel needs a replica to fail over to (set model.replicas ≥ 1)",
+        );
+    }
+    if count == 0 {
+        for (key, given) in [
+            ("model.sentinel_quorum", m.sentinel_quorum.is_some()),
+            ("model.down_after_ms", m.down_after_ms.is_some()),
+            ("model.failover_timeout_ms", m.failover_timeout_ms.is_some()),
+        ] {
+            if given {
+                r.problems.push(key, "applies only with sentinels");
+            }
+        }
+        return None;
+    }
+    let quorum = m.sentinel_quorum.unwrap_or(count / 2 + 1);
+    if !(1..=count).contains(&quorum) {
+        r.problems.push(
+            "model.sentinel_quorum",
+            format!("must be between 1 and the number of sentinels ({count}), not {quorum}"),
+        );
+    }
+    let down_after = m.down_after_ms.map_or(DEFAULT_DOWN_AFTER, |v| {
+        r.positive_ms("model.down_after_ms", v)
+    });
+    let failover_timeout = m.failover_timeout_ms.map_or(DEFAULT_FAILOVER_TIMEOUT, |v| {
+        r.positive_ms("model.failover_timeout_ms", v)
+    });
+    let config = SentinelConfig {
+        servers: Vec::new(),
+        sentinels: Vec::new(),
+        quorum,
+        down_after,
+        failover_timeout,
+    };
+    Some((count, config))
+}
+
+fn wait(r: &mut Resolver, m: &ModelSection) -> Option<WaitConfig> {
+    if m.wait_replicas == 0 {
+        if m.wait_timeout_ms.is_some() {
+            r.problems.push(
+                "model.wait_timeout_ms",
+                "applies only with model.wait_replicas ≥ 1",
+            );
+        }
+        return None;
+    }
+    if m.wait_replicas > m.replicas {
+        r.problems.push(
+            "model.wait_replicas",
+            format!(
+                "cannot exceed model.replicas ({}), not {}",
+                m.replicas, m.wait_replicas
+            ),
+        );
+    }
+    let timeout = r.ms(
+        "model.wait_timeout_ms",
+        m.wait_timeout_ms.unwrap_or(1_000.0),
+    );
+    Some(WaitConfig {
+        replicas: m.wait_replicas,
+        timeout,
+    })
 }
 
 fn network(

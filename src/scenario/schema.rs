@@ -73,6 +73,41 @@ pub(crate) struct ModelSection {
     pub(crate) flavour: Option<FlavourName>,
     pub(crate) clock: Option<ClockName>,
     pub(crate) elapsed_check: Option<bool>,
+    #[serde(default)]
+    pub(crate) persistence: PersistenceName,
+    pub(crate) save: Option<Vec<[f64; 2]>>,
+    #[serde(default)]
+    pub(crate) crash_loses: CrashLosesName,
+    #[serde(default)]
+    pub(crate) restart_delay_ms: f64,
+    #[serde(default)]
+    pub(crate) replicas: u32,
+    pub(crate) replication_lag_ms: Option<DistSpec>,
+    pub(crate) sentinels: Option<u32>,
+    pub(crate) sentinel_quorum: Option<u32>,
+    pub(crate) down_after_ms: Option<f64>,
+    pub(crate) failover_timeout_ms: Option<f64>,
+    #[serde(default)]
+    pub(crate) wait_replicas: u32,
+    pub(crate) wait_timeout_ms: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum PersistenceName {
+    #[default]
+    None,
+    Rdb,
+    AofEverysec,
+    AofAlways,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum CrashLosesName {
+    #[default]
+    Process,
+    Power,
 }
 
 fn default_drift_factor() -> f64 {

@@ -263,3 +263,55 @@ fn redlock_retry_delays_are_whole_milliseconds() {
         "{text}"
     );
 }
+
+#[test]
+fn the_redis_persistence_and_replication_keys_are_checked_with_their_paths() {
+    let bad = GOOD.replace(
+        "ttl_ms = 1_000",
+        r#"ttl_ms = 1_000
+persistence = "aof-always"
+save = [[60, 0]]
+restart_delay_ms = -1
+sentinels = 3
+sentinel_quorum = 4
+wait_replicas = 1
+replication_lag_ms = 5"#,
+    );
+    let lines = errors_of("redis-ha", &bad);
+    for expected in [
+        "model.save: applies only with persistence = \"rdb\"",
+        "model.restart_delay_ms: must be a non-negative number",
+        "model.sentinels: Sentinel needs a replica",
+        "model.sentinel_quorum: must be between 1 and the number of sentinels (3), not 4",
+        "model.wait_replicas: cannot exceed model.replicas (0), not 1",
+        "model.replication_lag_ms: needs model.replicas ≥ 1",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
+}
+
+#[test]
+fn fault_schedules_name_replicas_and_sentinels() {
+    let text = GOOD.replace(
+        "ttl_ms = 1_000",
+        "ttl_ms = 1_000\nreplicas = 2\ndown_after_ms = 2_000",
+    ) + r#"
+[[fault]]
+at_ms = 1_000
+partition = { groups = [["redis-1", "client-1"], ["redis-2", "redis-3", "sentinels", "client-2"]] }
+
+[[fault]]
+at_ms = 2_000
+crash = { node = "sentinel-4" }
+"#;
+    let lines = errors_of("redis-ha-names", &text);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].contains("fault[1].crash.node: no node named `sentinel-4` (nodes: redis-1, redis-2, redis-3, sentinel-1, sentinel-2, sentinel-3, storage, client-1, client-2)"),
+        "{}",
+        lines[0]
+    );
+}

@@ -2,6 +2,18 @@
 //! renewal at TTL/3 with the compare-and-pexpire script, release with compare-and-delete or
 //! (the gotcha of docs/semantics.md §1.7.2) a plain `DEL`, and an optional `INCR` fencing token.
 //!
+//! With Sentinel, the client asks the sentinels where the primary is before its first
+//! acquisition and again after a request timed out or a server answered `-READONLY`, and
+//! keeps talking to the primary it knows otherwise (what Jedis' and Redisson's sentinel
+//! pools do; docs/semantics.md §1.5). It asks every sentinel at once and believes the first
+//! answer.
+//!
+//! With `WAIT` (what Redisson does since it deprecated its RedLock), the client sends `WAIT n
+//! timeout` after a successful `SET NX`; fewer than `n` acknowledging replicas is a failed
+//! acquisition: the client deletes its key (compare-and-delete, best effort) and retries.
+//! `WAIT` narrows the window of docs/semantics.md §1.7.5 but does not close it: the write
+//! is not rolled back, and a partitioned primary still acknowledges its side's writes.
+//!
 //! The client cannot see the server's clock. It counts its lease from the moment it *sent* the
 //! `SET` (the earliest the server can have started the TTL), minus a drift margin, on its own
 //! monotonic clock: `validity_end = sent + ttl - (ttl * drift_factor + 2 ms)`, the formula of
@@ -9,6 +21,7 @@
 
 use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, LocalTime, NodeId, TimerId};
 
+use super::sentinel::SentinelMsg;
 use super::{Command, FENCE_KEY, LOCK_KEY, Reply};
 use crate::lock::LockSignal;
 use crate::node::{LockTimer, Msg, Node, Timer};
@@ -22,11 +35,25 @@ pub enum Release {
     Del,
 }
 
+/// `WAIT` after each acquisition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WaitConfig {
+    /// Replicas that must acknowledge the `SET`.
+    pub replicas: u32,
+    /// `WAIT`'s timeout.
+    pub timeout: Dur,
+}
+
 /// How a Redis lock client is set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisLockConfig {
-    /// The Redis server.
+    /// The Redis server (the primary at start); unused when there are sentinels.
     pub server: NodeId,
+    /// The sentinels to ask where the primary is; empty without Sentinel.
+    pub sentinels: Vec<NodeId>,
+    /// Send `WAIT` after each `SET NX`, and count the acquisition only if enough replicas
+    /// acknowledged it.
+    pub wait: Option<WaitConfig>,
     /// The lock's time to live (`PX`).
     pub ttl: Dur,
     /// How the client releases.
@@ -57,6 +84,11 @@ impl RedisLockConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
     Idle,
+    /// Asking the sentinels where the primary is, before attempt `attempt`.
+    Discovering {
+        req: u64,
+        attempt: u32,
+    },
     /// `SET NX PX` sent.
     Acquiring {
         req: u64,
@@ -67,6 +99,13 @@ enum State {
     /// Waiting for the retry delay after a failed attempt.
     Backoff {
         attempt: u32,
+    },
+    /// The key is set; `WAIT` sent.
+    Waiting {
+        req: u64,
+        attempt: u32,
+        sent: LocalTime,
+        value: u64,
     },
     /// The key is set; `INCR` sent for the token.
     Fencing {
@@ -95,16 +134,23 @@ pub struct RedisLock {
     next_req: u64,
     /// The timeout of the request in flight, cancelled when its reply arrives.
     timeout: Option<(u64, TimerId)>,
+    /// The primary the client talks to; `None` until the sentinels said.
+    server: Option<NodeId>,
+    /// A request timed out or was refused: ask the sentinels again before the next attempt.
+    stale: bool,
 }
 
 impl RedisLock {
     /// An idle client.
     pub fn new(config: RedisLockConfig) -> RedisLock {
+        let server = config.sentinels.is_empty().then_some(config.server);
         RedisLock {
             config,
             state: State::Idle,
             next_req: 0,
             timeout: None,
+            server,
+            stale: false,
         }
     }
 
@@ -142,6 +188,45 @@ impl RedisLock {
     pub(crate) fn reset(&mut self) {
         self.state = State::Idle;
         self.timeout = None;
+        self.server = self
+            .config
+            .sentinels
+            .is_empty()
+            .then_some(self.config.server);
+        self.stale = false;
+    }
+
+    /// The primary this client talks to now, if it knows one.
+    pub fn server(&self) -> Option<NodeId> {
+        self.server
+    }
+
+    /// A sentinel's answer: the primary.
+    pub(crate) fn on_primary(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        id: u64,
+        primary: NodeId,
+    ) -> Option<LockSignal> {
+        match self.state {
+            State::Discovering { req, attempt } if req == id => {
+                self.cancel_timeout(ctx, id);
+                self.server = Some(primary);
+                self.stale = false;
+                self.set_nx(ctx, attempt);
+            }
+            _ => {} // A later sentinel's answer, or one the client gave up on.
+        }
+        None
+    }
+
+    fn cancel_timeout(&mut self, ctx: &mut Ctx<'_, Node>, id: u64) {
+        if let Some((req, timer)) = self.timeout {
+            if req == id {
+                ctx.cancel_timer(timer);
+                self.timeout = None;
+            }
+        }
     }
 
     /// A reply from the server.
@@ -151,11 +236,10 @@ impl RedisLock {
         id: u64,
         reply: Reply,
     ) -> Option<LockSignal> {
-        if let Some((req, timer)) = self.timeout {
-            if req == id {
-                ctx.cancel_timer(timer);
-                self.timeout = None;
-            }
+        self.cancel_timeout(ctx, id);
+        if reply == Reply::Readonly {
+            // Not the primary (any more): ask the sentinels before the next attempt.
+            self.stale = true;
         }
         match self.state.clone() {
             State::Acquiring {
@@ -164,26 +248,48 @@ impl RedisLock {
                 sent,
                 value,
             } if req == id => match reply {
-                Reply::Ok if self.config.fencing => {
-                    let req = self.send(ctx, Command::Incr { key: FENCE_KEY });
-                    self.state = State::Fencing {
-                        req,
-                        attempt,
-                        sent,
-                        value,
-                    };
-                    None
-                }
-                Reply::Ok => Some(self.grant(ctx, sent, value, None)),
+                Reply::Ok => self.acquired(ctx, attempt, sent, value),
                 _ => self.fail_attempt(ctx, attempt),
             },
-            State::Fencing {
-                req, sent, value, ..
+            State::Waiting {
+                req,
+                attempt,
+                sent,
+                value,
             } if req == id => {
-                let Reply::Int(token) = reply else {
-                    panic!("INCR replied {reply:?}")
+                let wanted = self.config.wait.map_or(0, |w| i64::from(w.replicas));
+                match reply {
+                    Reply::Int(n) if n >= wanted => self.replicated(ctx, attempt, sent, value),
+                    _ => self.give_back(ctx, attempt, value),
+                }
+            }
+            State::Fencing {
+                req,
+                attempt,
+                sent,
+                value,
+            } if req == id => match reply {
+                Reply::Int(token) => Some(self.grant(ctx, sent, value, Some(token as u64))),
+                Reply::Readonly => self.give_back(ctx, attempt, value),
+                _ => panic!("INCR replied {reply:?}"),
+            },
+            State::Held {
+                value,
+                validity_end,
+                renewing: Some((req, _)),
+            } if req == id && reply == Reply::Readonly => {
+                // No answer from a primary: as after a timeout, try again later.
+                self.state = State::Held {
+                    value,
+                    validity_end,
+                    renewing: None,
                 };
-                Some(self.grant(ctx, sent, value, Some(token as u64)))
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    self.config.ttl / 3,
+                    Timer::Lock(LockTimer::Renew { value }),
+                );
+                None
             }
             State::Held {
                 value,
@@ -224,29 +330,31 @@ impl RedisLock {
         ctx: &mut Ctx<'_, Node>,
         timer: LockTimer,
     ) -> Option<LockSignal> {
+        if matches!(timer, LockTimer::Timeout { .. }) {
+            // No answer: the primary may have changed; ask the sentinels before the next
+            // attempt.
+            self.stale = true;
+        }
         match (self.state.clone(), timer) {
-            (State::Acquiring { req, attempt, .. }, LockTimer::Timeout { req: r }) if req == r => {
-                self.fail_attempt(ctx, attempt)
-            }
             (
-                State::Fencing {
+                State::Acquiring { req, attempt, .. } | State::Discovering { req, attempt },
+                LockTimer::Timeout { req: r },
+            ) if req == r => self.fail_attempt(ctx, attempt),
+            (
+                State::Waiting {
+                    req,
+                    attempt,
+                    value,
+                    ..
+                }
+                | State::Fencing {
                     req,
                     attempt,
                     value,
                     ..
                 },
                 LockTimer::Timeout { req: r },
-            ) if req == r => {
-                // No token: give the key back (best effort) and try again.
-                self.send(
-                    ctx,
-                    Command::CompareAndDelete {
-                        key: LOCK_KEY,
-                        value,
-                    },
-                );
-                self.fail_attempt(ctx, attempt)
-            }
+            ) if req == r => self.give_back(ctx, attempt, value),
             (
                 State::Held {
                     value,
@@ -304,7 +412,22 @@ impl RedisLock {
         }
     }
 
+    /// Attempt `attempt`: ask the sentinels first if the primary is unknown or stale.
     fn try_set(&mut self, ctx: &mut Ctx<'_, Node>, attempt: u32) {
+        if !self.config.sentinels.is_empty() && (self.stale || self.server.is_none()) {
+            self.next_req += 1;
+            let req = self.next_req;
+            for &s in &self.config.sentinels {
+                ctx.send(s, Msg::Sentinel(SentinelMsg::GetPrimary { id: req }));
+            }
+            self.arm_timeout(ctx, req, self.config.request_timeout);
+            self.state = State::Discovering { req, attempt };
+            return;
+        }
+        self.set_nx(ctx, attempt);
+    }
+
+    fn set_nx(&mut self, ctx: &mut Ctx<'_, Node>, attempt: u32) {
         let value = ctx.rng().next_u64();
         let sent = ctx.mono();
         let req = self.send(
@@ -321,6 +444,70 @@ impl RedisLock {
             sent,
             value,
         };
+    }
+
+    /// `SET NX` succeeded: `WAIT` for the replicas, take a token, or hold the lock.
+    fn acquired(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        attempt: u32,
+        sent: LocalTime,
+        value: u64,
+    ) -> Option<LockSignal> {
+        if let Some(w) = self.config.wait {
+            let cmd = Command::Wait {
+                replicas: w.replicas,
+                timeout: w.timeout,
+            };
+            let req = self.send(ctx, cmd);
+            self.state = State::Waiting {
+                req,
+                attempt,
+                sent,
+                value,
+            };
+            return None;
+        }
+        self.replicated(ctx, attempt, sent, value)
+    }
+
+    /// The `SET` is replicated as asked: take a token, or hold the lock.
+    fn replicated(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        attempt: u32,
+        sent: LocalTime,
+        value: u64,
+    ) -> Option<LockSignal> {
+        if self.config.fencing {
+            let req = self.send(ctx, Command::Incr { key: FENCE_KEY });
+            self.state = State::Fencing {
+                req,
+                attempt,
+                sent,
+                value,
+            };
+            return None;
+        }
+        Some(self.grant(ctx, sent, value, None))
+    }
+
+    /// The acquisition failed after the key was set (no token, too few replicas): give the
+    /// key back (best effort) and try again.
+    fn give_back(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        attempt: u32,
+        value: u64,
+    ) -> Option<LockSignal> {
+        self.send(
+            ctx,
+            Command::CompareAndDelete {
+                key: LOCK_KEY,
+                value,
+            },
+        );
+        self.fail_attempt(ctx, attempt)
     }
 
     fn fail_attempt(&mut self, ctx: &mut Ctx<'_, Node>, attempt: u32) -> Option<LockSignal> {
@@ -357,21 +544,31 @@ impl RedisLock {
         LockSignal::Granted { token }
     }
 
-    /// Sends a command with a fresh request id and arms its timeout.
+    /// Sends a command to the primary with a fresh request id and arms its timeout (a
+    /// `WAIT` gets its own timeout on top).
     fn send(&mut self, ctx: &mut Ctx<'_, Node>, cmd: Command) -> u64 {
         self.next_req += 1;
         let req = self.next_req;
-        ctx.send(self.config.server, Msg::Redis { id: req, cmd });
+        let timeout = match cmd {
+            Command::Wait { timeout, .. } => self.config.request_timeout + timeout,
+            _ => self.config.request_timeout,
+        };
+        let server = self.server.expect("a command goes to a known primary");
+        ctx.send(server, Msg::Redis { id: req, cmd });
+        self.arm_timeout(ctx, req, timeout);
+        req
+    }
+
+    fn arm_timeout(&mut self, ctx: &mut Ctx<'_, Node>, req: u64, after: Dur) {
         // Only the newest request is awaited; an older one's timeout has nothing to do.
         if let Some((_, timer)) = self.timeout.take() {
             ctx.cancel_timer(timer);
         }
         let timer = ctx.set_timer(
             ClockKind::Mono,
-            self.config.request_timeout,
+            after,
             Timer::Lock(LockTimer::Timeout { req }),
         );
         self.timeout = Some((req, timer));
-        req
     }
 }

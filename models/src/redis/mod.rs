@@ -1,13 +1,24 @@
-//! Redis, single instance: the server model, the lock client, and the commands between them
-//! (docs/semantics.md §1).
+//! Redis: the server model with persistence and asynchronous replication, Sentinel, the lock
+//! client, and the messages between them (docs/semantics.md §1).
+//!
+//! A single instance is one [`RedisServer`] named `redis`. With replicas, the servers are
+//! `redis-1` (the primary at start) and `redis-2` ... (its replicas); with Sentinel, the
+//! [`Sentinel`]s `sentinel-1` ... watch them, fail over, and tell clients where the primary is.
+//! Start reading at [`server`], then [`replication`], [`sentinel`] and [`client`].
 
 pub mod client;
+pub mod persistence;
+pub mod replication;
+pub mod sentinel;
 pub mod server;
 
-pub use client::{RedisLock, RedisLockConfig, Release};
-pub use server::{RedisServer, RedisServerConfig};
+pub use client::{RedisLock, RedisLockConfig, Release, WaitConfig};
+pub use persistence::{CrashLoses, Persistence, SavePoint};
+pub use replication::ReplMsg;
+pub use sentinel::{Sentinel, SentinelConfig, SentinelMsg, SentinelTimer};
+pub use server::{RedisServer, RedisServerConfig, ServerTimer};
 
-use lockstep_sim::Dur;
+use lockstep_sim::{Dur, NodeId};
 
 /// A key. The lock key and the fencing counter are fixed names; one lock per run.
 pub type Key = &'static str;
@@ -61,6 +72,14 @@ pub enum Command {
         /// The key.
         key: Key,
     },
+    /// `WAIT numreplicas timeout`: block until `replicas` replicas acknowledged the caller's
+    /// last write, or `timeout` passed (zero blocks forever); the reply is the count.
+    Wait {
+        /// The number of replicas to wait for.
+        replicas: u32,
+        /// How long to block.
+        timeout: Dur,
+    },
 }
 
 /// A reply.
@@ -74,4 +93,48 @@ pub enum Reply {
     Int(i64),
     /// A bulk string reply, here always one of our `u64` values.
     Value(u64),
+    /// `-READONLY`: a write sent to a replica (also the answer to `WAIT` on a replica, where
+    /// real Redis sends a different error text; clients treat both alike).
+    Readonly,
+}
+
+/// A write as a primary propagates it to its replicas and its AOF (docs/semantics.md §1.2):
+/// deadlines are absolute (`PXAT`, `PEXPIREAT`), never relative TTLs, so a replica or a
+/// reloaded file keeps the primary's deadline and judges it on its own clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReplOp {
+    /// `SET key value PXAT at` (no `PXAT` when the key has no deadline; `INCR` is propagated
+    /// as the `SET` of its result).
+    Set {
+        /// The key.
+        key: Key,
+        /// The value.
+        value: u64,
+        /// The absolute deadline in ms of the expiry clock.
+        at_ms: Option<i64>,
+    },
+    /// `PEXPIREAT key at`.
+    PexpireAt {
+        /// The key.
+        key: Key,
+        /// The absolute deadline in ms of the expiry clock.
+        at_ms: i64,
+    },
+    /// `DEL key`: an explicit delete, or the primary's delete of a key it found expired.
+    Del {
+        /// The key.
+        key: Key,
+    },
+}
+
+/// A server's replication role, as `INFO replication` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A primary: accepts writes and streams them to its replicas.
+    Master,
+    /// A replica of the given primary.
+    Replica {
+        /// Its primary.
+        of: NodeId,
+    },
 }

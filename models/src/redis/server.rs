@@ -1,18 +1,29 @@
 //! The Redis server model: a keyspace with absolute expiry deadlines judged on the server's
-//! WALL clock, as real Redis does (docs/semantics.md §1.1-§1.3).
+//! WALL clock, as real Redis does (docs/semantics.md §1.1-§1.3), with persistence across
+//! crashes (§1.4, [`super::persistence`]) and a replication role (§1.5,
+//! [`super::replication`]).
 //!
 //! Every command reads the clock once at its start (`commandTimeSnapshot`), so nothing can
 //! expire in the middle of a command or script. Expiry is lazy: a key past its deadline is
 //! deleted when a command touches it, with the strict predicate `now > when` of `keyIsExpired`.
-//! Active expiry (`activeExpireCycle`) deletes the same keys earlier but changes no reply, so
-//! it is not modelled; keyspace notifications are not modelled either.
+//! A replica reports such a key absent but never deletes it: it waits for its primary's `DEL`
+//! (`db.c:2141-2190`). Active expiry (`activeExpireCycle`) deletes the same keys earlier but
+//! changes no reply, so it is not modelled; keyspace notifications are not modelled either.
+//!
+//! With every option off (no persistence, no replicas, no restart delay) the server sets no
+//! timer and draws nothing from its stream, so single-instance runs are as they always were.
 
 use std::collections::BTreeMap;
 
-use lockstep_sim::{ClockKind, Ctx, NodeId};
+use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, NodeId, TimerId};
 
-use super::{Command, Key, Reply};
-use crate::node::{Msg, Node};
+use super::persistence::{
+    AOF_FSYNC_PERIOD, CrashLoses, Db, Disk, Persistence, SERVER_CRON_PERIOD, save_due,
+};
+use super::replication::Repl;
+use super::sentinel::SentinelMsg;
+use super::{Command, Key, ReplOp, Reply, Role};
+use crate::node::{Msg, Node, Timer};
 
 /// How a Redis server is set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,41 +31,199 @@ pub struct RedisServerConfig {
     /// The clock expiry deadlines are set and judged on. Real Redis uses WALL; `Mono` is the
     /// fix antirez proposed, for comparison (failure catalogue K4).
     pub expiry_clock: ClockKind,
+    /// What survives a crash.
+    pub persistence: Persistence,
+    /// What kind of crash the server suffers: the process, or the whole machine.
+    pub crash_loses: CrashLoses,
+    /// After a restart, the server accepts no connection until this much time has passed on
+    /// its monotonic clock (Redlock's "delayed restart", docs/semantics.md §2.1).
+    pub restart_delay: Dur,
+    /// The primary this server replicates at start (`replicaof` in its configuration file).
+    pub replica_of: Option<NodeId>,
+    /// How long a write waits in a primary before it goes out to a replica (output buffers,
+    /// a slow replica). Each replica's stream stays in order.
+    pub replication_lag: Distribution,
 }
 
 impl Default for RedisServerConfig {
     fn default() -> RedisServerConfig {
         RedisServerConfig {
             expiry_clock: ClockKind::Wall,
+            persistence: Persistence::None,
+            crash_loses: CrashLoses::Process,
+            restart_delay: Dur::ZERO,
+            replica_of: None,
+            replication_lag: Distribution::ZERO,
         }
     }
 }
 
-/// One stored key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    value: u64,
-    /// Absolute deadline in ms of the expiry clock (Unix ms for WALL), `None` without a TTL.
-    expires_at_ms: Option<i64>,
+/// Timers of a Redis server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ServerTimer {
+    /// `serverCron`: check the RDB save points.
+    Cron,
+    /// The once-a-second fsync of `appendfsync everysec`.
+    Fsync,
+    /// The restart delay is over: accept connections.
+    Open,
+    /// `replicationCron` on a replica: acknowledge the offset, reconnect a stalled link.
+    ReplCron,
+    /// Send what is due on the stream to `replica`.
+    Ship {
+        /// The replica.
+        replica: NodeId,
+        /// The link's sync id; a timer of an earlier link is ignored.
+        sync: u64,
+    },
+    /// A blocked `WAIT` of `client`'s request `id` times out.
+    WaitTimeout {
+        /// The client.
+        client: NodeId,
+        /// Its request id.
+        id: u64,
+    },
 }
 
-/// A single Redis instance without persistence: a crash loses the keyspace.
+/// One stored key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Entry {
+    pub(crate) value: u64,
+    /// Absolute deadline in ms of the expiry clock (Unix ms for WALL), `None` without a TTL.
+    pub(crate) expires_at_ms: Option<i64>,
+}
+
+/// A Redis server: a primary or a replica, with or without persistence.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisServer {
-    config: RedisServerConfig,
-    db: BTreeMap<Key, Entry>,
+    pub(super) config: RedisServerConfig,
+    pub(super) db: Db,
+    /// The files, and the page cache in front of them (durable as [`CrashLoses`] says).
+    pub(super) disk: Disk,
+    /// The role in the configuration file, rewritten by `REPLICAOF` (durable).
+    pub(super) replica_of: Option<NodeId>,
+    /// Writes since the last RDB save (`server.dirty`).
+    dirty: u64,
+    /// When the last RDB save happened, in seconds of the wall clock (`server.lastsave`).
+    lastsave_s: i64,
+    /// False between a restart and the end of the restart delay: commands are dropped.
+    open: bool,
+    /// Replication state: role, offset, links, blocked `WAIT`s (volatile).
+    pub(super) repl: Repl,
+    /// The writes the current command propagates (`server.also_propagate`).
+    pub(super) propagate: Vec<ReplOp>,
 }
 
 impl RedisServer {
     /// An empty server.
     pub fn new(config: RedisServerConfig) -> RedisServer {
+        let replica_of = config.replica_of;
         RedisServer {
             config,
             db: BTreeMap::new(),
+            disk: Disk::default(),
+            replica_of,
+            dirty: 0,
+            lastsave_s: 0,
+            open: true,
+            repl: Repl::new(replica_of),
+            propagate: Vec::new(),
         }
     }
 
-    /// Handles one command from `from` and replies.
+    /// The server's role now.
+    pub fn role(&self) -> Role {
+        self.repl.role
+    }
+
+    /// The value stored under `key` and its deadline, expired or not (for tests).
+    pub fn peek(&self, key: Key) -> Option<(u64, Option<i64>)> {
+        self.db.get(key).map(|e| (e.value, e.expires_at_ms))
+    }
+
+    fn is_master(&self) -> bool {
+        self.repl.role == Role::Master
+    }
+
+    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.lastsave_s = wall_secs(ctx);
+        self.open(ctx);
+    }
+
+    /// Starts serving: arms the persistence timers and, on a replica, connects to the
+    /// primary.
+    fn open(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.open = true;
+        match self.config.persistence {
+            Persistence::Rdb { .. } => {
+                set(ctx, SERVER_CRON_PERIOD, ServerTimer::Cron);
+            }
+            Persistence::AofEverysec => {
+                set(ctx, AOF_FSYNC_PERIOD, ServerTimer::Fsync);
+            }
+            Persistence::None | Persistence::AofAlways => {}
+        }
+        if let Some(primary) = self.replica_of {
+            self.connect_to_primary(ctx, primary);
+        }
+    }
+
+    /// A crash keeps only what is durable (docs/semantics.md §1.4): the files, the page cache
+    /// unless the machine lost power, and the configuration file's role.
+    pub(crate) fn on_crash(&mut self) {
+        self.db.clear();
+        self.disk.crash(self.config.crash_loses);
+        self.dirty = 0;
+        self.open = false;
+        self.repl = Repl::new(self.replica_of);
+        self.propagate.clear();
+    }
+
+    /// A restart loads the dataset from disk. Deadlines are absolute and are judged against
+    /// the restarted node's clock: RDB load on a primary drops the keys already expired.
+    pub(crate) fn on_restart(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.db = self.disk.load(&self.config.persistence);
+        let rdb = matches!(self.config.persistence, Persistence::Rdb { .. });
+        if rdb && self.replica_of.is_none() {
+            let now_ms = ctx.clock(self.config.expiry_clock).as_millis();
+            self.db
+                .retain(|_, e| e.expires_at_ms.is_none_or(|when| now_ms <= when));
+        }
+        self.lastsave_s = wall_secs(ctx);
+        if self.config.restart_delay > Dur::ZERO {
+            set(ctx, self.config.restart_delay, ServerTimer::Open);
+        } else {
+            self.open(ctx);
+        }
+    }
+
+    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: ServerTimer) {
+        match timer {
+            ServerTimer::Cron => {
+                if let Persistence::Rdb { save } = &self.config.persistence {
+                    let now_s = wall_secs(ctx);
+                    if save_due(save, self.dirty, now_s - self.lastsave_s) {
+                        // BGSAVE forks and writes the snapshot of the fork instant; the
+                        // snapshot is taken as complete at once.
+                        self.disk.rdb = Some(self.db.clone());
+                        self.dirty = 0;
+                        self.lastsave_s = now_s;
+                    }
+                }
+                set(ctx, SERVER_CRON_PERIOD, ServerTimer::Cron);
+            }
+            ServerTimer::Fsync => {
+                self.disk.fsync();
+                set(ctx, AOF_FSYNC_PERIOD, ServerTimer::Fsync);
+            }
+            ServerTimer::Open => self.open(ctx),
+            ServerTimer::ReplCron => self.replication_cron(ctx),
+            ServerTimer::Ship { replica, sync } => self.ship_due(ctx, replica, sync),
+            ServerTimer::WaitTimeout { client, id } => self.wait_timed_out(ctx, client, id),
+        }
+    }
+
+    /// Handles one command from `from` and replies; nothing while the server is not open.
     pub(crate) fn on_command(
         &mut self,
         ctx: &mut Ctx<'_, Node>,
@@ -62,26 +231,58 @@ impl RedisServer {
         id: u64,
         cmd: Command,
     ) {
+        if !self.open {
+            return;
+        }
+        if let Command::Wait { replicas, timeout } = cmd {
+            self.wait(ctx, from, id, replicas, timeout);
+            return;
+        }
         let now_ms = ctx.clock(self.config.expiry_clock).as_millis();
         let reply = self.execute(now_ms, cmd);
+        if !self.propagate.is_empty() {
+            self.propagate_writes(ctx);
+            self.repl.woff.insert(from, self.repl.offset);
+        }
         ctx.send(from, Msg::RedisReply { id, reply });
     }
 
-    /// Runs a command at the command-time snapshot `now_ms`.
-    fn execute(&mut self, now_ms: i64, cmd: Command) -> Reply {
+    /// A message from a sentinel: `PING` (answered with the role and offset, as `INFO
+    /// replication` would) or `REPLICAOF`.
+    pub(crate) fn on_sentinel(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: SentinelMsg) {
+        if !self.open {
+            return;
+        }
+        match msg {
+            SentinelMsg::Ping => {
+                let pong = SentinelMsg::Pong {
+                    role: self.repl.role,
+                    offset: self.repl.offset,
+                };
+                ctx.send(from, Msg::Sentinel(pong));
+            }
+            SentinelMsg::ReplicaOf { primary } => match primary {
+                None => self.become_master(),
+                Some(p) => self.become_replica(ctx, p),
+            },
+            other => panic!("{} cannot handle {other:?}", ctx.name()),
+        }
+    }
+
+    /// Runs a command at the command-time snapshot `now_ms`; the writes it makes are left in
+    /// `self.propagate`.
+    pub(super) fn execute(&mut self, now_ms: i64, cmd: Command) -> Reply {
+        let master = self.is_master();
         match cmd {
+            Command::SetNxPx { .. } | Command::Del { .. } | Command::Incr { .. } if !master => {
+                Reply::Readonly
+            }
             Command::SetNxPx { key, value, ttl } => {
                 if self.lookup(now_ms, key).is_some() {
                     return Reply::Nil;
                 }
-                let expires_at_ms = Some(now_ms + ttl.as_millis() as i64);
-                self.db.insert(
-                    key,
-                    Entry {
-                        value,
-                        expires_at_ms,
-                    },
-                );
+                let at_ms = Some(now_ms + ttl.as_millis() as i64);
+                self.write(ReplOp::Set { key, value, at_ms });
                 Reply::Ok
             }
             Command::Get { key } => match self.lookup(now_ms, key) {
@@ -90,53 +291,111 @@ impl RedisServer {
             },
             Command::Del { key } => {
                 let existed = self.lookup(now_ms, key).is_some();
-                self.db.remove(key);
+                if existed {
+                    self.write(ReplOp::Del { key });
+                }
                 Reply::Int(i64::from(existed))
             }
+            // A script runs on a replica until it tries to write (`-READONLY` then).
             Command::CompareAndDelete { key, value } => match self.lookup(now_ms, key) {
+                Some(e) if e.value == value && !master => Reply::Readonly,
                 Some(e) if e.value == value => {
-                    self.db.remove(key);
+                    self.write(ReplOp::Del { key });
                     Reply::Int(1)
                 }
                 _ => Reply::Int(0),
             },
             Command::CompareAndPexpire { key, value, ttl } => match self.lookup(now_ms, key) {
+                Some(e) if e.value == value && !master => Reply::Readonly,
                 Some(e) if e.value == value => {
-                    let entry = self.db.get_mut(key).expect("looked up");
-                    entry.expires_at_ms = Some(now_ms + ttl.as_millis() as i64);
+                    let at_ms = now_ms + ttl.as_millis() as i64;
+                    self.write(ReplOp::PexpireAt { key, at_ms });
                     Reply::Int(1)
                 }
                 _ => Reply::Int(0),
             },
             Command::Incr { key } => {
                 let next = self.lookup(now_ms, key).map_or(0, |e| e.value) + 1;
-                let expires_at_ms = self.db.get(key).and_then(|e| e.expires_at_ms);
-                self.db.insert(
+                let at_ms = self.db.get(key).and_then(|e| e.expires_at_ms);
+                self.write(ReplOp::Set {
                     key,
-                    Entry {
-                        value: next,
-                        expires_at_ms,
-                    },
-                );
+                    value: next,
+                    at_ms,
+                });
                 Reply::Int(next as i64)
             }
+            Command::Wait { .. } => panic!("WAIT is handled before execution"),
         }
     }
 
-    /// `lookupKey` with `expireIfNeeded`: a key past its deadline is deleted and absent.
+    /// Applies a write to the dataset and queues it for propagation.
+    fn write(&mut self, op: ReplOp) {
+        self.apply(op);
+        self.propagate.push(op);
+    }
+
+    /// Applies a write to the dataset, as a primary does and as a replica does with its
+    /// primary's stream (never judged expired on the way in).
+    pub(super) fn apply(&mut self, op: ReplOp) {
+        match op {
+            ReplOp::Set { key, value, at_ms } => {
+                self.db.insert(
+                    key,
+                    Entry {
+                        value,
+                        expires_at_ms: at_ms,
+                    },
+                );
+            }
+            ReplOp::PexpireAt { key, at_ms } => {
+                if let Some(e) = self.db.get_mut(key) {
+                    e.expires_at_ms = Some(at_ms);
+                }
+            }
+            ReplOp::Del { key } => {
+                self.db.remove(key);
+            }
+        }
+        self.dirty += 1;
+    }
+
+    /// `lookupKey` with `expireIfNeeded`: a key past its deadline is absent. A primary
+    /// deletes it and propagates the `DEL`; a replica leaves it for its primary's `DEL`.
     fn lookup(&mut self, now_ms: i64, key: Key) -> Option<Entry> {
         let entry = *self.db.get(key)?;
         if entry.expires_at_ms.is_some_and(|when| now_ms > when) {
-            self.db.remove(key);
+            if self.is_master() {
+                self.write(ReplOp::Del { key });
+            }
             return None;
         }
         Some(entry)
     }
 
-    /// A crash without persistence loses every key (docs/semantics.md §1.4, first row).
-    pub(crate) fn on_crash(&mut self) {
-        self.db.clear();
+    /// After a command: the AOF gets the writes, then every replica's stream.
+    fn propagate_writes(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.disk.append(&self.config.persistence, &self.db);
+        let ops = std::mem::take(&mut self.propagate);
+        for op in ops {
+            self.feed_replicas(ctx, op);
+        }
     }
+
+    /// The dataset changed without a client command (a replica applied its stream or a full
+    /// resync): the AOF follows.
+    pub(super) fn persist(&mut self) {
+        self.disk.append(&self.config.persistence, &self.db);
+    }
+}
+
+/// The wall clock in whole seconds (`server.unixtime`).
+fn wall_secs(ctx: &Ctx<'_, Node>) -> i64 {
+    ctx.wall().as_millis().div_euclid(1000)
+}
+
+/// Sets a server timer on the monotonic clock (the event loop's timers are monotonic).
+pub(super) fn set(ctx: &mut Ctx<'_, Node>, after: Dur, timer: ServerTimer) -> TimerId {
+    ctx.set_timer(ClockKind::Mono, after, Timer::Redis(timer))
 }
 
 #[cfg(test)]
@@ -219,6 +478,75 @@ mod tests {
         assert_eq!(s.execute(90, renew(7)), Reply::Int(1));
         assert_eq!(s.execute(185, set(100, 9)), Reply::Nil, "renewed until 190");
         assert_eq!(s.execute(191, renew(7)), Reply::Int(0), "expired at 190");
+    }
+
+    #[test]
+    fn a_write_is_propagated_with_its_absolute_deadline() {
+        let mut s = server();
+        s.execute(1_000, set(100, 7));
+        let renew = Command::CompareAndPexpire {
+            key: "lock",
+            value: 7,
+            ttl: Dur::from_millis(100),
+        };
+        s.execute(1_050, renew);
+        s.execute(
+            1_060,
+            Command::CompareAndDelete {
+                key: "lock",
+                value: 7,
+            },
+        );
+        assert_eq!(
+            s.propagate,
+            vec![
+                ReplOp::Set {
+                    key: "lock",
+                    value: 7,
+                    at_ms: Some(1_100)
+                },
+                ReplOp::PexpireAt {
+                    key: "lock",
+                    at_ms: 1_150
+                },
+                ReplOp::Del { key: "lock" },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_primary_deletes_an_expired_key_and_propagates_the_del() {
+        let mut s = server();
+        s.execute(0, set(100, 7));
+        s.propagate.clear();
+        assert_eq!(s.execute(101, Command::Get { key: "lock" }), Reply::Nil);
+        assert_eq!(s.propagate, vec![ReplOp::Del { key: "lock" }]);
+        assert_eq!(s.peek("lock"), None);
+    }
+
+    #[test]
+    fn a_replica_hides_an_expired_key_but_keeps_it_and_refuses_writes() {
+        let mut s = RedisServer::new(RedisServerConfig {
+            replica_of: Some(NodeId(0)),
+            ..RedisServerConfig::default()
+        });
+        s.apply(ReplOp::Set {
+            key: "lock",
+            value: 7,
+            at_ms: Some(100),
+        });
+        assert_eq!(
+            s.execute(100, Command::Get { key: "lock" }),
+            Reply::Value(7)
+        );
+        assert_eq!(s.execute(101, Command::Get { key: "lock" }), Reply::Nil);
+        assert_eq!(
+            s.peek("lock"),
+            Some((7, Some(100))),
+            "waits for the primary's DEL"
+        );
+        assert_eq!(s.execute(101, set(100, 8)), Reply::Readonly);
+        assert!(s.propagate.is_empty());
     }
 
     #[test]

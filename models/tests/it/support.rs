@@ -24,9 +24,14 @@ pub(crate) fn redis_spec() -> SystemSpec {
         family: Family::Redis {
             server: RedisServerConfig {
                 expiry_clock: ClockKind::Wall,
+                ..RedisServerConfig::default()
             },
+            replicas: 0,
+            sentinel: None,
             client: RedisLockConfig {
                 server: REDIS,
+                sentinels: Vec::new(),
+                wait: None,
                 ttl: Dur::from_secs(10),
                 release: Release::CompareAndDelete,
                 renew: false,
@@ -69,9 +74,7 @@ pub(crate) fn redlock_spec(flavour: Flavour) -> SystemSpec {
     let mut spec = redis_spec();
     spec.workload.storage = NodeId(5);
     spec.family = Family::Redlock {
-        server: RedisServerConfig {
-            expiry_clock: ClockKind::Wall,
-        },
+        server: RedisServerConfig::default(),
         instances: 5,
         client,
     };

@@ -1,0 +1,243 @@
+//! Redis persistence, replication and Sentinel (docs/semantics.md §1.4, §1.5, §1.7.4-6).
+
+use lockstep_check::{Options, Validity, Verdict, check};
+use lockstep_models::Node;
+use lockstep_models::redis::persistence::SavePoint;
+use lockstep_models::redis::{
+    CrashLoses, LOCK_KEY, Persistence, RedisServer, Role, SentinelConfig, WaitConfig,
+};
+use lockstep_models::system::{Family, SystemSpec, build, history};
+use lockstep_sim::{
+    Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, ScheduledFault, Time, TraceKind,
+    World, WorldConfig,
+};
+
+use crate::support::*;
+
+/// A primary with `replicas` replicas lagging 50-200 ms and, with `sentinels`, Sentinel
+/// (down-after 2 s, failover timeout 10 s); clients think 0.5-1 s and work 8 s.
+fn ha_spec(replicas: u32, sentinels: u32) -> SystemSpec {
+    let mut spec = redis_spec();
+    let Family::Redis {
+        server,
+        replicas: r,
+        sentinel,
+        ..
+    } = &mut spec.family
+    else {
+        unreachable!("redis_spec is a Redis family")
+    };
+    server.replication_lag = Distribution::Uniform {
+        lo: ms(50),
+        hi: ms(200),
+    };
+    *r = replicas;
+    *sentinel = (sentinels > 0).then(|| {
+        let config = SentinelConfig {
+            servers: Vec::new(),
+            sentinels: Vec::new(),
+            quorum: 2,
+            down_after: ms(2_000),
+            failover_timeout: ms(10_000),
+        };
+        (sentinels, config)
+    });
+    spec.workload.think = Distribution::Uniform {
+        lo: ms(500),
+        hi: ms(1_000),
+    };
+    spec.workload.work = Distribution::Constant(ms(8_000));
+    spec
+}
+
+/// Runs `spec` until `until_ms` with 1-5 ms links, the faults, and wall-clock offsets.
+fn world(
+    spec: &SystemSpec,
+    seed: u64,
+    until_ms: u64,
+    offsets_ms: &[(&str, i64)],
+    faults: Vec<ScheduledFault>,
+) -> (World<Node>, Verdict) {
+    let nodes = build(spec);
+    let configs = nodes
+        .iter()
+        .map(|(name, _)| {
+            let mut c = NodeConfig::named(name.clone());
+            if let Some((_, off)) = offsets_ms.iter().find(|(n, _)| n == name) {
+                c.wall_offset_ns = off * 1_000_000;
+            }
+            c
+        })
+        .collect();
+    let mut cfg = WorldConfig::new(seed, Time::from_millis(until_ms), configs);
+    cfg.link = LinkConfig {
+        latency: Distribution::Uniform {
+            lo: ms(1),
+            hi: ms(5),
+        },
+        ..LinkConfig::default()
+    };
+    cfg.faults = faults;
+    cfg.trace = true;
+    let mut w = World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect());
+    let outcome = w.run();
+    let verdict = check(&history(&w, outcome), &Options::default()).expect("well-formed");
+    (w, verdict)
+}
+
+fn server(w: &World<Node>, id: u32) -> &RedisServer {
+    match w.process(NodeId(id)) {
+        Node::Redis(s) => s,
+        other => panic!("node {id} is {other:?}"),
+    }
+}
+
+#[test]
+fn a_replica_stores_the_primarys_absolute_deadline_whatever_its_own_clock() {
+    // redis-2's wall clock is 6 s ahead; it holds the primary's PXAT, not its own now + TTL.
+    let spec = ha_spec(1, 0);
+    let (w, _) = world(&spec, 3, 3_000, &[("redis-2", 6_000)], vec![]);
+    let primary = server(&w, 0)
+        .peek(LOCK_KEY)
+        .expect("a client holds the lock");
+    assert_eq!(server(&w, 1).peek(LOCK_KEY), Some(primary));
+    assert_eq!(server(&w, 1).role(), Role::Replica { of: NodeId(0) });
+}
+
+/// R1 with two replicas and WAIT 1, redis-1 crashing at client-1's grant; both replicas'
+/// wall clocks `offset_ms` ahead.
+fn failover_with_wait(seed: u64, offset_ms: i64) -> (World<Node>, Verdict) {
+    let mut spec = ha_spec(2, 3);
+    lock_config(&mut spec).wait = Some(WaitConfig {
+        replicas: 1,
+        timeout: ms(1_000),
+    });
+    let client_1 = NodeId(7); // redis-1..3, sentinel-1..3, storage, client-1
+    let crash = Fault::Crash {
+        node: NodeId(0),
+        restart_after: None,
+    };
+    let faults = vec![on_mark(client_1, "granted", crash)];
+    let offsets = [("redis-2", offset_ms), ("redis-3", offset_ms)];
+    world(&spec, seed, 40_000, &offsets, faults)
+}
+
+fn promoted(w: &World<Node>) -> usize {
+    (1..=2)
+        .filter(|&i| server(w, i).role() == Role::Master)
+        .count()
+}
+
+#[test]
+fn a_promoted_replica_with_its_clock_ahead_expires_the_lock_early() {
+    for seed in 1..=5 {
+        // The control: WAIT put the key on a replica, and equal clocks keep it safe.
+        let (w, v) = failover_with_wait(seed, 0);
+        assert_eq!(promoted(&w), 1, "seed {seed}");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+        // Replicas' clocks 6 s ahead: the promoted one judges the primary's deadline on its
+        // own clock, the key expires 6 s early, and client-2 acquires while client-1 still
+        // works (docs/semantics.md §1.7.6).
+        let (w, v) = failover_with_wait(seed, 6_000);
+        assert_eq!(promoted(&w), 1, "seed {seed}");
+        assert!(v.double_holders.pairs >= 1, "seed {seed}: {v:?}");
+    }
+}
+
+/// One client, a 5 s section; the server crashes at the first grant and restarts 100 ms
+/// later. Returns the server's lock key 500 ms into the run, after the restart.
+fn key_after_crash(persistence: Persistence, loses: CrashLoses) -> Option<(u64, Option<i64>)> {
+    let mut spec = redis_spec();
+    spec.clients = 1;
+    spec.workload.work = Distribution::Constant(Dur::from_secs(5));
+    let Family::Redis { server: config, .. } = &mut spec.family else {
+        unreachable!("redis_spec is a Redis family")
+    };
+    config.persistence = persistence;
+    config.crash_loses = loses;
+    let crash = Fault::Crash {
+        node: REDIS,
+        restart_after: Some(ms(100)),
+    };
+    // The first grant comes within 0.2 s, before the first once-a-second fsync.
+    let (w, _) = world(
+        &spec,
+        1,
+        500,
+        &[],
+        vec![on_mark(CLIENT_1, "granted", crash)],
+    );
+    server(&w, 0).peek(LOCK_KEY)
+}
+
+#[test]
+fn a_power_loss_with_aof_everysec_loses_the_writes_since_the_last_fsync_and_always_loses_none() {
+    use CrashLoses::{Power, Process};
+    assert_eq!(key_after_crash(Persistence::AofEverysec, Power), None);
+    assert!(
+        key_after_crash(Persistence::AofEverysec, Process).is_some(),
+        "the page cache survives a process crash"
+    );
+    assert!(key_after_crash(Persistence::AofAlways, Power).is_some());
+    assert_eq!(key_after_crash(Persistence::None, Process), None);
+}
+
+#[test]
+fn rdb_restores_the_last_snapshot_only() {
+    let rdb = || Persistence::Rdb {
+        save: vec![SavePoint {
+            seconds: 1,
+            changes: 1,
+        }],
+    };
+    // Crashed at once: no snapshot yet.
+    assert_eq!(key_after_crash(rdb(), CrashLoses::Process), None);
+    // Crashed at 3 s: the snapshot of about 2 s (more than 1 s after the start) has the key.
+    let mut spec = redis_spec();
+    spec.clients = 1;
+    spec.workload.work = Distribution::Constant(Dur::from_secs(5));
+    let Family::Redis { server: config, .. } = &mut spec.family else {
+        unreachable!("redis_spec is a Redis family")
+    };
+    config.persistence = rdb();
+    let crash = Fault::Crash {
+        node: REDIS,
+        restart_after: Some(ms(100)),
+    };
+    let (w, _) = world(&spec, 1, 3_500, &[], vec![at(3_000, crash)]);
+    assert!(server(&w, 0).peek(LOCK_KEY).is_some());
+}
+
+#[test]
+fn a_restart_delay_keeps_the_server_silent_until_it_passes() {
+    let mut spec = redis_spec();
+    let Family::Redis { server: config, .. } = &mut spec.family else {
+        unreachable!("redis_spec is a Redis family")
+    };
+    config.restart_delay = ms(3_000);
+    let crash = Fault::Crash {
+        node: REDIS,
+        restart_after: Some(ms(100)),
+    };
+    let (w, _) = world(&spec, 1, 8_000, &[], vec![at(1_000, crash)]);
+    let replies: Vec<Time> = w
+        .trace()
+        .expect("traced")
+        .iter()
+        .filter(|e| e.kind == TraceKind::Deliver && e.text.starts_with("redis -> "))
+        .map(|e| e.time)
+        .collect();
+    let between = |lo: u64, hi: u64| {
+        replies
+            .iter()
+            .filter(|&&t| Time::from_millis(lo) < t && t < Time::from_millis(hi))
+            .count()
+    };
+    assert!(between(0, 1_000) > 0, "it answers before the crash");
+    assert_eq!(
+        between(1_000, 4_100),
+        0,
+        "silent while down and for 3 s after"
+    );
+    assert!(between(4_110, 8_000) > 0, "it answers again");
+}
