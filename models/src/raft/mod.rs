@@ -23,10 +23,12 @@
 //! transfer, flow control beyond a cap on entries per message (no in-flight limit), and
 //! asynchronous storage writes.
 //!
-//! Start reading at [`Raft::tick`] and [`Raft::step`].
+//! Start reading at [`Raft::tick`] and [`Raft::step`]; [`safety`] holds the checker of Raft's
+//! safety properties (paper §5.4, Figure 3) over what a host records.
 
 mod core;
 mod progress;
+pub mod safety;
 #[cfg(test)]
 mod tests;
 

@@ -1,5 +1,6 @@
 //! Integration tests of the models: one binary, one module per family.
 
+mod raft_safety;
 mod redis;
 mod redlock;
 mod support;
