@@ -1,11 +1,11 @@
 //! Raft in the world: random fault schedules over 3 and 5 nodes judged by the safety
 //! checker, liveness once the faults stop, failover time after a leader crash, determinism.
 
-use lockstep_models::raft::safety::{RaftEvent, Summary};
-use lockstep_models::raft::{EntryData, Role};
+use lockstep_models::raft::safety::{Property, RaftEvent, Summary};
+use lockstep_models::raft::{EntryData, RaftConfig, ReadOnlyOption, Role};
 use lockstep_sim::{
-    Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, ScheduledFault, Time, When, World,
-    WorldConfig,
+    Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, PartitionMode, ScheduledFault, Shape,
+    Time, When, World, WorldConfig,
 };
 
 use crate::raft_host::*;
@@ -252,15 +252,11 @@ fn without_faults_one_leader_serves_the_whole_run() {
     }
 }
 
-#[test]
-fn the_checker_catches_a_stale_lease_read_from_a_leader_with_a_slow_clock() {
-    // LeaseBased reads trust CheckQuorum's step-down, which counts ticks of the leader's own
-    // clock. The leader's clock runs 25 % slow and it is cut off: the others elect a new
-    // leader and commit while the old one still answers lease reads. ReadIndex would have
-    // waited for a quorum that no longer answers.
-    let lease = |cfg: &mut lockstep_models::raft::RaftConfig| {
-        cfg.read_only = lockstep_models::raft::ReadOnlyOption::LeaseBased
-    };
+/// Runs of 3 nodes with leader-lease reads in which, at 5 s, the leader's clocks take
+/// `drift_ppm` and it is cut off for 5 s; how many of 20 seeds the checker finds a stale
+/// read in (and nothing else).
+fn stale_lease_reads(drift_ppm: i64) -> usize {
+    let lease = |cfg: &mut RaftConfig| cfg.read_only = ReadOnlyOption::LeaseBased;
     let mut stale = 0;
     for seed in 0..20 {
         let nodes = (0..3).map(|i| NodeConfig::named(format!("n{i}"))).collect();
@@ -276,11 +272,11 @@ fn the_checker_catches_a_stale_lease_read_from_a_leader_with_a_slow_clock() {
         for fault in [
             Fault::ClockDrift {
                 node: leader,
-                drift_ppm: -250_000,
+                drift_ppm,
             },
             Fault::Partition {
-                shape: lockstep_sim::Shape::Isolate { node: leader },
-                mode: lockstep_sim::PartitionMode::Drop,
+                shape: Shape::Isolate { node: leader },
+                mode: PartitionMode::Drop,
                 duration: Some(Dur::from_secs(5)),
             },
         ] {
@@ -293,12 +289,35 @@ fn the_checker_catches_a_stale_lease_read_from_a_leader_with_a_slow_clock() {
         if let Err(v) = check(&world) {
             assert!(
                 v.iter()
-                    .all(|v| v.property
-                        == lockstep_models::raft::safety::Property::ReadLinearizability),
+                    .all(|v| v.property == Property::ReadLinearizability),
                 "seed {seed}: {v:?}"
             );
             stale += 1;
         }
     }
-    assert!(stale >= 10, "stale lease reads in {stale} of 20 runs");
+    stale
+}
+
+#[test]
+fn lease_reads_of_a_cut_off_leader_are_stale_even_with_perfect_clocks() {
+    // LeaseBased reads trust CheckQuorum to have stepped a leader down before anyone else
+    // can be elected. It does not: the leader checks every election timeout whether a quorum
+    // answered since the previous check, so a leader cut off just after a check that answers
+    // reached leads on for up to two election timeouts, while its followers leave their
+    // lease one election timeout after its last heartbeat and elect a new leader within
+    // [1, 2) election timeouts. In the overlap the old leader answers reads at once from its
+    // old commit index. ReadIndex would have waited for a quorum that no longer answers.
+    let stale = stale_lease_reads(0);
+    assert!(stale >= 5, "stale lease reads in {stale} of 20 runs");
+}
+
+#[test]
+fn lease_reads_of_a_cut_off_leader_with_a_slow_clock_are_stale_more_often() {
+    // A leader whose clock runs 25 % slow counts its election timeouts late, widening the
+    // overlap (the clock-drift bound lease reads rely on, thesis §6.4.1).
+    let (perfect, slow) = (stale_lease_reads(0), stale_lease_reads(-250_000));
+    assert!(
+        slow > perfect && slow >= 15,
+        "{slow} slow vs {perfect} perfect of 20"
+    );
 }
