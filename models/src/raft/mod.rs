@@ -7,8 +7,9 @@
 //! etcd model is built on top of it (docs/semantics.md §3).
 //!
 //! No crate's Raft is used: they draw their randomness outside the run's seed. Here every
-//! random choice (the randomized election timeout) comes from the [`Rng`] the host passes in,
-//! which is the node's own stream, and nothing iterates a hash map.
+//! random choice (the randomized election timeout) comes from the
+//! [`Rng`](lockstep_sim::Rng) the host passes in, which is the node's own stream, and nothing
+//! iterates a hash map.
 //!
 //! [`Raft`] is a plain state machine. The host drives it with [`Raft::tick`] (every 100 ms of
 //! the node's MONO clock in etcd), [`Raft::step`] (a message arrived), [`Raft::propose`] and
