@@ -8,12 +8,14 @@
 //!
 //! Start reading at [`node`] (the process type), then [`workload`] (the client loop every
 //! family shares), [`lock`] (the lock-client interface), [`redis`] (the first family) and
-//! [`redlock`] (one lock over several Redis instances).
+//! [`redlock`] (one lock over several Redis instances). [`raft`] is the consensus core the
+//! etcd family builds on, with the checker of its safety properties.
 #![deny(missing_docs)]
 
 pub mod etcd;
 pub mod lock;
 pub mod node;
+pub mod raft;
 pub mod redis;
 pub mod redlock;
 pub mod storage;

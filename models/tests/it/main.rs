@@ -1,5 +1,8 @@
 //! Integration tests of the models: one binary, one module per family.
 
+mod raft;
+mod raft_host;
+mod raft_safety;
 mod redis;
 mod redis_ha;
 mod redlock;
