@@ -23,6 +23,6 @@ pub mod system;
 pub mod workload;
 
 pub use lock::{Lock, LockSignal};
-pub use node::{EtcdTimer, LockTimer, Msg, Node, Timer, WorkTimer};
+pub use node::{EtcdServerTimer, EtcdTimer, LockTimer, Msg, Node, Timer, WorkTimer};
 pub use storage::{Storage, StorageMode};
 pub use workload::{Client, WorkloadConfig};

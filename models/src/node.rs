@@ -5,6 +5,8 @@ use lockstep_check::Event;
 use lockstep_sim::{Ctx, NodeId, Process, TimerId};
 
 use crate::etcd::proto::{Reply as EtcdReply, Request as EtcdRequest};
+use crate::etcd::server::{EtcdServer, Proposal};
+use crate::raft::RaftMsg;
 use crate::redis::{
     Command, RedisServer, ReplMsg, Reply, Sentinel, SentinelMsg, SentinelTimer, ServerTimer,
 };
@@ -46,6 +48,8 @@ pub enum Msg {
         /// The reply.
         reply: EtcdReply,
     },
+    /// A raft message between etcd members.
+    Raft(RaftMsg<Proposal>),
     /// A message of a Redis replication link.
     Repl(ReplMsg),
     /// A message to, from or between Redis sentinels.
@@ -85,6 +89,11 @@ pub enum EtcdTimer {
     DeadlinePoll,
     /// Unary request `req` got no answer.
     Timeout {
+        /// The request.
+        req: u64,
+    },
+    /// Retry request `req`, which found no leader.
+    Backoff {
         /// The request.
         req: u64,
     },
@@ -139,6 +148,19 @@ pub enum Timer {
     Redis(ServerTimer),
     /// A Redis sentinel's timer.
     Sentinel(SentinelTimer),
+    /// An etcd member's timer.
+    EtcdServer(EtcdServerTimer),
+}
+
+/// Timers of an etcd member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EtcdServerTimer {
+    /// The raft tick (every `TickMs`).
+    RaftTick,
+    /// The lessor's run loop (every 500 ms).
+    LessorTick,
+    /// The lease checkpoint loop.
+    Checkpoint,
 }
 
 /// A node of a lockstep world.
@@ -155,6 +177,8 @@ pub enum Node {
     Storage(Storage),
     /// A Redis sentinel.
     Sentinel(Sentinel),
+    /// An etcd member.
+    Etcd(EtcdServer),
 }
 
 impl Process for Node {
@@ -167,6 +191,7 @@ impl Process for Node {
             Node::Client(c) => c.on_start(ctx),
             Node::Redis(s) => s.on_start(ctx),
             Node::Sentinel(s) => s.on_start(ctx),
+            Node::Etcd(s) => s.on_start(ctx),
             Node::Storage(_) => {}
         }
     }
@@ -177,6 +202,9 @@ impl Process for Node {
             (Node::Redis(s), Msg::Repl(m)) => s.on_repl(ctx, from, m),
             (Node::Redis(s), Msg::Sentinel(m)) => s.on_sentinel(ctx, from, m),
             (Node::Sentinel(s), Msg::Sentinel(m)) => s.on_message(ctx, from, m),
+            (Node::Etcd(s), msg @ (Msg::Raft(_) | Msg::Etcd { .. })) => {
+                s.on_message(ctx, from, msg);
+            }
             (Node::Storage(s), Msg::Storage(req)) => s.on_request(ctx, from, req),
             (
                 Node::Client(c),
@@ -196,6 +224,7 @@ impl Process for Node {
             (Node::Client(c), timer @ (Timer::Lock(_) | Timer::Work(_))) => c.on_timer(ctx, timer),
             (Node::Redis(s), Timer::Redis(t)) => s.on_timer(ctx, t),
             (Node::Sentinel(s), Timer::Sentinel(t)) => s.on_timer(ctx, t),
+            (Node::Etcd(s), Timer::EtcdServer(t)) => s.on_timer(ctx, t),
             (node, timer) => panic!(
                 "{} cannot handle timer {timer:?} (node {node:?})",
                 ctx.name()
@@ -208,6 +237,7 @@ impl Process for Node {
             Node::Redis(s) => s.on_crash(),
             Node::Client(c) => c.on_crash(),
             Node::Sentinel(s) => s.on_crash(),
+            Node::Etcd(s) => s.on_crash(),
             // Storage is a database whose state is durable.
             Node::Storage(_) => {}
         }
@@ -218,6 +248,7 @@ impl Process for Node {
             Node::Client(c) => c.on_start(ctx),
             Node::Redis(s) => s.on_restart(ctx),
             Node::Sentinel(s) => s.on_start(ctx),
+            Node::Etcd(s) => s.on_restart(ctx),
             Node::Storage(_) => {}
         }
     }

@@ -8,6 +8,8 @@
 use lockstep_check::{Event, Fault as HistFault, FaultKind, History, NodeId as HistNode};
 use lockstep_sim::{AppliedFault, Fault, NodeId, Outcome, World};
 
+use crate::etcd::client::{EtcdLock, EtcdLockConfig};
+use crate::etcd::server::{EtcdServer, EtcdServerConfig};
 use crate::lock::Lock;
 use crate::node::Node;
 use crate::redis::{
@@ -41,6 +43,16 @@ pub enum Family {
         instances: u32,
         /// Every client's settings (`servers` is overwritten with the instances).
         client: RedlockConfig,
+    },
+    /// etcd: a raft cluster of members named `etcd-1`, `etcd-2`, ... and clients running the
+    /// concurrency package's session and Mutex (or Election).
+    Etcd {
+        /// The cluster's settings (`members` is overwritten with the member ids).
+        server: EtcdServerConfig,
+        /// How many members.
+        members: u32,
+        /// Every client's settings (`servers` is overwritten with the members).
+        client: EtcdLockConfig,
     },
 }
 
@@ -125,6 +137,28 @@ pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
             };
             Lock::Redlock(RedlockClient::new(client))
         }
+        Family::Etcd {
+            server,
+            members,
+            client,
+        } => {
+            let ids: Vec<NodeId> = (0..*members).map(NodeId).collect();
+            let config = EtcdServerConfig {
+                members: ids.clone(),
+                ..server.clone()
+            };
+            for (i, &id) in ids.iter().enumerate() {
+                nodes.push((
+                    format!("etcd-{}", i + 1),
+                    Node::Etcd(EtcdServer::new(config.clone(), id)),
+                ));
+            }
+            let client = EtcdLockConfig {
+                servers: ids,
+                ..client.clone()
+            };
+            Lock::Etcd(EtcdLock::new(client))
+        }
     };
     let storage = NodeId(nodes.len() as u32);
     nodes.push((
@@ -158,6 +192,7 @@ pub fn server_count(family: &Family) -> usize {
     match family {
         Family::Redis { replicas, .. } => *replicas as usize + 1,
         Family::Redlock { instances, .. } => *instances as usize,
+        Family::Etcd { members, .. } => *members as usize,
     }
 }
 
@@ -165,7 +200,7 @@ pub fn server_count(family: &Family) -> usize {
 pub fn sentinel_count(family: &Family) -> usize {
     match family {
         Family::Redis { sentinel, .. } => sentinel.as_ref().map_or(0, |(n, _)| *n as usize),
-        Family::Redlock { .. } => 0,
+        Family::Redlock { .. } | Family::Etcd { .. } => 0,
     }
 }
 
@@ -173,10 +208,12 @@ pub fn sentinel_count(family: &Family) -> usize {
 /// checker's token-order check applies). Redis `INCR` tokens increase on one instance with
 /// no failover, but the promise is not the lock's: the counter sits outside the lock
 /// primitive (docs/semantics.md §1.6), so it is not claimed. Redlock's random values are
-/// not ordered at all (failure catalogue K7).
+/// not ordered at all (failure catalogue K7). etcd's token, the lock key's create revision,
+/// is the lock's own and increases with every grant (docs/semantics.md §3.5).
 pub fn tokens_monotonic(family: &Family) -> bool {
     match family {
         Family::Redis { .. } | Family::Redlock { .. } => false,
+        Family::Etcd { .. } => true,
     }
 }
 
@@ -185,6 +222,7 @@ pub fn has_tokens(family: &Family) -> bool {
     match family {
         Family::Redis { client, .. } => client.fencing,
         Family::Redlock { client, .. } => client.value_as_token,
+        Family::Etcd { client, .. } => client.fencing,
     }
 }
 

@@ -2,6 +2,9 @@
 //! resolved, every problem collected with its key path.
 
 use lockstep_check::{Options, Property, Validity};
+use lockstep_models::etcd::client::{EtcdLockConfig, Recipe};
+use lockstep_models::etcd::server::EtcdServerConfig;
+use lockstep_models::raft::ReadOnlyOption;
 use lockstep_models::redis::persistence::DEFAULT_SAVE_POINTS;
 use lockstep_models::redis::sentinel::{DEFAULT_DOWN_AFTER, DEFAULT_FAILOVER_TIMEOUT};
 use lockstep_models::redis::{
@@ -322,6 +325,34 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         replica_of: None,
         replication_lag: replication_lag(r, m),
     };
+    if m.kind != ModelKind::Etcd {
+        let kind = if m.kind == ModelKind::Redis {
+            "redis"
+        } else {
+            "redlock"
+        };
+        for (key, given) in [
+            ("model.members", m.members.is_some()),
+            ("model.recipe", m.recipe.is_some()),
+            ("model.recheck_after_wait", m.recheck_after_wait.is_some()),
+            ("model.reads", m.reads.is_some()),
+            ("model.checkpoint_ms", m.checkpoint_ms.is_some()),
+            ("model.tick_ms", m.tick_ms.is_some()),
+            ("model.election_ms", m.election_ms.is_some()),
+            (
+                "model.stop_on_session_done",
+                m.stop_on_session_done.is_some(),
+            ),
+        ] {
+            r.only_for(kind, key, given, "etcd");
+        }
+        if m.fencing == FencingKind::Revision {
+            r.problems.push(
+                "model.fencing",
+                "\"revision\" is etcd's token (the lock key's create revision)",
+            );
+        }
+    }
     let family = match m.kind {
         ModelKind::Redis => {
             r.only_for("redis", "model.instances", m.instances.is_some(), "redlock");
@@ -337,6 +368,12 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
                 r.problems.push(
                     "model.fencing",
                     "\"value\" is Redlock's random value; a single Redis instance takes \"incr\"",
+                );
+            }
+            if m.expiry_clock == ClockName::Mono && m.replicas > 0 {
+                r.problems.push(
+                    "model.expiry_clock",
+                    "\"mono\" cannot replicate: a deadline on one server's monotonic clock means nothing on another's (Redis propagates absolute wall-clock deadlines)",
                 );
             }
             Family::Redis {
@@ -367,6 +404,7 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
                 },
             }
         }
+        ModelKind::Etcd => etcd(r, m, ttl),
         ModelKind::Redlock => {
             r.only_for("redlock", "model.release", m.release.is_some(), "redis");
             r.only_for("redlock", "model.replicas", m.replicas != 0, "redis");
@@ -467,7 +505,10 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
     };
     match (storage, m.fencing) {
         (StorageMode::Unfenced, _)
-        | (StorageMode::FencedWrites | StorageMode::FencedAll, FencingKind::Incr)
+        | (
+            StorageMode::FencedWrites | StorageMode::FencedAll,
+            FencingKind::Incr | FencingKind::Revision,
+        )
         | (StorageMode::CasToken, FencingKind::Value) => {}
         (StorageMode::FencedWrites | StorageMode::FencedAll, FencingKind::Value) => {
             r.problems.push(
@@ -481,7 +522,7 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         ),
         (_, _) => r.problems.push(
             "storage.mode",
-            "fenced storage needs fencing tokens, and this model sends none (set model.fencing = \"incr\")",
+            "fenced storage needs fencing tokens, and this model sends none (set model.fencing = \"incr\", or \"revision\" for etcd)",
         ),
     }
     SystemSpec {
@@ -983,5 +1024,92 @@ fn clock_kind(c: ClockName) -> ClockKind {
     match c {
         ClockName::Wall => ClockKind::Wall,
         ClockName::Mono => ClockKind::Mono,
+    }
+}
+
+/// The etcd family: a raft cluster and session/Mutex clients (docs/scenarios.md).
+fn etcd(r: &mut Resolver, m: &ModelSection, ttl: Dur) -> Family {
+    for (key, given, other) in [
+        ("model.release", m.release.is_some(), "redis"),
+        ("model.instances", m.instances.is_some(), "redlock"),
+        ("model.flavour", m.flavour.is_some(), "redlock"),
+        ("model.clock", m.clock.is_some(), "redlock"),
+        ("model.elapsed_check", m.elapsed_check.is_some(), "redlock"),
+        (
+            "model.retry_delay_ms",
+            m.retry_delay_ms.is_some(),
+            "redis\" or \"redlock",
+        ),
+        (
+            "model.acquire_tries",
+            m.acquire_tries.is_some(),
+            "redis\" or \"redlock",
+        ),
+        ("model.replicas", m.replicas != 0, "redis"),
+        ("model.sentinels", m.sentinels.is_some(), "redis"),
+        ("model.wait_replicas", m.wait_replicas != 0, "redis"),
+        (
+            "model.persistence",
+            m.persistence != PersistenceName::None,
+            "redis\" or \"redlock",
+        ),
+        ("model.renew", m.renew, "redis\" or \"redlock"),
+    ] {
+        r.only_for("etcd", key, given, other);
+    }
+    match m.fencing {
+        FencingKind::None | FencingKind::Revision => {}
+        FencingKind::Incr | FencingKind::Value => r.problems.push(
+            "model.fencing",
+            "etcd's fencing token is the lock key's create revision: \"revision\"",
+        ),
+    }
+    let members = m.members.unwrap_or(3);
+    if !(1..=9).contains(&members) {
+        r.problems.push(
+            "model.members",
+            format!("must be between 1 and 9, not {members}"),
+        );
+    }
+    let tick = r.positive_ms("model.tick_ms", m.tick_ms.unwrap_or(100.0));
+    let election = r.positive_ms("model.election_ms", m.election_ms.unwrap_or(1_000.0));
+    let mut election_ticks = 10;
+    if tick != Dur::ZERO && election != Dur::ZERO {
+        let ticks = election.as_nanos() / tick.as_nanos();
+        if ticks < 2 || election.as_nanos() % tick.as_nanos() != 0 {
+            r.problems.push(
+                "model.election_ms",
+                format!("must be a whole number of ticks ({tick}), at least two, not {election}"),
+            );
+        } else {
+            election_ticks = u32::try_from(ticks).unwrap_or(u32::MAX);
+        }
+    }
+    let mut server = EtcdServerConfig::new(Vec::new());
+    server.tick = tick;
+    server.election_ticks = election_ticks;
+    server.read_only = match m.reads.unwrap_or_default() {
+        ReadsName::ReadIndex => ReadOnlyOption::Safe,
+        ReadsName::Lease => ReadOnlyOption::LeaseBased,
+    };
+    server.checkpoint = m
+        .checkpoint_ms
+        .map(|v| r.positive_ms("model.checkpoint_ms", v));
+    let mut client = EtcdLockConfig::new(Vec::new());
+    client.ttl = ttl;
+    client.recipe = match m.recipe.unwrap_or_default() {
+        RecipeName::Mutex => Recipe::Mutex,
+        RecipeName::Election => Recipe::Election,
+    };
+    client.recheck_after_wait = m.recheck_after_wait.unwrap_or(true);
+    if let Some(t) = m.request_timeout_ms {
+        client.request_timeout = r.positive_ms("model.request_timeout_ms", t);
+    }
+    client.fencing = m.fencing == FencingKind::Revision;
+    client.stop_on_done = m.stop_on_session_done.unwrap_or(true);
+    Family::Etcd {
+        server,
+        members: members.clamp(1, 9),
+        client,
     }
 }

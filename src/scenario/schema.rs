@@ -90,6 +90,30 @@ pub(crate) struct ModelSection {
     #[serde(default)]
     pub(crate) wait_replicas: u32,
     pub(crate) wait_timeout_ms: Option<f64>,
+    pub(crate) members: Option<u32>,
+    pub(crate) recipe: Option<RecipeName>,
+    pub(crate) recheck_after_wait: Option<bool>,
+    pub(crate) reads: Option<ReadsName>,
+    pub(crate) checkpoint_ms: Option<f64>,
+    pub(crate) tick_ms: Option<f64>,
+    pub(crate) election_ms: Option<f64>,
+    pub(crate) stop_on_session_done: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RecipeName {
+    #[default]
+    Mutex,
+    Election,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ReadsName {
+    #[default]
+    ReadIndex,
+    Lease,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -119,6 +143,7 @@ fn default_drift_factor() -> f64 {
 pub(crate) enum ModelKind {
     Redis,
     Redlock,
+    Etcd,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -144,6 +169,7 @@ pub(crate) enum FencingKind {
     None,
     Incr,
     Value,
+    Revision,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]

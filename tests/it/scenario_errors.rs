@@ -315,3 +315,60 @@ crash = { node = "sentinel-4" }
         lines[0]
     );
 }
+
+#[test]
+fn the_etcd_keys_are_checked_with_their_paths() {
+    let etcd = GOOD.replace("kind = \"redis\"", "kind = \"etcd\"");
+    let lines = errors_of(
+        "etcd-keys",
+        &etcd.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\nmembers = 12\nelection_ms = 250\ntick_ms = 100\nfencing = \"incr\"\nflavour = \"redsync\"\nrenew = true",
+        ),
+    );
+    for expected in [
+        "model.members: must be between 1 and 9, not 12",
+        "model.election_ms: must be a whole number of ticks (100ms), at least two, not 250ms",
+        "model.fencing: etcd's fencing token is the lock key's create revision",
+        "model.flavour: applies to kind = \"redlock\" only, not to \"etcd\"",
+        "model.renew: applies to kind = \"redis\" or \"redlock\" only, not to \"etcd\"",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
+    let lines = errors_of(
+        "etcd-keys-on-redis",
+        &GOOD.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\nmembers = 3\nfencing = \"revision\"",
+        ),
+    );
+    let text = lines.join("\n");
+    assert!(
+        text.contains("model.members: applies to kind = \"etcd\" only, not to \"redis\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("model.fencing: \"revision\" is etcd's token"),
+        "{text}"
+    );
+}
+
+#[test]
+fn mono_expiry_cannot_replicate() {
+    let lines = errors_of(
+        "mono-replicas",
+        &GOOD.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\nexpiry_clock = \"mono\"\nreplicas = 1\nsentinels = 0",
+        ),
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("model.expiry_clock: \"mono\" cannot replicate")),
+        "{lines:#?}"
+    );
+}

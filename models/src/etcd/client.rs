@@ -42,6 +42,9 @@ pub const DEFAULT_SESSION_TTL: Dur = Dur::from_secs(60);
 pub const FIRST_KEEPALIVE_TIMEOUT: Dur = Dur::from_secs(5);
 /// How often a waiter looks at its predecessor again while watching it.
 pub const WATCH_RECHECK: Dur = Dur::from_secs(5);
+/// clientv3's pause before retrying a request that failed for want of a leader
+/// (`defaultBackoffWaitBetween`, with ±10 % jitter).
+pub const RETRY_BACKOFF: Dur = Dur::from_millis(25);
 
 /// The recipe a client runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,6 +71,11 @@ pub struct EtcdLockConfig {
     pub request_timeout: Dur,
     /// The first keepalive deadline.
     pub first_keepalive_timeout: Dur,
+    /// Hand the lock key's create revision to the workload as its fencing token.
+    pub fencing: bool,
+    /// The application stops its critical section when `Session.Done()` closes. Off is an
+    /// application that never looks at the channel (etcd-io/etcd#10811: "A still writes").
+    pub stop_on_done: bool,
 }
 
 impl EtcdLockConfig {
@@ -80,6 +88,8 @@ impl EtcdLockConfig {
             recheck_after_wait: true,
             request_timeout: Dur::from_secs(5),
             first_keepalive_timeout: FIRST_KEEPALIVE_TIMEOUT,
+            fencing: false,
+            stop_on_done: true,
         }
     }
 
@@ -341,6 +351,7 @@ impl EtcdLock {
                             key: kv.key,
                             my_rev,
                         };
+                        ctx.mark("lock-waiting");
                         None
                     }
                     None => self.done_waiting(ctx, my_rev),
@@ -446,6 +457,12 @@ impl EtcdLock {
                 }
                 None
             }
+            EtcdTimer::Backoff { req } => {
+                if self.awaits(req) {
+                    return self.retry(ctx);
+                }
+                None
+            }
             EtcdTimer::WatchCheck { req } => {
                 if let Phase::Watching { req: w, my_rev, .. } = self.phase.clone() {
                     if w == req {
@@ -485,11 +502,11 @@ impl EtcdLock {
         self.session = SessionState::Granting { req };
     }
 
-    /// The session's `Done()` closed: a holder has lost the lock.
+    /// The session's `Done()` closed: a holder has lost the lock, if it listens.
     fn close_session(&mut self) -> Option<LockSignal> {
         self.session = SessionState::Done;
         match self.phase {
-            Phase::Held { .. } => {
+            Phase::Held { .. } if self.config.stop_on_done => {
                 self.phase = Phase::Idle;
                 Some(LockSignal::Lost)
             }
@@ -564,7 +581,7 @@ impl EtcdLock {
     fn hold(&mut self, my_rev: Rev) -> LockSignal {
         self.phase = Phase::Held { my_rev };
         LockSignal::Granted {
-            token: Some(my_rev),
+            token: self.config.fencing.then_some(my_rev),
         }
     }
 
@@ -626,7 +643,36 @@ impl EtcdLock {
             ) => *req == id,
             _ => false,
         };
-        if waiting { self.retry(ctx) } else { None }
+        if !waiting {
+            return None;
+        }
+        if leader.is_none() {
+            // No leader anywhere yet: back off before the next endpoint.
+            let jitter = ctx.rng().below(RETRY_BACKOFF.as_nanos() / 5);
+            let wait = RETRY_BACKOFF - RETRY_BACKOFF / 10 + Dur::from_nanos(jitter);
+            ctx.set_timer(
+                ClockKind::Mono,
+                wait,
+                Timer::Lock(LockTimer::Etcd(EtcdTimer::Backoff { req: id })),
+            );
+            return None;
+        }
+        self.retry(ctx)
+    }
+
+    /// True while request `id` is the one the client waits for.
+    fn awaits(&self, id: u64) -> bool {
+        match (&self.session, &self.phase) {
+            (SessionState::Granting { req }, _) if *req == id => true,
+            (
+                _,
+                Phase::Trying { req }
+                | Phase::Finding { req, .. }
+                | Phase::Rechecking { req, .. }
+                | Phase::Unlocking { req },
+            ) => *req == id,
+            _ => false,
+        }
     }
 
     fn next_endpoint(&mut self) {

@@ -6,3 +6,4 @@ pub mod client;
 pub mod lease;
 pub mod mvcc;
 pub mod proto;
+pub mod server;

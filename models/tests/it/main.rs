@@ -1,5 +1,6 @@
 //! Integration tests of the models: one binary, one module per family.
 
+mod etcd;
 mod raft;
 mod raft_host;
 mod raft_safety;

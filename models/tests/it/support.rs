@@ -98,6 +98,7 @@ pub(crate) fn lock_config(spec: &mut SystemSpec) -> &mut RedisLockConfig {
 pub(crate) fn server_config(spec: &mut SystemSpec) -> &mut RedisServerConfig {
     match &mut spec.family {
         Family::Redis { server, .. } | Family::Redlock { server, .. } => server,
+        other => panic!("not a Redis family: {other:?}"),
     }
 }
 

@@ -1,0 +1,618 @@
+//! An etcd member: a Raft node whose state machine is the key space and the lessor
+//! (docs/semantics.md §3.1, §3.2).
+//!
+//! - Writes (`LeaseGrant`, `LeaseRevoke`, `Txn`) are raft proposals; the member that proposed
+//!   one answers its client once the entry is applied. A member that is not the leader answers
+//!   `NotLeader` with the leader it knows (etcd forwards internally; the extra hop is the same).
+//! - Keepalives are not raft entries: the leader's primary lessor moves the lease's expiry on
+//!   its own MONO clock. A keepalive for an expired, not yet revoked lease waits; the model
+//!   does not answer it, and the client's next keepalive after the revoke learns TTL 0.
+//! - The lessor's run loop ticks every 500 ms on the leader, collects up to 500 expired leases
+//!   and proposes their revokes, retrying one not revoked after 7 s
+//!   (`ExpiredLeasesRetryInterval`).
+//! - When a member's first entry of its own term is applied as leader, its lessor is promoted
+//!   with the election timeout as extension: every lease lives its checkpointed remaining TTL,
+//!   or its full TTL, plus one election timeout. Stepping down demotes it.
+//! - Linearizable reads use ReadIndex, or the leader's lease (`ReadOnlyLeaseBased`) when so
+//!   configured. Watches stream the member's own applied events.
+//! - A crash keeps raft's durable state (term, vote, log); the key space and the lessor are
+//!   rebuilt by applying the log again as it commits.
+
+use std::collections::BTreeMap;
+
+use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
+
+use super::lease::{Lessor, RenewError};
+use super::mvcc::{EventKind, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
+use super::proto::{Reply, Request};
+use crate::node::{EtcdServerTimer, Msg, Node, Timer};
+use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
+
+/// The lessor run loop's period (`lessor.go`).
+pub const LESSOR_TICK: Dur = Dur::from_millis(500);
+/// Leases revoked per lessor tick at most (`leaseRevokeRate / 2`).
+pub const REVOKES_PER_TICK: usize = 500;
+/// How long a proposed revoke may take before it is proposed again.
+pub const REVOKE_RETRY: Dur = Dur::from_secs(7);
+
+/// How an etcd cluster is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdServerConfig {
+    /// Every member, in id order.
+    pub members: Vec<NodeId>,
+    /// The raft tick (`TickMs`, 100 ms).
+    pub tick: Dur,
+    /// Election timeout in ticks (`ElectionMs / TickMs`, 10).
+    pub election_ticks: u32,
+    /// Heartbeat interval in ticks (1).
+    pub heartbeat_ticks: u32,
+    /// ReadIndex (`Safe`, the default) or the leader's lease.
+    pub read_only: ReadOnlyOption,
+    /// Checkpoint remaining TTLs (`LeaseCheckpoint`, off by default), every this often.
+    pub checkpoint: Option<Dur>,
+}
+
+impl EtcdServerConfig {
+    /// etcd's defaults for `members`.
+    pub fn new(members: Vec<NodeId>) -> EtcdServerConfig {
+        EtcdServerConfig {
+            members,
+            tick: Dur::from_millis(100),
+            election_ticks: 10,
+            heartbeat_ticks: 1,
+            read_only: ReadOnlyOption::Safe,
+            checkpoint: None,
+        }
+    }
+
+    /// The election timeout as a duration.
+    pub fn election_timeout(&self) -> Dur {
+        self.tick * u64::from(self.election_ticks)
+    }
+}
+
+/// A raft entry's command, with where to answer once it is applied.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Proposal {
+    /// The member that proposed it; only it answers.
+    pub member: NodeId,
+    /// The client to answer.
+    pub client: NodeId,
+    /// The client's request id.
+    pub req: u64,
+    /// What to apply.
+    pub cmd: Command,
+}
+
+/// What the state machine applies.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// Grant lease `id`.
+    LeaseGrant {
+        /// The id, drawn by the proposing member.
+        id: LeaseId,
+        /// The TTL asked for.
+        ttl: Dur,
+    },
+    /// Revoke a lease and delete its keys in one revision.
+    LeaseRevoke {
+        /// The lease.
+        id: LeaseId,
+    },
+    /// Record a lease's remaining TTL.
+    LeaseCheckpoint {
+        /// The lease.
+        id: LeaseId,
+        /// Its remaining TTL on the leader.
+        remaining: Dur,
+    },
+    /// A transaction.
+    Txn(Txn),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Watcher {
+    client: NodeId,
+    req: u64,
+    key: String,
+    /// The next revision to deliver.
+    next: Rev,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PendingRead {
+    client: NodeId,
+    req: u64,
+    range: Range,
+    /// Known once raft has confirmed it.
+    index: Option<u64>,
+}
+
+/// One etcd member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdServer {
+    config: EtcdServerConfig,
+    me: NodeId,
+    /// Only its durable part survives a crash; the restart builds a new node from it.
+    raft: Raft<Proposal>,
+    store: Store,
+    lessor: Lessor,
+    applied: u64,
+    watchers: Vec<Watcher>,
+    reads: BTreeMap<u64, PendingRead>,
+    next_read: u64,
+    /// Revokes proposed, and when to propose them again.
+    revoking: BTreeMap<LeaseId, LocalTime>,
+    /// The entry index of this member's own term start, once applied as leader.
+    promoted_term: Option<u64>,
+}
+
+impl EtcdServer {
+    /// A fresh member. Its raft node is built when the run starts, from the member's own
+    /// random stream; until then it holds an unstarted one.
+    pub fn new(config: EtcdServerConfig, me: NodeId) -> EtcdServer {
+        let unstarted = &mut lockstep_sim::Rng::fork(0, "unstarted");
+        let raft = Raft::new(
+            Self::raft_config(&config, me),
+            Durable::default(),
+            unstarted,
+        );
+        EtcdServer::with_raft(config, me, raft)
+    }
+
+    fn with_raft(config: EtcdServerConfig, me: NodeId, raft: Raft<Proposal>) -> EtcdServer {
+        let min_ttl = Lessor::min_ttl_for(config.election_ticks, config.tick);
+        EtcdServer {
+            config,
+            me,
+            raft,
+            store: Store::new(),
+            lessor: Lessor::new(min_ttl),
+            applied: 0,
+            watchers: Vec::new(),
+            reads: BTreeMap::new(),
+            next_read: 0,
+            revoking: BTreeMap::new(),
+            promoted_term: None,
+        }
+    }
+
+    fn raft_config(config: &EtcdServerConfig, me: NodeId) -> RaftConfig {
+        RaftConfig {
+            election_ticks: config.election_ticks,
+            heartbeat_ticks: config.heartbeat_ticks,
+            read_only: config.read_only,
+            ..RaftConfig::etcd(config.members.clone(), me)
+        }
+    }
+
+    /// The raft node.
+    pub fn raft(&self) -> &Raft<Proposal> {
+        &self.raft
+    }
+
+    /// The key space as this member has applied it.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The lessor.
+    pub fn lessor(&self) -> &Lessor {
+        &self.lessor
+    }
+
+    /// Starts (or restarts) the member from raft's durable state: a fresh raft node, and the
+    /// loops.
+    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let durable = self.raft.durable().clone();
+        self.raft = Raft::new(Self::raft_config(&self.config, self.me), durable, ctx.rng());
+        // Members do not tick in phase: the first tick comes at a random point of the period.
+        let first = Dur::from_nanos(ctx.rng().below(self.config.tick.as_nanos()) + 1);
+        ctx.set_timer(
+            ClockKind::Mono,
+            first,
+            Timer::EtcdServer(EtcdServerTimer::RaftTick),
+        );
+        ctx.set_timer(
+            ClockKind::Mono,
+            LESSOR_TICK,
+            Timer::EtcdServer(EtcdServerTimer::LessorTick),
+        );
+        if let Some(every) = self.config.checkpoint {
+            ctx.set_timer(
+                ClockKind::Mono,
+                every,
+                Timer::EtcdServer(EtcdServerTimer::Checkpoint),
+            );
+        }
+    }
+
+    /// Everything but raft's durable state is lost: the key space, the lessor, watches and
+    /// pending requests. The raft node itself is rebuilt from its durable state at restart.
+    pub(crate) fn on_crash(&mut self) {
+        let raft = self.raft.clone();
+        *self = EtcdServer::with_raft(self.config.clone(), self.me, raft);
+    }
+
+    pub(crate) fn on_restart(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.on_start(ctx);
+    }
+
+    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: EtcdServerTimer) {
+        match timer {
+            EtcdServerTimer::RaftTick => {
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    self.config.tick,
+                    Timer::EtcdServer(EtcdServerTimer::RaftTick),
+                );
+                let mut out = Outbox::default();
+                self.raft.tick(ctx.rng(), &mut out);
+                self.process(ctx, out);
+            }
+            EtcdServerTimer::LessorTick => {
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    LESSOR_TICK,
+                    Timer::EtcdServer(EtcdServerTimer::LessorTick),
+                );
+                self.revoke_expired(ctx);
+            }
+            EtcdServerTimer::Checkpoint => {
+                let every = self.config.checkpoint.expect("checkpointing on");
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    every,
+                    Timer::EtcdServer(EtcdServerTimer::Checkpoint),
+                );
+                self.checkpoint(ctx, every);
+            }
+        }
+    }
+
+    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Raft(m) => {
+                let mut out = Outbox::default();
+                self.raft.step(from, m, ctx.rng(), &mut out);
+                self.process(ctx, out);
+            }
+            Msg::Etcd { id, req } => self.on_request(ctx, from, id, req),
+            other => panic!("etcd member {} got {other:?}", ctx.name()),
+        }
+    }
+
+    fn on_request(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, req: u64, r: Request) {
+        match r {
+            Request::LeaseGrant { ttl } => {
+                let id = ctx.rng().next_u64() >> 1;
+                self.propose(ctx, client, req, Command::LeaseGrant { id, ttl });
+            }
+            Request::LeaseRevoke { lease } => {
+                self.propose(ctx, client, req, Command::LeaseRevoke { id: lease });
+            }
+            Request::Txn(txn) => {
+                let read_only = txn
+                    .success
+                    .iter()
+                    .chain(&txn.failure)
+                    .all(|op| matches!(op, Op::Get(_)));
+                if read_only && txn.compares.is_empty() {
+                    if let [Op::Get(range)] = txn.success.as_slice() {
+                        return self.read(ctx, client, req, range.clone());
+                    }
+                }
+                self.propose(ctx, client, req, Command::Txn(txn));
+            }
+            Request::Get(range) => self.read(ctx, client, req, range),
+            Request::KeepAlive { lease } => {
+                if self.raft.role() != Role::Leader {
+                    let leader = self.raft.leader();
+                    ctx.send(
+                        client,
+                        Msg::EtcdReply {
+                            id: req,
+                            reply: Reply::NotLeader { leader },
+                        },
+                    );
+                    return;
+                }
+                let ttl = match self.lessor.renew(lease, ctx.mono()) {
+                    Ok(ttl) => ttl,
+                    Err(RenewError::NotFound) => Dur::ZERO,
+                    // Not primary yet (the term's first entry is not applied): no answer, as
+                    // etcd's renew waits; expired: it waits for the revoke.
+                    Err(RenewError::NotPrimary | RenewError::Expired) => return,
+                };
+                ctx.send(
+                    client,
+                    Msg::EtcdReply {
+                        id: req,
+                        reply: Reply::KeepAlive { lease, ttl },
+                    },
+                );
+            }
+            Request::Watch { key, from } => {
+                self.watchers.push(Watcher {
+                    client,
+                    req,
+                    key,
+                    next: from,
+                });
+                self.notify(ctx);
+            }
+            Request::CancelWatch { watch } => {
+                self.watchers
+                    .retain(|w| !(w.client == client && w.req == watch));
+            }
+        }
+    }
+
+    fn propose(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, req: u64, cmd: Command) {
+        let mut out = Outbox::default();
+        let p = Proposal {
+            member: self.me,
+            client,
+            req,
+            cmd,
+        };
+        match self.raft.propose(p, &mut out) {
+            Ok(_) => self.process(ctx, out),
+            Err(not) => ctx.send(
+                client,
+                Msg::EtcdReply {
+                    id: req,
+                    reply: Reply::NotLeader { leader: not.leader },
+                },
+            ),
+        }
+    }
+
+    fn read(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, req: u64, range: Range) {
+        self.next_read += 1;
+        let id = self.next_read;
+        let mut out = Outbox::default();
+        match self.raft.read_index(id, &mut out) {
+            Ok(()) => {
+                self.reads.insert(
+                    id,
+                    PendingRead {
+                        client,
+                        req,
+                        range,
+                        index: None,
+                    },
+                );
+                self.process(ctx, out);
+            }
+            Err(not) => ctx.send(
+                client,
+                Msg::EtcdReply {
+                    id: req,
+                    reply: Reply::NotLeader { leader: not.leader },
+                },
+            ),
+        }
+    }
+
+    /// Sends raft's messages, applies what committed, serves confirmed reads, and promotes or
+    /// demotes the lessor on role changes.
+    fn process(&mut self, ctx: &mut Ctx<'_, Node>, out: Outbox<Proposal>) {
+        let Outbox {
+            msgs,
+            committed,
+            reads,
+            role_changes,
+            appended: _,
+        } = out;
+        for (to, m) in msgs {
+            ctx.send(to, Msg::Raft(m));
+        }
+        for (role, _term) in role_changes {
+            if role != Role::Leader {
+                self.lessor.demote();
+                self.promoted_term = None;
+                // Reads waiting on a leadership confirmation will not get one here.
+                self.reads.clear();
+            }
+        }
+        for entry in committed {
+            self.applied = entry.index;
+            match entry.data {
+                EntryData::Empty => {
+                    // The first entry of a leader's term: etcd promotes the lessor once it is
+                    // applied (`server.go`, `applyEntryNormal`).
+                    if self.raft.role() == Role::Leader
+                        && entry.term == self.raft.term()
+                        && self.promoted_term != Some(entry.term)
+                    {
+                        self.promoted_term = Some(entry.term);
+                        self.lessor
+                            .promote(ctx.mono(), self.config.election_timeout());
+                        self.revoking.clear();
+                        ctx.mark("leader-ready");
+                    }
+                }
+                EntryData::Command(p) => self.apply(ctx, p),
+            }
+        }
+        for (id, index) in reads {
+            if let Some(r) = self.reads.get_mut(&id) {
+                r.index = Some(index);
+            }
+        }
+        self.serve_reads(ctx);
+        self.notify(ctx);
+    }
+
+    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+        let now = ctx.mono();
+        // Revokes by the lessor and checkpoints are the member's own: nobody waits for them.
+        let answer = p.member == self.me && p.client != self.me;
+        let reply = match p.cmd {
+            Command::LeaseGrant { id, ttl } => {
+                let ttl = self.lessor.grant(id, ttl, now);
+                Reply::LeaseGranted { lease: id, ttl }
+            }
+            Command::LeaseRevoke { id } => {
+                let keys = self.lessor.revoke(id);
+                self.store.delete_all(&keys);
+                self.revoking.remove(&id);
+                Reply::Revoked
+            }
+            Command::LeaseCheckpoint { id, remaining } => {
+                self.lessor.checkpoint(id, remaining);
+                Reply::Revoked
+            }
+            Command::Txn(txn) => match self.apply_txn(&txn) {
+                Some(r) => Reply::Txn(r),
+                None => Reply::LeaseNotFound,
+            },
+        };
+        if answer {
+            ctx.send(p.client, Msg::EtcdReply { id: p.req, reply });
+        }
+    }
+
+    /// Applies a transaction, keeping leases' key sets in step; `None` when a put names a
+    /// lease that does not exist (etcd fails the whole transaction with "lease not found").
+    fn apply_txn(&mut self, txn: &Txn) -> Option<TxnResult> {
+        // Which branch runs is decided by the store; check its puts' leases first by a dry
+        // evaluation of the guards.
+        let probe = self.store.clone().txn(&Txn {
+            compares: txn.compares.clone(),
+            success: vec![],
+            failure: vec![],
+        });
+        let ops = if probe.succeeded {
+            &txn.success
+        } else {
+            &txn.failure
+        };
+        for op in ops {
+            if let Op::Put {
+                lease: Some(id), ..
+            } = op
+            {
+                self.lessor.get(*id)?;
+            }
+        }
+        for op in ops {
+            match op {
+                Op::Put { key, lease, .. } => {
+                    if let Some(old) = self.store.get(key).and_then(|kv| kv.lease) {
+                        self.lessor.detach(old, key);
+                    }
+                    if let Some(id) = lease {
+                        self.lessor.attach(*id, key);
+                    }
+                }
+                Op::Delete { key } => {
+                    if let Some(old) = self.store.get(key).and_then(|kv| kv.lease) {
+                        self.lessor.detach(old, key);
+                    }
+                }
+                Op::Get(_) => {}
+            }
+        }
+        Some(self.store.txn(txn))
+    }
+
+    fn serve_reads(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let ready: Vec<u64> = self
+            .reads
+            .iter()
+            .filter(|(_, r)| r.index.is_some_and(|i| i <= self.applied))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ready {
+            let r = self.reads.remove(&id).expect("ready read");
+            let result = self.store.clone().txn(&Txn {
+                compares: vec![],
+                success: vec![Op::Get(r.range)],
+                failure: vec![],
+            });
+            ctx.send(
+                r.client,
+                Msg::EtcdReply {
+                    id: r.req,
+                    reply: Reply::Txn(result),
+                },
+            );
+        }
+    }
+
+    /// Streams every applied event a watcher has not seen yet.
+    fn notify(&mut self, ctx: &mut Ctx<'_, Node>) {
+        for w in &mut self.watchers {
+            let events: Vec<(Rev, EventKind)> = self
+                .store
+                .events_since(&w.key, w.next)
+                .map(|e| (e.revision, e.kind))
+                .collect();
+            for (revision, kind) in events {
+                ctx.send(
+                    w.client,
+                    Msg::EtcdReply {
+                        id: w.req,
+                        reply: Reply::WatchEvent {
+                            key: w.key.clone(),
+                            revision,
+                            kind,
+                        },
+                    },
+                );
+                w.next = revision + 1;
+            }
+        }
+    }
+
+    fn revoke_expired(&mut self, ctx: &mut Ctx<'_, Node>) {
+        if self.raft.role() != Role::Leader {
+            return;
+        }
+        let now = ctx.mono();
+        for id in self.lessor.expired(now, REVOKES_PER_TICK) {
+            if self.revoking.get(&id).is_some_and(|&retry| now < retry) {
+                continue;
+            }
+            self.revoking.insert(id, now + REVOKE_RETRY);
+            let me = ctx.id();
+            self.propose(ctx, me, 0, Command::LeaseRevoke { id });
+        }
+    }
+
+    fn checkpoint(&mut self, ctx: &mut Ctx<'_, Node>, every: Dur) {
+        if self.raft.role() != Role::Leader || !self.lessor.is_primary() {
+            return;
+        }
+        let now = ctx.mono();
+        let due: Vec<(LeaseId, Dur)> = self
+            .lessor
+            .ids()
+            .filter_map(|id| self.lessor.remaining(id, now).map(|r| (id, r)))
+            .filter(|&(_, r)| r > every)
+            .collect();
+        let me = ctx.id();
+        for (id, remaining) in due {
+            self.propose(ctx, me, 0, Command::LeaseCheckpoint { id, remaining });
+        }
+    }
+
+    /// The current revision of the member's key space (for reports).
+    pub fn revision(&self) -> Rev {
+        self.store.revision()
+    }
+
+    /// The results of a local, serializable read (for tests).
+    pub fn local_get(&self, range: &Range) -> Vec<OpResult> {
+        self.store
+            .clone()
+            .txn(&Txn {
+                compares: vec![],
+                success: vec![Op::Get(range.clone())],
+                failure: vec![],
+            })
+            .results
+    }
+}

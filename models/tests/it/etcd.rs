@@ -1,0 +1,157 @@
+//! etcd: the lease lock over raft. Baseline safety and liveness, and the failover time and
+//! lease reset on a leader change against the formulas of docs/semantics.md §3.2.
+
+use lockstep_check::{Options, Validity, check};
+use lockstep_models::Node;
+use lockstep_models::etcd::client::EtcdLockConfig;
+use lockstep_models::etcd::server::EtcdServerConfig;
+use lockstep_models::raft::Role;
+use lockstep_models::system::{Family, SystemSpec, build, history};
+use lockstep_sim::{
+    Dur, Fault, LinkConfig, NodeConfig, NodeId, ScheduledFault, Time, When, World, WorldConfig,
+};
+
+use crate::support::*;
+
+const MEMBERS: u32 = 3;
+const CLIENT_1: NodeId = NodeId(4);
+
+/// Three members, two clients with 2 s sessions (Jepsen's TTL), etcd's default timing.
+fn etcd_spec() -> SystemSpec {
+    let mut spec = redis_spec();
+    let mut client = EtcdLockConfig::new(Vec::new());
+    client.ttl = Dur::from_secs(2);
+    spec.family = Family::Etcd {
+        server: EtcdServerConfig::new(Vec::new()),
+        members: MEMBERS,
+        client,
+    };
+    spec
+}
+
+fn world(spec: &SystemSpec, seed: u64, secs: u64, trace: bool) -> World<Node> {
+    let nodes = build(spec);
+    let configs = nodes
+        .iter()
+        .map(|(name, _)| NodeConfig::named(name.clone()))
+        .collect();
+    let mut cfg = WorldConfig::new(seed, Time::from_millis(secs * 1000), configs);
+    cfg.link = LinkConfig {
+        latency: lockstep_sim::Distribution::Uniform {
+            lo: ms(1),
+            hi: ms(5),
+        },
+        ..LinkConfig::default()
+    };
+    cfg.trace = trace;
+    World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect())
+}
+
+#[test]
+fn without_faults_the_mutex_is_exclusive_and_live() {
+    for seed in 1..=5 {
+        let mut w = world(&etcd_spec(), seed, 30, false);
+        let outcome = w.run();
+        let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+        assert!(v.liveness.grants >= 50, "seed {seed}: {:?}", v.liveness);
+    }
+}
+
+fn leader(w: &World<Node>) -> Option<NodeId> {
+    (0..MEMBERS)
+        .map(NodeId)
+        .find(|&id| matches!(w.process(id), Node::Etcd(s) if s.raft().role() == Role::Leader))
+}
+
+/// What a leader crash at 5 s shows: (failover: crash to the new leader's promotion, lease
+/// revoke after the promotion) for a client paused at the crash, in ms.
+fn leader_crash(seed: u64) -> (u64, u64) {
+    let mut w = world(&etcd_spec(), seed, 20, true);
+    let crash_at = Time::from_millis(5_000);
+    w.run_until(crash_at);
+    let old = leader(&w).expect("a leader after 5 s");
+    for fault in [
+        Fault::Crash {
+            node: old,
+            restart_after: None,
+        },
+        Fault::Pause {
+            node: CLIENT_1,
+            duration: None,
+        },
+    ] {
+        w.schedule(ScheduledFault {
+            when: When::At(crash_at),
+            fault,
+        });
+    }
+    w.run();
+    let trace = w.trace().expect("traced");
+    let names = w.names().to_vec();
+    // client-1's lease, from the last grant it received.
+    let lease = trace
+        .iter()
+        .filter(|e| names[e.node.index()] == "client-1" && e.text.contains("LeaseGranted"))
+        .filter_map(|e| {
+            let rest = e.text.split("lease: ").nth(1)?;
+            rest.split(',').next()?.parse::<u64>().ok()
+        })
+        .next_back()
+        .expect("client-1 was granted a lease");
+    let promoted = trace
+        .iter()
+        .find(|e| e.time > crash_at && e.text == "mark leader-ready")
+        .expect("a new leader is promoted")
+        .time;
+    let revoke = format!("LeaseRevoke {{ id: {lease} }}");
+    let revoked = trace
+        .iter()
+        .find(|e| e.time > promoted && e.text.contains(&revoke))
+        .expect("client-1's lease is revoked")
+        .time;
+    (
+        (promoted.as_nanos() - crash_at.as_nanos()) / 1_000_000,
+        (revoked.as_nanos() - promoted.as_nanos()) / 1_000_000,
+    )
+}
+
+#[test]
+fn a_leader_crash_fails_over_within_the_election_timeout_and_resets_leases_to_ttl_plus_et() {
+    // etcd defaults: 10 ticks of 100 ms, election timeouts drawn in [1 s, 2 s); 2 s TTL.
+    let et = 1_000;
+    let ttl = 2_000;
+    let mut failovers = Vec::new();
+    let mut revokes = Vec::new();
+    for seed in 1..=100 {
+        let (failover, revoke) = leader_crash(seed);
+        failovers.push(failover);
+        revokes.push(revoke);
+        // A new leader promotes its lessor with `remaining = TTL` (no checkpoints) plus one
+        // election timeout; the lessor loop ticks every 500 ms and the revoke reaches a
+        // follower a few ms after it is proposed.
+        assert!(
+            (ttl + et..=ttl + et + 500 + 20).contains(&revoke),
+            "seed {seed}: lease revoked {revoke} ms after the promotion"
+        );
+    }
+    failovers.sort_unstable();
+    revokes.sort_unstable();
+    let p = |q: usize| failovers[(failovers.len() - 1) * q / 100];
+    eprintln!(
+        "failover ms: min {} p10 {} p50 {} p90 {} max {}; revoke after promotion ms: {}..={}",
+        p(0),
+        p(10),
+        p(50),
+        p(90),
+        p(100),
+        revokes[0],
+        revokes[revokes.len() - 1]
+    );
+    // Followers wait out a randomized election timeout in [ET, 2 ET) from the last heartbeat
+    // (up to one tick before the crash), then pre-vote, vote and commit the new term's empty
+    // entry over 1-5 ms links; split votes add whole rounds, rarely.
+    assert!(p(0) >= et - 100 - 10, "{failovers:?}");
+    assert!(p(90) <= 2 * et + 50, "{failovers:?}");
+    assert!(p(100) <= 4 * et, "{failovers:?}");
+}
