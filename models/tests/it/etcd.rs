@@ -155,3 +155,78 @@ fn a_leader_crash_fails_over_within_the_election_timeout_and_resets_leases_to_tt
     assert!(p(90) <= 2 * et + 50, "{failovers:?}");
     assert!(p(100) <= 4 * et, "{failovers:?}");
 }
+
+#[test]
+fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
+    for seed in 1..=20 {
+        let mut spec = etcd_spec();
+        if let Family::Etcd { members, .. } = &mut spec.family {
+            *members = 5;
+        }
+        // etcd-1..5 are node ids 0-4, storage 5, client-1 6, client-2 7.
+        let (minority, majority) = ([0, 1], [2, 3, 4]);
+        let (client_1, client_2) = (NodeId(6), NodeId(7));
+        let mut w = world(&spec, seed, 30, false);
+        let split = Fault::Partition {
+            shape: lockstep_sim::Shape::Split {
+                groups: vec![
+                    vec![NodeId(0), NodeId(1), client_1],
+                    vec![NodeId(2), NodeId(3), NodeId(4), client_2],
+                ],
+            },
+            mode: lockstep_sim::PartitionMode::Drop,
+            duration: Some(Dur::from_secs(20)),
+        };
+        w.schedule(ScheduledFault {
+            when: When::At(Time::from_millis(5_000)),
+            fault: split,
+        });
+        let role = |w: &World<Node>, i: u32| match w.process(NodeId(i)) {
+            Node::Etcd(s) => s.raft().role(),
+            other => panic!("{other:?}"),
+        };
+        // A leader cut off from the majority steps down within two election timeouts
+        // (CheckQuorum); from then until the heal at 25 s the minority has none.
+        let mut t = 7_500;
+        while t < 25_000 {
+            w.run_until(Time::from_millis(t));
+            for i in minority {
+                assert_ne!(
+                    role(&w, i),
+                    Role::Leader,
+                    "seed {seed}: etcd-{} at {t} ms",
+                    i + 1
+                );
+            }
+            if t >= 9_000 {
+                let leaders = majority
+                    .iter()
+                    .filter(|&&i| role(&w, i) == Role::Leader)
+                    .count();
+                assert_eq!(leaders, 1, "seed {seed}: the majority leads at {t} ms");
+            }
+            t += 500;
+        }
+        let outcome = w.run();
+        let h = history(&w, outcome);
+        let grants_between = |client: NodeId, from_ms: u64, to_ms: u64| {
+            w.history()
+                .iter()
+                .filter(|r| r.node == client)
+                .filter(|r| matches!(r.event, lockstep_check::Event::Grant { .. }))
+                .filter(|r| (from_ms * 1_000_000..to_ms * 1_000_000).contains(&r.time.as_nanos()))
+                .count()
+        };
+        assert_eq!(
+            grants_between(client_1, 7_000, 25_000),
+            0,
+            "seed {seed}: the minority granted a lock"
+        );
+        assert!(
+            grants_between(client_2, 9_000, 25_000) >= 10,
+            "seed {seed}: the majority stopped granting"
+        );
+        let v = check(&h, &Options::default()).expect("well formed");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+    }
+}
