@@ -225,8 +225,12 @@ impl RedisServer {
         }
     }
 
-    /// A message of a replication link.
+    /// A message of a replication link; nothing while the server is not open (inside its
+    /// restart delay it accepts no connection, from a replica no more than from a client).
     pub(crate) fn on_repl(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: ReplMsg) {
+        if !self.is_open() {
+            return;
+        }
         match msg {
             ReplMsg::Psync { sync } => {
                 if self.repl.role != Role::Master {

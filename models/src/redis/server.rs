@@ -141,6 +141,11 @@ impl RedisServer {
         self.db.get(key).map(|e| (e.value, e.expires_at_ms))
     }
 
+    /// False between a restart and the end of the restart delay.
+    pub(super) fn is_open(&self) -> bool {
+        self.open
+    }
+
     fn is_master(&self) -> bool {
         self.repl.role == Role::Master
     }

@@ -241,3 +241,34 @@ fn a_restart_delay_keeps_the_server_silent_until_it_passes() {
     );
     assert!(between(4_110, 8_000) > 0, "it answers again");
 }
+
+#[test]
+fn a_primary_inside_its_restart_delay_serves_no_replica() {
+    // redis-1 (no persistence) crashes at 1 s and restarts 100 ms later with an empty
+    // keyspace and a 3 s restart delay. Its replica's acknowledgements and a reconnection
+    // would otherwise get a reset and then a full resync of the empty dataset from a server
+    // that accepts no connection: the replica keeps client-1's key until redis-1 opens.
+    let mut spec = ha_spec(1, 0);
+    server_config(&mut spec).restart_delay = ms(3_000);
+    let crash = Fault::Crash {
+        node: NodeId(0),
+        restart_after: Some(ms(100)),
+    };
+    let (w, _) = world(&spec, 1, 4_050, &[], vec![at(1_000, crash)]);
+    assert_eq!(server(&w, 0).peek(LOCK_KEY), None, "redis-1 lost its keys");
+    assert!(
+        server(&w, 1).peek(LOCK_KEY).is_some(),
+        "redis-2 still has client-1's key"
+    );
+    let from_redis_1 = w
+        .trace()
+        .expect("traced")
+        .iter()
+        .filter(|e| e.kind == TraceKind::Deliver && e.text.starts_with("redis-1 -> redis-2"))
+        .filter(|e| Time::from_millis(1_100) < e.time)
+        .count();
+    assert_eq!(
+        from_redis_1, 0,
+        "nothing from redis-1 to redis-2 while it is closed"
+    );
+}
