@@ -257,7 +257,7 @@ impl RedisServer {
                 self.db = data;
                 self.repl.offset = offset;
                 self.apply_pending();
-                self.persist();
+                self.persist(ctx);
                 self.ack(ctx);
             }
             ReplMsg::Stream { sync, offset, op } => {
@@ -270,7 +270,7 @@ impl RedisServer {
                 }
                 up.pending.insert(offset, op);
                 if up.synced && self.apply_pending() {
-                    self.persist();
+                    self.persist(ctx);
                     self.ack(ctx);
                 }
             }

@@ -9,7 +9,7 @@ use lockstep_models::redis::{
 use lockstep_models::system::{Family, SystemSpec, build, history};
 use lockstep_sim::{
     Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, ScheduledFault, Time, TraceKind,
-    World, WorldConfig,
+    When, World, WorldConfig,
 };
 
 use crate::support::*;
@@ -159,7 +159,8 @@ fn key_after_crash(persistence: Persistence, loses: CrashLoses) -> Option<(u64, 
         node: REDIS,
         restart_after: Some(ms(100)),
     };
-    // The first grant comes within 0.2 s, before the first once-a-second fsync.
+    // The first grant comes within 0.2 s: within the startup second, where `aof_last_fsync`
+    // starts, so everysec has not fsynced it.
     let (w, _) = world(
         &spec,
         1,
@@ -180,6 +181,55 @@ fn a_power_loss_with_aof_everysec_loses_the_writes_since_the_last_fsync_and_alwa
     );
     assert!(key_after_crash(Persistence::AofAlways, Power).is_some());
     assert_eq!(key_after_crash(Persistence::None, Process), None);
+}
+
+/// One client with `appendfsync everysec`, thinking `think_ms` before each 5 s section; the
+/// machine loses power at `crash` and is back 100 ms later. Whether the lock key is there at
+/// `until_ms`.
+fn everysec_key_after_power_loss(think_ms: u64, crash: When, until_ms: u64) -> bool {
+    let mut spec = redis_spec();
+    spec.clients = 1;
+    spec.workload.think = Distribution::Constant(ms(think_ms));
+    spec.workload.work = Distribution::Constant(Dur::from_secs(5));
+    let config = server_config(&mut spec);
+    config.persistence = Persistence::AofEverysec;
+    config.crash_loses = CrashLoses::Power;
+    let fault = Fault::Crash {
+        node: REDIS,
+        restart_after: Some(ms(100)),
+    };
+    let faults = vec![ScheduledFault { when: crash, fault }];
+    let (w, _) = world(&spec, 1, until_ms, &[], faults);
+    server(&w, 0).peek(LOCK_KEY).is_some()
+}
+
+fn grant(occurrence: u32) -> When {
+    When::OnMark {
+        node: CLIENT_1,
+        mark: "granted".into(),
+        occurrence,
+    }
+}
+
+#[test]
+fn everysec_fsyncs_a_write_at_once_when_the_last_fsync_is_a_second_old() {
+    // `aof_last_fsync` starts at the startup second: a SET 0.6 s in waits, one 1.2 s in is
+    // fsynced right after its write.
+    assert!(!everysec_key_after_power_loss(600, grant(1), 1_000));
+    assert!(everysec_key_after_power_loss(1_200, grant(1), 1_600));
+    // The release 5 s later is fsynced at once; a SET 0.6 s after it waits and is lost, one
+    // 1.2 s after it is fsynced at once.
+    assert!(!everysec_key_after_power_loss(600, grant(2), 6_500));
+    assert!(everysec_key_after_power_loss(1_200, grant(2), 7_800));
+}
+
+#[test]
+fn everysec_fsyncs_waiting_writes_once_their_second_is_up() {
+    // The SET 0.6 s in waits for the end of the startup second, then is fsynced though
+    // nothing else is written.
+    let at = |ms_: u64| When::At(Time::from_millis(ms_));
+    assert!(!everysec_key_after_power_loss(600, at(990), 1_200));
+    assert!(everysec_key_after_power_loss(600, at(1_010), 1_200));
 }
 
 #[test]
