@@ -8,8 +8,8 @@ use lockstep_models::redis::{
 };
 use lockstep_models::system::{Family, SystemSpec, build, history};
 use lockstep_sim::{
-    Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, ScheduledFault, Time, TraceKind,
-    When, World, WorldConfig,
+    Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, PartitionMode, ScheduledFault, Shape,
+    Time, TraceKind, When, World, WorldConfig,
 };
 
 use crate::support::*;
@@ -320,5 +320,75 @@ fn a_primary_inside_its_restart_delay_serves_no_replica() {
     assert_eq!(
         from_redis_1, 0,
         "nothing from redis-1 to redis-2 while it is closed"
+    );
+}
+
+/// Three servers and three sentinels; redis-1 and redis-2 are cut off from the rest from 3 s
+/// to 23 s, and the sentinels promote redis-3 (their REPLICAOF to redis-2 is lost). Returns
+/// when redis-1 and redis-2 first receive `REPLICAOF redis-3` after the heal, and the run.
+fn reconfiguration_after_heal(extra: Vec<ScheduledFault>) -> (Time, Time, World<Node>) {
+    let spec = ha_spec(2, 3);
+    let split = Fault::Partition {
+        shape: Shape::Split {
+            groups: vec![
+                vec![NodeId(0), NodeId(1)],
+                vec![NodeId(2), NodeId(3), NodeId(4), NodeId(5)],
+            ],
+        },
+        mode: PartitionMode::Drop,
+        duration: Some(ms(20_000)),
+    };
+    let mut faults = vec![at(3_000, split)];
+    faults.extend(extra);
+    let (w, _) = world(&spec, 1, 45_000, &[], faults);
+    let first = |to: &str| {
+        let pat = format!("-> {to}: Sentinel(ReplicaOf {{ primary: Some(NodeId(2)) }})");
+        w.trace()
+            .expect("traced")
+            .iter()
+            .find(|e| {
+                e.kind == TraceKind::Deliver
+                    && e.time > Time::from_millis(23_000)
+                    && e.text.contains(&pat)
+            })
+            .map(|e| e.time)
+            .unwrap_or_else(|| panic!("{to} is never sent REPLICAOF redis-3"))
+    };
+    let (r1, r2) = (first("redis-1"), first("redis-2"));
+    (r1, r2, w)
+}
+
+#[test]
+fn sentinel_converts_an_old_primary_after_8_s_and_fixes_a_replica_after_the_failover_timeout() {
+    let (r1, r2, w) = reconfiguration_after_heal(vec![]);
+    // redis-1 reports itself primary from the heal on: +convert-to-slave 8 s later.
+    assert!(
+        Time::from_millis(31_000) < r1 && r1 < Time::from_millis(32_500),
+        "redis-1 at {r1:?}"
+    );
+    // redis-2 reports replicating redis-1 from the heal on: +fix-slave-config after the
+    // failover timeout, 10 s.
+    assert!(
+        Time::from_millis(33_000) < r2 && r2 < Time::from_millis(34_500),
+        "redis-2 at {r2:?}"
+    );
+    for i in 0..=1 {
+        assert_eq!(server(&w, i).role(), Role::Replica { of: NodeId(2) });
+    }
+}
+
+#[test]
+fn sentinel_reconfigures_no_server_that_went_down_within_the_wait() {
+    // redis-1 is cut off again from 25 s to 28 s: down (SDOWN) at about 27 s. Its
+    // conversion waits until 8 s after that, not 8 s after the heal.
+    let again = Fault::Partition {
+        shape: Shape::Isolate { node: NodeId(0) },
+        mode: PartitionMode::Drop,
+        duration: Some(ms(3_000)),
+    };
+    let (r1, _, _) = reconfiguration_after_heal(vec![at(25_000, again)]);
+    assert!(
+        Time::from_millis(35_000) < r1 && r1 < Time::from_millis(36_500),
+        "redis-1 at {r1:?}"
     );
 }
