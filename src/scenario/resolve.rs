@@ -8,7 +8,7 @@ use lockstep_models::raft::ReadOnlyOption;
 use lockstep_models::redis::persistence::DEFAULT_SAVE_POINTS;
 use lockstep_models::redis::sentinel::{DEFAULT_DOWN_AFTER, DEFAULT_FAILOVER_TIMEOUT};
 use lockstep_models::redis::{
-    CrashLoses, Persistence, RedisLockConfig, RedisServerConfig, Release, SavePoint,
+    CrashLoses, Persistence, RedisLockConfig, RedisServerConfig, Release, Renew, SavePoint,
     SentinelConfig, WaitConfig,
 };
 use lockstep_models::redlock::RedlockConfig;
@@ -389,7 +389,13 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
                         ReleaseKind::CompareAndDelete => Release::CompareAndDelete,
                         ReleaseKind::Del => Release::Del,
                     },
-                    renew: m.renew,
+                    renew: match m.renew {
+                        RenewSpec::Bool(false) => Renew::Off,
+                        RenewSpec::Bool(true) | RenewSpec::Mode(RenewModeName::UntilRefused) => {
+                            Renew::UntilRefused
+                        }
+                        RenewSpec::Mode(RenewModeName::Watchdog) => Renew::Watchdog,
+                    },
                     fencing: m.fencing == FencingKind::Incr,
                     request_timeout: r.positive_ms(
                         "model.request_timeout_ms",
@@ -474,7 +480,16 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
             }
             client.drift_factor_ppm = drift_factor_ppm;
             client.elapsed_check = m.elapsed_check.unwrap_or(true);
-            client.extend = m.renew;
+            client.extend = match m.renew {
+                RenewSpec::Bool(extend) => extend,
+                RenewSpec::Mode(_) => {
+                    r.problems.push(
+                        "model.renew",
+                        "the renewal modes are Redis's; Redlock takes true or false",
+                    );
+                    false
+                }
+            };
             client.value_as_token = m.fencing == FencingKind::Value;
             Family::Redlock {
                 server,

@@ -59,7 +59,7 @@ pub(crate) struct ModelSection {
     pub(crate) ttl_ms: f64,
     pub(crate) release: Option<ReleaseKind>,
     #[serde(default)]
-    pub(crate) renew: bool,
+    pub(crate) renew: RenewSpec,
     #[serde(default)]
     pub(crate) fencing: FencingKind,
     #[serde(default)]
@@ -132,6 +132,46 @@ pub(crate) enum CrashLosesName {
     #[default]
     Process,
     Power,
+}
+
+/// `renew`: `true` or `false`, or a Redis renewal mode by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RenewSpec {
+    Bool(bool),
+    Mode(RenewModeName),
+}
+
+impl Default for RenewSpec {
+    fn default() -> RenewSpec {
+        RenewSpec::Bool(false)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RenewModeName {
+    UntilRefused,
+    Watchdog,
+}
+
+impl<'de> Deserialize<'de> for RenewSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RenewSpec, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RenewSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("true, false, \"until-refused\" or \"watchdog\"")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RenewSpec, E> {
+                Ok(RenewSpec::Bool(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RenewSpec, E> {
+                use de::IntoDeserializer;
+                RenewModeName::deserialize(v.into_deserializer()).map(RenewSpec::Mode)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 fn default_drift_factor() -> f64 {

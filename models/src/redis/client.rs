@@ -1,6 +1,7 @@
 //! The Redis lock client: `SET NX PX` with retries, validity on the client's monotonic clock,
-//! renewal at TTL/3 with the compare-and-pexpire script, release with compare-and-delete or
-//! (the gotcha of docs/semantics.md §1.7.2) a plain `DEL`, and an optional `INCR` fencing token.
+//! renewal at TTL/3 with the compare-and-pexpire script ([`Renew`]), release with
+//! compare-and-delete or (the gotcha of docs/semantics.md §1.7.2) a plain `DEL`, and an
+//! optional `INCR` fencing token.
 //!
 //! With Sentinel, the client asks the sentinels where the primary is before its first
 //! acquisition and again after a request timed out or a server answered `-READONLY`, and
@@ -35,6 +36,27 @@ pub enum Release {
     Del,
 }
 
+/// How the client renews its lease while it holds the lock: every `ttl / 3` on its monotonic
+/// clock, with the compare-and-pexpire script. A renewal that succeeds extends the client's
+/// validity to `ttl` (less the drift margin) from when it was sent. The modes differ in what a
+/// renewal that fails does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Renew {
+    /// No renewal: the lease ends with its TTL.
+    #[default]
+    Off,
+    /// Keep renewing through failures: a renewal that timed out or met `-READONLY` is tried
+    /// again `ttl / 3` later, and one refused (the key expired or is someone else's) ends
+    /// the critical section with [`LockSignal::Lost`].
+    UntilRefused,
+    /// Redisson's watchdog (`RedissonBaseLock.renewExpiration`): the first renewal that does
+    /// not succeed, whether an error (a timeout, `-READONLY`) or a refusal, stops the
+    /// renewals for good ("Can't update lock expiration" is logged, or the renewal is
+    /// cancelled), and the holder is never told: it keeps working on a lease that may have
+    /// run out, and its own validity stays that of the last successful renewal.
+    Watchdog,
+}
+
 /// `WAIT` after each acquisition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WaitConfig {
@@ -58,8 +80,8 @@ pub struct RedisLockConfig {
     pub ttl: Dur,
     /// How the client releases.
     pub release: Release,
-    /// Renew the lease every `ttl / 3` while held (a watchdog, as Redisson does).
-    pub renew: bool,
+    /// How the lease is renewed while held.
+    pub renew: Renew,
     /// Take a fencing token from `INCR` on a counter key after each acquisition.
     pub fencing: bool,
     /// How long the client waits for a reply before it treats the command as failed.
@@ -278,23 +300,14 @@ impl RedisLock {
                 validity_end,
                 renewing: Some((req, _)),
             } if req == id && reply == Reply::Readonly => {
-                // No answer from a primary: as after a timeout, try again later.
-                self.state = State::Held {
-                    value,
-                    validity_end,
-                    renewing: None,
-                };
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    self.config.ttl / 3,
-                    Timer::Lock(LockTimer::Renew { value }),
-                );
+                // No answer from a primary: an error, as a timeout is.
+                self.renewal_failed(ctx, value, validity_end);
                 None
             }
             State::Held {
                 value,
+                validity_end,
                 renewing: Some((req, sent)),
-                ..
             } if req == id => {
                 if reply == Reply::Int(1) {
                     let validity_end =
@@ -309,6 +322,14 @@ impl RedisLock {
                         self.config.ttl / 3,
                         Timer::Lock(LockTimer::Renew { value }),
                     );
+                    None
+                } else if self.config.renew == Renew::Watchdog {
+                    // Redisson cancels the renewal and tells no one.
+                    self.state = State::Held {
+                        value,
+                        validity_end,
+                        renewing: None,
+                    };
                     None
                 } else {
                     // The key expired or is someone else's: the lease is gone.
@@ -363,16 +384,7 @@ impl RedisLock {
                 },
                 LockTimer::Timeout { req: r },
             ) if req == r => {
-                self.state = State::Held {
-                    value,
-                    validity_end,
-                    renewing: None,
-                };
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    self.config.ttl / 3,
-                    Timer::Lock(LockTimer::Renew { value }),
-                );
+                self.renewal_failed(ctx, value, validity_end);
                 None
             }
             (State::Releasing { req }, LockTimer::Timeout { req: r }) if req == r => {
@@ -534,7 +546,7 @@ impl RedisLock {
             validity_end,
             renewing: None,
         };
-        if self.config.renew {
+        if self.config.renew != Renew::Off {
             ctx.set_timer(
                 ClockKind::Mono,
                 self.config.ttl / 3,
@@ -542,6 +554,23 @@ impl RedisLock {
             );
         }
         LockSignal::Granted { token }
+    }
+
+    /// A renewal got no answer from a primary (a timeout, `-READONLY`): try again later, or,
+    /// as Redisson's watchdog, stop renewing.
+    fn renewal_failed(&mut self, ctx: &mut Ctx<'_, Node>, value: u64, validity_end: LocalTime) {
+        self.state = State::Held {
+            value,
+            validity_end,
+            renewing: None,
+        };
+        if self.config.renew == Renew::UntilRefused {
+            ctx.set_timer(
+                ClockKind::Mono,
+                self.config.ttl / 3,
+                Timer::Lock(LockTimer::Renew { value }),
+            );
+        }
     }
 
     /// Sends a command to the primary with a fresh request id and arms its timeout (a

@@ -12,7 +12,7 @@ pub mod replication;
 pub mod sentinel;
 pub mod server;
 
-pub use client::{RedisLock, RedisLockConfig, Release, WaitConfig};
+pub use client::{RedisLock, RedisLockConfig, Release, Renew, WaitConfig};
 pub use persistence::{CrashLoses, Persistence, SavePoint};
 pub use replication::ReplMsg;
 pub use sentinel::{Sentinel, SentinelConfig, SentinelMsg, SentinelTimer};

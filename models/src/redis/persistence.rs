@@ -48,7 +48,8 @@ pub const DEFAULT_SAVE_POINTS: [SavePoint; 3] = [
 /// `serverCron` runs `hz` times a second; the default `hz` is 10 (`server.h:100`).
 pub const SERVER_CRON_PERIOD: Dur = Dur::from_millis(100);
 
-/// `appendfsync everysec` fsyncs the AOF once a second.
+/// `appendfsync everysec` fsyncs the AOF when at least this long has passed since the last
+/// fsync (`flushAppendOnlyFile`: `server.mstime - server.aof_last_fsync >= 1000`).
 pub const AOF_FSYNC_PERIOD: Dur = Dur::from_secs(1);
 
 /// How a server persists its dataset.
@@ -61,7 +62,8 @@ pub enum Persistence {
         /// The save points, checked by `serverCron`.
         save: Vec<SavePoint>,
     },
-    /// `appendonly yes`, `appendfsync everysec`: fsync once a second.
+    /// `appendonly yes`, `appendfsync everysec`: fsync right after a write when the last
+    /// fsync is a second old or more, else as soon as it is.
     AofEverysec,
     /// `appendonly yes`, `appendfsync always`: write and fsync before the replies.
     AofAlways,
@@ -109,9 +111,14 @@ impl Disk {
         }
     }
 
-    /// The once-a-second fsync of `everysec`.
+    /// An fsync of the AOF: everything written is on the disk.
     pub(crate) fn fsync(&mut self) {
         self.aof_synced = self.aof_written.clone();
+    }
+
+    /// Nothing written waits for an fsync.
+    pub(crate) fn synced(&self) -> bool {
+        self.aof_synced == self.aof_written
     }
 
     /// The dataset a restarted server loads, before expired keys are judged: RDB load on a

@@ -225,8 +225,12 @@ impl RedisServer {
         }
     }
 
-    /// A message of a replication link.
+    /// A message of a replication link; nothing while the server is not open (inside its
+    /// restart delay it accepts no connection, from a replica no more than from a client).
     pub(crate) fn on_repl(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: ReplMsg) {
+        if !self.is_open() {
+            return;
+        }
         match msg {
             ReplMsg::Psync { sync } => {
                 if self.repl.role != Role::Master {
@@ -253,7 +257,7 @@ impl RedisServer {
                 self.db = data;
                 self.repl.offset = offset;
                 self.apply_pending();
-                self.persist();
+                self.persist(ctx);
                 self.ack(ctx);
             }
             ReplMsg::Stream { sync, offset, op } => {
@@ -266,7 +270,7 @@ impl RedisServer {
                 }
                 up.pending.insert(offset, op);
                 if up.synced && self.apply_pending() {
-                    self.persist();
+                    self.persist(ctx);
                     self.ack(ctx);
                 }
             }

@@ -3,10 +3,10 @@
 //! reconfiguration of every other server, including an old primary when it comes back.
 //!
 //! Each sentinel runs its timer 10-19 times a second (a new random `hz` after every run) and
-//! reads its WALL clock for every decision, as Sentinel's `mstime()` does. It pings every server once a second; the reply
-//! carries the role and the replication offset (what Sentinel reads from `INFO`, which it
-//! polls every 10 s, or every second during a failover; folding it into the ping is a
-//! simplification). A primary that has not answered a ping for more than `down_after` is
+//! reads its WALL clock for every decision, as Sentinel's `mstime()` does. It pings every
+//! server once a second; the reply carries the role, the primary replicated and the
+//! replication offset (what Sentinel reads from `INFO`, which it polls every 10 s, or every
+//! second during a failover; folding it into the ping is a simplification). A primary that has not answered a ping for more than `down_after` is
 //! subjectively down (SDOWN); when `quorum` sentinels, counting itself, say so within the
 //! last 5 s it is objectively down (ODOWN). The sentinel then starts a failover in a new
 //! epoch and asks the others for their vote; each votes once per epoch, for the first
@@ -16,9 +16,19 @@
 //! the largest offset (then the lowest id; replica priorities are all equal), sends it
 //! `REPLICAOF NO ONE`, waits until it reports itself primary, sends every other server
 //! `REPLICAOF` the new primary, and announces the new configuration (a hello with the config
-//! epoch) to the other sentinels, which adopt any configuration with a higher epoch. A
-//! server that reports a role other than the configuration's for 8 s (while the primary is
-//! up) is sent `REPLICAOF` the primary: this is how a partitioned old primary is demoted.
+//! epoch) to the other sentinels, which adopt any configuration with a higher epoch. Whenever
+//! its primary changes, a sentinel starts its records of the servers afresh
+//! (`sentinelResetMasterAndChangeAddress`); a server still unreachable then is marked down
+//! again at its next tick (real Sentinel: `down_after` after it opens a new link).
+//!
+//! Servers whose role disagrees with the configuration are reconfigured while the primary
+//! looks sane (it reports itself primary, is not down, and answered within 20 s), by the two
+//! rules of `sentinelRefreshInstanceInfo`: a server that reports itself primary, such as a
+//! partitioned old primary, is sent `REPLICAOF` the primary once it has reported so for 8 s
+//! (`+convert-to-slave`); a replica of another primary is sent it once its reported primary
+//! has not changed for `failover_timeout` (`+fix-slave-config`). Neither happens to a server
+//! that went down (SDOWN) within that wait: Sentinel keeps the time a server last went down
+//! (`s_down_since_time`, not cleared when it comes back) and requires it to be older.
 //!
 //! TILT: a tick that sees the wall clock go back or jump more than 2 s puts the sentinel in
 //! TILT for 30 s: it keeps pinging but takes no action and says no primary is down.
@@ -59,8 +69,12 @@ const MAX_DESYNC_MS: u64 = 1000;
 const DOWN_REPLY_VALIDITY: Dur = Dur::from_secs(5);
 /// A replica must have answered within this to be promoted (`SENTINEL_PING_PERIOD * 5`).
 const REPLICA_VALIDITY: Dur = Dur::from_secs(5);
-/// A server reporting the wrong role is reconfigured after this (`SENTINEL_PUBLISH_PERIOD * 4`).
-const ROLE_FIX_WAIT: Dur = Dur::from_secs(8);
+/// A server the configuration makes a replica that reports itself primary is reconfigured
+/// after this (`SENTINEL_PUBLISH_PERIOD * 4`).
+const CONVERT_TO_REPLICA_WAIT: Dur = Dur::from_secs(8);
+/// Sentinel's `INFO` period; a primary whose last report is older than twice this does not
+/// look sane (`SENTINEL_INFO_PERIOD`).
+const INFO_PERIOD: Dur = Dur::from_secs(10);
 
 /// How the sentinels are set up; every sentinel monitors one primary.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,8 +166,58 @@ struct Instance {
     last_reply: LocalTime,
     role: Option<Role>,
     offset: u64,
-    /// Since when it reports a role the configuration disagrees with.
-    wrong_since: Option<LocalTime>,
+    /// The role last reported: primary or not (`role_reported`), and since when
+    /// (`role_reported_time`).
+    reports_master: bool,
+    role_reported_time: LocalTime,
+    /// The primary it last reported replicating (`slave_master_host`), and when that last
+    /// changed, or it last turned replica (`slave_conf_change_time`).
+    reported_primary: Option<NodeId>,
+    conf_change_time: LocalTime,
+    /// Subjectively down now (`SRI_S_DOWN`), and when it last became so
+    /// (`s_down_since_time`).
+    sdown: bool,
+    sdown_since: Option<LocalTime>,
+}
+
+impl Instance {
+    /// A fresh record of `server`, which the configuration makes the primary or not.
+    fn new(now: LocalTime, primary: bool) -> Instance {
+        Instance {
+            unanswered_since: None,
+            last_ping: None,
+            last_reply: now,
+            role: None,
+            offset: 0,
+            reports_master: primary,
+            role_reported_time: now,
+            reported_primary: None,
+            conf_change_time: now,
+            sdown: false,
+            sdown_since: None,
+        }
+    }
+
+    /// Starts the role and down records again, as a record created now would
+    /// (`sentinelResetMasterAndChangeAddress` recreates the replicas' records); the ping
+    /// state stays.
+    fn reset(&mut self, now: LocalTime, primary: bool) {
+        let fresh = Instance::new(now, primary);
+        *self = Instance {
+            unanswered_since: self.unanswered_since,
+            last_ping: self.last_ping,
+            last_reply: self.last_reply,
+            role: self.role,
+            offset: self.offset,
+            ..fresh
+        };
+    }
+
+    /// `sentinelRedisInstanceNoDownFor`: it did not go down within `wait`.
+    fn no_down_for(&self, wait: Dur, now: LocalTime) -> bool {
+        self.sdown_since
+            .is_none_or(|t| now.saturating_since(t) > wait)
+    }
 }
 
 /// What a sentinel heard from another.
@@ -245,14 +309,7 @@ impl Sentinel {
     pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
         let now = ctx.wall();
         for &s in &self.config.servers {
-            let instance = Instance {
-                unanswered_since: None,
-                last_ping: None,
-                last_reply: now,
-                role: None,
-                offset: 0,
-                wrong_since: None,
-            };
+            let instance = Instance::new(now, s == self.primary);
             self.instances.insert(s, instance);
         }
         let me = ctx.id();
@@ -286,6 +343,7 @@ impl Sentinel {
         self.check_tilt(now);
         self.send_periodic(ctx, now);
         if !self.in_tilt() {
+            self.check_sdown(now);
             let sdown = self.primary_sdown(now);
             if sdown {
                 self.ask_others(ctx, now, false);
@@ -350,6 +408,22 @@ impl Sentinel {
             .get(&node)
             .and_then(|i| i.unanswered_since)
             .is_some_and(|t| now.saturating_since(t) > self.config.down_after)
+    }
+
+    /// `sentinelCheckSubjectivelyDown` for every server: note when each goes down.
+    fn check_sdown(&mut self, now: LocalTime) {
+        let down: Vec<(NodeId, bool)> = self
+            .instances
+            .keys()
+            .map(|&n| (n, self.sdown(n, now)))
+            .collect();
+        for (n, down) in down {
+            let inst = self.instances.get_mut(&n).expect("a known server");
+            if down && !inst.sdown {
+                inst.sdown_since = Some(now);
+            }
+            inst.sdown = down;
+        }
     }
 
     fn primary_sdown(&self, now: LocalTime) -> bool {
@@ -527,32 +601,70 @@ impl Sentinel {
         self.primary = promoted;
         self.config_epoch = epoch;
         self.failover = Failover::None;
-        for inst in self.instances.values_mut() {
-            inst.wrong_since = None;
-        }
+        self.reset_instances(ctx.wall());
         self.hello(ctx);
     }
 
-    /// On a server's report (`sentinelRefreshInstanceInfo`): one that has reported a role
-    /// other than the configuration's for a while is sent `REPLICAOF` the primary, if the
-    /// primary is up, no failover is under way and the sentinel is not in TILT.
-    fn fix_role(&mut self, ctx: &mut Ctx<'_, Node>, server: NodeId, now: LocalTime) {
+    /// A new primary: the records of every server start again.
+    fn reset_instances(&mut self, now: LocalTime) {
         let primary = self.primary;
-        let quiet = self.failover == Failover::None && !self.in_tilt() && !self.primary_sdown(now);
+        for (&n, inst) in self.instances.iter_mut() {
+            inst.reset(now, n == primary);
+        }
+    }
+
+    /// `sentinelMasterLooksSane`: the primary reports itself primary, is not down, and its
+    /// last report is recent.
+    fn primary_looks_sane(&self, now: LocalTime) -> bool {
+        self.instances.get(&self.primary).is_some_and(|p| {
+            p.role == Some(Role::Master) && now.saturating_since(p.last_reply) < INFO_PERIOD * 2
+        }) && !self.primary_sdown(now)
+    }
+
+    /// On a server's report (`sentinelRefreshInstanceInfo`): note changes of its role and of
+    /// the primary it replicates, then reconfigure it if its role disagrees with the
+    /// configuration for long enough (see the module's documentation). Nothing in TILT or
+    /// during a failover (whose promoted replica reports itself primary on purpose).
+    fn refresh_info(&mut self, ctx: &mut Ctx<'_, Node>, server: NodeId, now: LocalTime) {
         let Some(inst) = self.instances.get_mut(&server) else {
             return;
         };
-        let wrong = server != primary
-            && inst
-                .role
-                .is_some_and(|r| r != Role::Replica { of: primary });
-        if !wrong {
-            inst.wrong_since = None;
+        let Some(role) = inst.role else {
+            return;
+        };
+        let master = role == Role::Master;
+        if master != inst.reports_master {
+            inst.reports_master = master;
+            inst.role_reported_time = now;
+            if !master {
+                inst.conf_change_time = now;
+            }
+        }
+        if let Role::Replica { of } = role {
+            if inst.reported_primary != Some(of) {
+                inst.reported_primary = Some(of);
+                inst.conf_change_time = now;
+            }
+        }
+        let primary = self.primary;
+        if server == primary
+            || self.in_tilt()
+            || self.failover != Failover::None
+            || !self.primary_looks_sane(now)
+        {
             return;
         }
-        let since = *inst.wrong_since.get_or_insert(now);
-        if quiet && now.saturating_since(since) > ROLE_FIX_WAIT {
-            inst.wrong_since = Some(now);
+        let inst = &self.instances[&server];
+        let (wait, since) = match role {
+            // `+convert-to-slave`.
+            Role::Master => (CONVERT_TO_REPLICA_WAIT, inst.role_reported_time),
+            // `+fix-slave-config`.
+            Role::Replica { of } if of != primary => {
+                (self.config.failover_timeout, inst.conf_change_time)
+            }
+            Role::Replica { .. } => return,
+        };
+        if inst.no_down_for(wait, now) && now.saturating_since(since) > wait {
             let msg = SentinelMsg::ReplicaOf {
                 primary: Some(primary),
             };
@@ -569,7 +681,7 @@ impl Sentinel {
                     inst.last_reply = now;
                     inst.role = Some(role);
                     inst.offset = offset;
-                    self.fix_role(ctx, from, now);
+                    self.refresh_info(ctx, from, now);
                 }
             }
             SentinelMsg::IsMasterDown {
@@ -612,11 +724,12 @@ impl Sentinel {
             } => {
                 self.current_epoch = self.current_epoch.max(current_epoch);
                 if config_epoch > self.config_epoch {
+                    let changed = primary != self.primary;
                     self.primary = primary;
                     self.config_epoch = config_epoch;
                     self.failover = Failover::None;
-                    for inst in self.instances.values_mut() {
-                        inst.wrong_since = None;
+                    if changed {
+                        self.reset_instances(now);
                     }
                 }
             }

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, NodeId, TimerId};
+use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, LocalTime, NodeId, TimerId};
 
 use super::persistence::{
     AOF_FSYNC_PERIOD, CrashLoses, Db, Disk, Persistence, SERVER_CRON_PERIOD, save_due,
@@ -63,7 +63,8 @@ impl Default for RedisServerConfig {
 pub enum ServerTimer {
     /// `serverCron`: check the RDB save points.
     Cron,
-    /// The once-a-second fsync of `appendfsync everysec`.
+    /// `appendfsync everysec`: a second has passed since the last fsync and written data
+    /// waits for one (the check `beforeSleep` makes on every turn of the event loop).
     Fsync,
     /// The restart delay is over: accept connections.
     Open,
@@ -106,6 +107,10 @@ pub struct RedisServer {
     dirty: u64,
     /// When the last RDB save happened, in seconds of the wall clock (`server.lastsave`).
     lastsave_s: i64,
+    /// When the AOF was last fsynced, in ms of the wall clock (`server.aof_last_fsync`).
+    last_fsync_ms: i64,
+    /// An [`ServerTimer::Fsync`] is pending.
+    fsync_armed: bool,
     /// False between a restart and the end of the restart delay: commands are dropped.
     open: bool,
     /// Replication state: role, offset, links, blocked `WAIT`s (volatile).
@@ -125,6 +130,8 @@ impl RedisServer {
             replica_of,
             dirty: 0,
             lastsave_s: 0,
+            last_fsync_ms: 0,
+            fsync_armed: false,
             open: true,
             repl: Repl::new(replica_of),
             propagate: Vec::new(),
@@ -141,27 +148,26 @@ impl RedisServer {
         self.db.get(key).map(|e| (e.value, e.expires_at_ms))
     }
 
+    /// False between a restart and the end of the restart delay.
+    pub(super) fn is_open(&self) -> bool {
+        self.open
+    }
+
     fn is_master(&self) -> bool {
         self.repl.role == Role::Master
     }
 
     pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
         self.lastsave_s = wall_secs(ctx);
+        self.last_fsync_ms = wall_secs(ctx) * 1000;
         self.open(ctx);
     }
 
-    /// Starts serving: arms the persistence timers and, on a replica, connects to the
-    /// primary.
+    /// Starts serving: arms the RDB save check and, on a replica, connects to the primary.
     fn open(&mut self, ctx: &mut Ctx<'_, Node>) {
         self.open = true;
-        match self.config.persistence {
-            Persistence::Rdb { .. } => {
-                set(ctx, SERVER_CRON_PERIOD, ServerTimer::Cron);
-            }
-            Persistence::AofEverysec => {
-                set(ctx, AOF_FSYNC_PERIOD, ServerTimer::Fsync);
-            }
-            Persistence::None | Persistence::AofAlways => {}
+        if let Persistence::Rdb { .. } = self.config.persistence {
+            set(ctx, SERVER_CRON_PERIOD, ServerTimer::Cron);
         }
         if let Some(primary) = self.replica_of {
             self.connect_to_primary(ctx, primary);
@@ -174,6 +180,7 @@ impl RedisServer {
         self.db.clear();
         self.disk.crash(self.config.crash_loses);
         self.dirty = 0;
+        self.fsync_armed = false;
         self.open = false;
         self.repl = Repl::new(self.replica_of);
         self.propagate.clear();
@@ -190,6 +197,7 @@ impl RedisServer {
                 .retain(|_, e| e.expires_at_ms.is_none_or(|when| now_ms <= when));
         }
         self.lastsave_s = wall_secs(ctx);
+        self.last_fsync_ms = wall_secs(ctx) * 1000;
         if self.config.restart_delay > Dur::ZERO {
             set(ctx, self.config.restart_delay, ServerTimer::Open);
         } else {
@@ -213,8 +221,8 @@ impl RedisServer {
                 set(ctx, SERVER_CRON_PERIOD, ServerTimer::Cron);
             }
             ServerTimer::Fsync => {
-                self.disk.fsync();
-                set(ctx, AOF_FSYNC_PERIOD, ServerTimer::Fsync);
+                self.fsync_armed = false;
+                self.fsync_if_due(ctx);
             }
             ServerTimer::Open => self.open(ctx),
             ServerTimer::ReplCron => self.replication_cron(ctx),
@@ -374,17 +382,40 @@ impl RedisServer {
 
     /// After a command: the AOF gets the writes, then every replica's stream.
     fn propagate_writes(&mut self, ctx: &mut Ctx<'_, Node>) {
-        self.disk.append(&self.config.persistence, &self.db);
+        self.persist(ctx);
         let ops = std::mem::take(&mut self.propagate);
         for op in ops {
             self.feed_replicas(ctx, op);
         }
     }
 
-    /// The dataset changed without a client command (a replica applied its stream or a full
-    /// resync): the AOF follows.
-    pub(super) fn persist(&mut self) {
+    /// The dataset changed (a command, or on a replica its stream or a full resync): the
+    /// AOF follows, before any reply goes out (`flushAppendOnlyFile` in `beforeSleep`).
+    pub(super) fn persist(&mut self, ctx: &mut Ctx<'_, Node>) {
         self.disk.append(&self.config.persistence, &self.db);
+        if matches!(self.config.persistence, Persistence::AofEverysec) {
+            self.fsync_if_due(ctx);
+        }
+    }
+
+    /// `appendfsync everysec` after `write()`: fsync at once when the last fsync is at least
+    /// a second old on the wall clock (`mstime - aof_last_fsync >= 1000`); otherwise the
+    /// written data waits in the page cache until that second is up, and is fsynced then
+    /// even if nothing more is written (the empty-buffer case of `flushAppendOnlyFile`; real
+    /// Redis notices on its next event-loop turn, within `serverCron`'s 100 ms, the model at
+    /// once). The fsync runs in a background thread; it is taken as complete the moment it
+    /// starts.
+    fn fsync_if_due(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let now_ms = ctx.wall().as_millis();
+        let due_ms = self.last_fsync_ms + AOF_FSYNC_PERIOD.as_millis() as i64;
+        if now_ms >= due_ms {
+            self.disk.fsync();
+            self.last_fsync_ms = now_ms;
+        } else if !self.fsync_armed && !self.disk.synced() {
+            self.fsync_armed = true;
+            let timer = Timer::Redis(ServerTimer::Fsync);
+            ctx.set_timer_at(ClockKind::Wall, LocalTime::from_millis(due_ms), timer);
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The Redis lock under the faults of docs/semantics.md §1.7, judged by the checker.
 
 use lockstep_check::Validity;
-use lockstep_models::redis::Release;
+use lockstep_check::{Event, ExitReason, OpKind};
+use lockstep_models::redis::{Release, Renew};
 use lockstep_models::{Node, StorageMode};
 use lockstep_sim::{ClockKind, Dur, Fault};
 
@@ -166,7 +167,7 @@ fn renewal_keeps_a_long_critical_section_exclusive() {
         without.verdict.double_holders.pairs >= 1,
         "a 25 s job outlives a 10 s lock"
     );
-    lock_config(&mut spec).renew = true;
+    lock_config(&mut spec).renew = Renew::UntilRefused;
     let with = run(&spec, 4, 120, vec![]);
     assert_eq!(
         with.verdict.mutual_exclusion,
@@ -184,7 +185,7 @@ fn renewals(work: Dur) -> usize {
     spec.clients = 1;
     spec.workload.work = lockstep_sim::Distribution::Constant(work);
     spec.workload.think = lockstep_sim::Distribution::Constant(ms(10));
-    lock_config(&mut spec).renew = true;
+    lock_config(&mut spec).renew = Renew::UntilRefused;
     let nodes = lockstep_models::system::build(&spec);
     let configs = nodes
         .iter()
@@ -224,4 +225,91 @@ fn a_server_crash_without_persistence_loses_the_lock() {
     let faults = vec![on_mark(CLIENT_1, "granted", crash)];
     let r = run(&spec, 5, 30, faults);
     assert!(r.verdict.double_holders.pairs >= 1, "{:?}", r.verdict);
+}
+
+/// How client-1's first critical section ends and how many writes it sends, when both
+/// clients renew in `mode`, work 70 s with no validity check, and client-2 starts late (J10).
+fn cut_off_holder(
+    mode: Renew,
+    mut faults: Vec<lockstep_sim::ScheduledFault>,
+) -> (Vec<ExitReason>, usize) {
+    let mut spec = redis_spec();
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(70));
+    spec.workload.check_validity_before_write = false;
+    lock_config(&mut spec).renew = mode;
+    // client-2 starts late, so that client-1 is the first holder.
+    let late = Fault::Partition {
+        shape: lockstep_sim::Shape::Isolate {
+            node: lockstep_sim::NodeId(3),
+        },
+        mode: lockstep_sim::PartitionMode::Drop,
+        duration: Some(ms(500)),
+    };
+    faults.push(at(0, late));
+    let r = run(&spec, 1, 100, faults);
+    let mut exits = Vec::new();
+    let mut writes = 0;
+    for rec in r.world.history() {
+        match &rec.event {
+            Event::Exit { grant, why } if grant.client.0 == CLIENT_1.0 && grant.seq == 1 => {
+                exits.push(*why);
+            }
+            Event::Storage(op)
+                if op.grant.client.0 == CLIENT_1.0
+                    && op.grant.seq == 1
+                    && matches!(op.kind, OpKind::Write { .. }) =>
+            {
+                writes += 1;
+            }
+            _ => {}
+        }
+    }
+    (exits, writes)
+}
+
+fn cut_off_from_the_server_for_60_s() -> Vec<lockstep_sim::ScheduledFault> {
+    let cut = Fault::Partition {
+        shape: lockstep_sim::Shape::Split {
+            groups: vec![vec![CLIENT_1], vec![REDIS]],
+        },
+        mode: lockstep_sim::PartitionMode::Drop,
+        duration: Some(Dur::from_secs(60)),
+    };
+    vec![on_mark(CLIENT_1, "granted", cut)]
+}
+
+#[test]
+fn until_refused_renews_through_timeouts_and_ends_the_section_when_refused() {
+    // The renewals time out while the client is cut off; the first one after the heal is
+    // refused (the key expired long ago): the section ends, and client-1 never writes.
+    let (exits, writes) = cut_off_holder(Renew::UntilRefused, cut_off_from_the_server_for_60_s());
+    assert_eq!(exits, vec![ExitReason::Lost]);
+    assert_eq!(writes, 0);
+}
+
+#[test]
+fn the_watchdog_stops_at_its_first_failed_renewal_and_never_tells_the_holder() {
+    // Redisson: the first renewal times out, the watchdog stops; the holder keeps working,
+    // writes at 70 s over client-2's lock, and releases.
+    let (exits, writes) = cut_off_holder(Renew::Watchdog, cut_off_from_the_server_for_60_s());
+    assert_eq!(exits, vec![ExitReason::Released]);
+    assert_eq!(writes, 1);
+    // A refused renewal stops it as silently: client-1 pauses 15 s right after its grant,
+    // past the 10 s TTL, and its first renewal finds client-2's key.
+    let pause = Fault::Pause {
+        node: CLIENT_1,
+        duration: Some(Dur::from_secs(15)),
+    };
+    let (exits, writes) = cut_off_holder(
+        Renew::Watchdog,
+        vec![on_mark(CLIENT_1, "granted", pause.clone())],
+    );
+    assert_eq!(exits, vec![ExitReason::Released]);
+    assert_eq!(writes, 1);
+    let (exits, writes) = cut_off_holder(
+        Renew::UntilRefused,
+        vec![on_mark(CLIENT_1, "granted", pause)],
+    );
+    assert_eq!(exits, vec![ExitReason::Lost]);
+    assert_eq!(writes, 0);
 }

@@ -8,8 +8,8 @@ use lockstep_models::redis::{
 };
 use lockstep_models::system::{Family, SystemSpec, build, history};
 use lockstep_sim::{
-    Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, ScheduledFault, Time, TraceKind,
-    World, WorldConfig,
+    Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, PartitionMode, ScheduledFault, Shape,
+    Time, TraceKind, When, World, WorldConfig,
 };
 
 use crate::support::*;
@@ -159,7 +159,8 @@ fn key_after_crash(persistence: Persistence, loses: CrashLoses) -> Option<(u64, 
         node: REDIS,
         restart_after: Some(ms(100)),
     };
-    // The first grant comes within 0.2 s, before the first once-a-second fsync.
+    // The first grant comes within 0.2 s: within the startup second, where `aof_last_fsync`
+    // starts, so everysec has not fsynced it.
     let (w, _) = world(
         &spec,
         1,
@@ -180,6 +181,55 @@ fn a_power_loss_with_aof_everysec_loses_the_writes_since_the_last_fsync_and_alwa
     );
     assert!(key_after_crash(Persistence::AofAlways, Power).is_some());
     assert_eq!(key_after_crash(Persistence::None, Process), None);
+}
+
+/// One client with `appendfsync everysec`, thinking `think_ms` before each 5 s section; the
+/// machine loses power at `crash` and is back 100 ms later. Whether the lock key is there at
+/// `until_ms`.
+fn everysec_key_after_power_loss(think_ms: u64, crash: When, until_ms: u64) -> bool {
+    let mut spec = redis_spec();
+    spec.clients = 1;
+    spec.workload.think = Distribution::Constant(ms(think_ms));
+    spec.workload.work = Distribution::Constant(Dur::from_secs(5));
+    let config = server_config(&mut spec);
+    config.persistence = Persistence::AofEverysec;
+    config.crash_loses = CrashLoses::Power;
+    let fault = Fault::Crash {
+        node: REDIS,
+        restart_after: Some(ms(100)),
+    };
+    let faults = vec![ScheduledFault { when: crash, fault }];
+    let (w, _) = world(&spec, 1, until_ms, &[], faults);
+    server(&w, 0).peek(LOCK_KEY).is_some()
+}
+
+fn grant(occurrence: u32) -> When {
+    When::OnMark {
+        node: CLIENT_1,
+        mark: "granted".into(),
+        occurrence,
+    }
+}
+
+#[test]
+fn everysec_fsyncs_a_write_at_once_when_the_last_fsync_is_a_second_old() {
+    // `aof_last_fsync` starts at the startup second: a SET 0.6 s in waits, one 1.2 s in is
+    // fsynced right after its write.
+    assert!(!everysec_key_after_power_loss(600, grant(1), 1_000));
+    assert!(everysec_key_after_power_loss(1_200, grant(1), 1_600));
+    // The release 5 s later is fsynced at once; a SET 0.6 s after it waits and is lost, one
+    // 1.2 s after it is fsynced at once.
+    assert!(!everysec_key_after_power_loss(600, grant(2), 6_500));
+    assert!(everysec_key_after_power_loss(1_200, grant(2), 7_800));
+}
+
+#[test]
+fn everysec_fsyncs_waiting_writes_once_their_second_is_up() {
+    // The SET 0.6 s in waits for the end of the startup second, then is fsynced though
+    // nothing else is written.
+    let at = |ms_: u64| When::At(Time::from_millis(ms_));
+    assert!(!everysec_key_after_power_loss(600, at(990), 1_200));
+    assert!(everysec_key_after_power_loss(600, at(1_010), 1_200));
 }
 
 #[test]
@@ -240,4 +290,105 @@ fn a_restart_delay_keeps_the_server_silent_until_it_passes() {
         "silent while down and for 3 s after"
     );
     assert!(between(4_110, 8_000) > 0, "it answers again");
+}
+
+#[test]
+fn a_primary_inside_its_restart_delay_serves_no_replica() {
+    // redis-1 (no persistence) crashes at 1 s and restarts 100 ms later with an empty
+    // keyspace and a 3 s restart delay. Its replica's acknowledgements and a reconnection
+    // would otherwise get a reset and then a full resync of the empty dataset from a server
+    // that accepts no connection: the replica keeps client-1's key until redis-1 opens.
+    let mut spec = ha_spec(1, 0);
+    server_config(&mut spec).restart_delay = ms(3_000);
+    let crash = Fault::Crash {
+        node: NodeId(0),
+        restart_after: Some(ms(100)),
+    };
+    let (w, _) = world(&spec, 1, 4_050, &[], vec![at(1_000, crash)]);
+    assert_eq!(server(&w, 0).peek(LOCK_KEY), None, "redis-1 lost its keys");
+    assert!(
+        server(&w, 1).peek(LOCK_KEY).is_some(),
+        "redis-2 still has client-1's key"
+    );
+    let from_redis_1 = w
+        .trace()
+        .expect("traced")
+        .iter()
+        .filter(|e| e.kind == TraceKind::Deliver && e.text.starts_with("redis-1 -> redis-2"))
+        .filter(|e| Time::from_millis(1_100) < e.time)
+        .count();
+    assert_eq!(
+        from_redis_1, 0,
+        "nothing from redis-1 to redis-2 while it is closed"
+    );
+}
+
+/// Three servers and three sentinels; redis-1 and redis-2 are cut off from the rest from 3 s
+/// to 23 s, and the sentinels promote redis-3 (their REPLICAOF to redis-2 is lost). Returns
+/// when redis-1 and redis-2 first receive `REPLICAOF redis-3` after the heal, and the run.
+fn reconfiguration_after_heal(extra: Vec<ScheduledFault>) -> (Time, Time, World<Node>) {
+    let spec = ha_spec(2, 3);
+    let split = Fault::Partition {
+        shape: Shape::Split {
+            groups: vec![
+                vec![NodeId(0), NodeId(1)],
+                vec![NodeId(2), NodeId(3), NodeId(4), NodeId(5)],
+            ],
+        },
+        mode: PartitionMode::Drop,
+        duration: Some(ms(20_000)),
+    };
+    let mut faults = vec![at(3_000, split)];
+    faults.extend(extra);
+    let (w, _) = world(&spec, 1, 45_000, &[], faults);
+    let first = |to: &str| {
+        let pat = format!("-> {to}: Sentinel(ReplicaOf {{ primary: Some(NodeId(2)) }})");
+        w.trace()
+            .expect("traced")
+            .iter()
+            .find(|e| {
+                e.kind == TraceKind::Deliver
+                    && e.time > Time::from_millis(23_000)
+                    && e.text.contains(&pat)
+            })
+            .map(|e| e.time)
+            .unwrap_or_else(|| panic!("{to} is never sent REPLICAOF redis-3"))
+    };
+    let (r1, r2) = (first("redis-1"), first("redis-2"));
+    (r1, r2, w)
+}
+
+#[test]
+fn sentinel_converts_an_old_primary_after_8_s_and_fixes_a_replica_after_the_failover_timeout() {
+    let (r1, r2, w) = reconfiguration_after_heal(vec![]);
+    // redis-1 reports itself primary from the heal on: +convert-to-slave 8 s later.
+    assert!(
+        Time::from_millis(31_000) < r1 && r1 < Time::from_millis(32_500),
+        "redis-1 at {r1:?}"
+    );
+    // redis-2 reports replicating redis-1 from the heal on: +fix-slave-config after the
+    // failover timeout, 10 s.
+    assert!(
+        Time::from_millis(33_000) < r2 && r2 < Time::from_millis(34_500),
+        "redis-2 at {r2:?}"
+    );
+    for i in 0..=1 {
+        assert_eq!(server(&w, i).role(), Role::Replica { of: NodeId(2) });
+    }
+}
+
+#[test]
+fn sentinel_reconfigures_no_server_that_went_down_within_the_wait() {
+    // redis-1 is cut off again from 25 s to 28 s: down (SDOWN) at about 27 s. Its
+    // conversion waits until 8 s after that, not 8 s after the heal.
+    let again = Fault::Partition {
+        shape: Shape::Isolate { node: NodeId(0) },
+        mode: PartitionMode::Drop,
+        duration: Some(ms(3_000)),
+    };
+    let (r1, _, _) = reconfiguration_after_heal(vec![at(25_000, again)]);
+    assert!(
+        Time::from_millis(35_000) < r1 && r1 < Time::from_millis(36_500),
+        "redis-1 at {r1:?}"
+    );
 }

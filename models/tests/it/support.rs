@@ -1,7 +1,7 @@
 //! Building and running small Redis worlds for the model tests.
 
 use lockstep_check::{Options, Verdict, check};
-use lockstep_models::redis::{RedisLockConfig, RedisServerConfig, Release};
+use lockstep_models::redis::{RedisLockConfig, RedisServerConfig, Release, Renew};
 use lockstep_models::redlock::{Flavour, RedlockConfig};
 use lockstep_models::system::{Family, SystemSpec, build, history};
 use lockstep_models::{Node, StorageMode, WorkloadConfig};
@@ -34,7 +34,7 @@ pub(crate) fn redis_spec() -> SystemSpec {
                 wait: None,
                 ttl: Dur::from_secs(10),
                 release: Release::CompareAndDelete,
-                renew: false,
+                renew: Renew::Off,
                 fencing: false,
                 request_timeout: ms(500),
                 retry_delay: Distribution::Uniform {
