@@ -1068,7 +1068,11 @@ fn etcd(r: &mut Resolver, m: &ModelSection, ttl: Dur) -> Family {
             m.persistence != PersistenceName::None,
             "redis\" or \"redlock",
         ),
-        ("model.renew", m.renew, "redis\" or \"redlock"),
+        (
+            "model.renew",
+            m.renew != RenewSpec::Bool(false),
+            "redis\" or \"redlock",
+        ),
     ] {
         r.only_for("etcd", key, given, other);
     }

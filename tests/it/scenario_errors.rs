@@ -372,3 +372,24 @@ fn mono_expiry_cannot_replicate() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn renewal_modes_are_checked() {
+    let lines = errors_of(
+        "renew-unknown",
+        &GOOD.replace("ttl_ms = 1_000", "ttl_ms = 1_000\nrenew = \"forever\""),
+    );
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(lines[0].contains("model.renew"), "{}", lines[0]);
+    let redlock = GOOD.replace("kind = \"redis\"", "kind = \"redlock\"");
+    let lines = errors_of(
+        "renew-redlock-mode",
+        &redlock.replace("ttl_ms = 1_000", "ttl_ms = 1_000\nrenew = \"watchdog\""),
+    );
+    assert!(
+        lines[0]
+            .contains("model.renew: the renewal modes are Redis's; Redlock takes true or false"),
+        "{}",
+        lines[0]
+    );
+}
