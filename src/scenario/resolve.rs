@@ -491,7 +491,7 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         );
     }
     let workload = WorkloadConfig {
-        storage: NodeId(0),
+        storage: None,
         think: r.dist("workload.think_ms", w.think_ms),
         work: r.dist("workload.work_ms", w.work_ms),
         check_validity_before_write: w.check_validity_before_write,
