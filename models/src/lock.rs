@@ -10,6 +10,7 @@ use crate::etcd::client::EtcdLock;
 use crate::node::{LockTimer, Msg, Node};
 use crate::redis::{RedisLock, SentinelMsg};
 use crate::redlock::RedlockClient;
+use crate::storage::StorageRequest;
 
 /// What a lock client tells its workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,6 +61,17 @@ impl Lock {
             Lock::Redis(l) => l.valid(ctx),
             Lock::Redlock(l) => l.valid(ctx),
             Lock::Etcd(l) => l.valid(ctx),
+        }
+    }
+
+    /// Sends a storage operation to a resource that lives in the lock service itself.
+    ///
+    /// # Panics
+    /// For a family whose service holds no resource (only etcd's does).
+    pub(crate) fn resource_op(&mut self, ctx: &mut Ctx<'_, Node>, op: StorageRequest) {
+        match self {
+            Lock::Etcd(l) => l.resource_op(ctx, op),
+            lock => panic!("the resource lives in a storage node, not in {lock:?}"),
         }
     }
 

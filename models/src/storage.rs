@@ -14,6 +14,7 @@
 use lockstep_check::{Event, GrantId, OpId, OpKind, OpOutcome, StorageOp};
 use lockstep_sim::{Ctx, NodeId};
 
+use crate::etcd::resource::ResourceGuard;
 use crate::node::{Msg, Node};
 
 /// How storage treats fencing tokens.
@@ -29,6 +30,9 @@ pub enum StorageMode {
     /// A claim makes the operation's token the owner, unconditionally; a write is accepted
     /// only if its token is the owner; reads are not checked.
     CasToken,
+    /// No storage node: the resource lives in etcd's key space and its writes are
+    /// transactions with this guard ([`crate::etcd::resource`]).
+    Etcd(ResourceGuard),
 }
 
 /// What a client asks of storage.
@@ -118,6 +122,7 @@ impl Storage {
             return self.on_cas_request(ctx, from, req);
         }
         let checked = match (self.mode, req.kind) {
+            (StorageMode::Etcd(_), _) => panic!("an etcd-resident resource has no storage node"),
             (StorageMode::Unfenced | StorageMode::CasToken, _)
             | (StorageMode::FencedWrites, RequestKind::Read | RequestKind::Claim) => false,
             (StorageMode::FencedWrites, RequestKind::Write { .. })

@@ -2,8 +2,13 @@
 //! with their names, in [`lockstep_sim::NodeId`] order. The scenario loader and the tests
 //! build every world through here.
 //!
+//! etcd names: members are `etcd-1`, `etcd-2`, ...; with the resource in etcd
+//! ([`StorageMode::Etcd`]) there is no `storage` node.
+//!
 //! Redis names: a single instance is `redis`; with replicas the servers are `redis-1` (the
 //! primary at start), `redis-2`, ...; sentinels are `sentinel-1`, ....
+
+use std::collections::BTreeSet;
 
 use lockstep_check::{Event, Fault as HistFault, FaultKind, History, NodeId as HistNode};
 use lockstep_sim::{AppliedFault, Fault, NodeId, Outcome, World};
@@ -51,7 +56,8 @@ pub enum Family {
         server: EtcdServerConfig,
         /// How many members.
         members: u32,
-        /// Every client's settings (`servers` is overwritten with the members).
+        /// Every client's settings (`servers` is overwritten with the members, `resource`
+        /// with the guard of [`StorageMode::Etcd`]).
         client: EtcdLockConfig,
     },
 }
@@ -65,7 +71,7 @@ pub struct SystemSpec {
     pub clients: u32,
     /// Their workload (`storage` is overwritten).
     pub workload: WorkloadConfig,
-    /// The storage's fencing mode.
+    /// The storage's fencing mode, or the guard of the resource kept in etcd.
     pub storage: StorageMode,
 }
 
@@ -74,8 +80,8 @@ pub fn client_name(i: u32) -> String {
     format!("client-{i}")
 }
 
-/// The nodes of `spec`, named, in node-id order: the lock servers, then `storage`, then
-/// `client-1`, `client-2`, ...
+/// The nodes of `spec`, named, in node-id order: the lock servers, then `storage` (unless the
+/// resource lives in etcd), then `client-1`, `client-2`, ...
 pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
     let mut nodes = Vec::new();
     let lock_for_clients = match &spec.family {
@@ -155,16 +161,31 @@ pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
             }
             let client = EtcdLockConfig {
                 servers: ids,
+                resource: match spec.storage {
+                    StorageMode::Etcd(guard) => Some(guard),
+                    _ => None,
+                },
                 ..client.clone()
             };
             Lock::Etcd(EtcdLock::new(client))
         }
     };
-    let storage = NodeId(nodes.len() as u32);
-    nodes.push((
-        "storage".to_string(),
-        Node::Storage(Storage::new(spec.storage)),
-    ));
+    let storage = match spec.storage {
+        StorageMode::Etcd(_) => {
+            // The resource lives in the key space: no storage node, and the lock client
+            // carries the operations.
+            assert!(
+                matches!(spec.family, Family::Etcd { .. }),
+                "an etcd-resident resource needs the etcd family"
+            );
+            None
+        }
+        mode => {
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(("storage".to_string(), Node::Storage(Storage::new(mode))));
+            Some(id)
+        }
+    };
     let workload = WorkloadConfig {
         storage,
         ..spec.workload.clone()
@@ -228,6 +249,10 @@ pub fn has_tokens(family: &Family) -> bool {
 
 /// The checker's history of a finished run: the nodes' records with the applied faults placed
 /// exactly where they happened among them.
+///
+/// Every etcd member records a resource write as it applies it; the first of those records is
+/// the moment the write took effect, and only it is kept (a member takes each operation once,
+/// so one operation is one raft entry).
 pub fn history(world: &World<Node>, outcome: Outcome) -> History {
     let mut h = History {
         entries: Vec::with_capacity(world.history().len() + world.fault_log().len()),
@@ -236,9 +261,15 @@ pub fn history(world: &World<Node>, outcome: Outcome) -> History {
         complete: outcome == Outcome::Completed,
     };
     let mut faults = world.fault_log().iter().peekable();
+    let mut applied = BTreeSet::new();
     for (i, record) in world.history().iter().enumerate() {
         while let Some(f) = faults.next_if(|f| f.records_before <= i) {
             h.push(f.time.as_nanos(), fault_event(f));
+        }
+        if let (Event::Storage(op), Node::Etcd(_)) = (&record.event, world.process(record.node)) {
+            if !applied.insert(op.op) {
+                continue;
+            }
         }
         h.push(record.time.as_nanos(), record.event.clone());
     }

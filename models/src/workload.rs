@@ -12,6 +12,10 @@
 //! Against compare-and-set storage the client first claims the resource with its token, in a
 //! step of its own after `granted`, then reads, works and writes as above (failure catalogue
 //! K7).
+//!
+//! When the resource lives in etcd (failure catalogue J4) the loop is the same; its operations
+//! go out through the lock client instead of to a storage node, and the etcd member answers
+//! with the same replies.
 
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
 use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, NodeId};
@@ -23,8 +27,9 @@ use crate::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
 /// How a workload client behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadConfig {
-    /// The storage node.
-    pub storage: NodeId,
+    /// The storage node; `None` when the resource lives in the lock service (etcd), where
+    /// the lock client carries the operations.
+    pub storage: Option<NodeId>,
     /// Time between critical sections (and before the first).
     pub think: Distribution,
     /// Time spent working between the read and the write.
@@ -310,7 +315,10 @@ impl Client {
             token: held.token,
             kind,
         };
-        ctx.send(self.config.storage, Msg::Storage(req));
+        match self.config.storage {
+            Some(storage) => ctx.send(storage, Msg::Storage(req)),
+            None => self.lock.resource_op(ctx, req),
+        }
         let timeout = Timer::Work(WorkTimer::StorageTimeout { op: self.ops });
         ctx.set_timer(ClockKind::Mono, self.config.storage_timeout, timeout);
         self.ops

@@ -3,6 +3,7 @@
 
 use lockstep_check::{Options, Property, Validity};
 use lockstep_models::etcd::client::{EtcdLockConfig, Recipe};
+use lockstep_models::etcd::resource::ResourceGuard;
 use lockstep_models::etcd::server::EtcdServerConfig;
 use lockstep_models::raft::ReadOnlyOption;
 use lockstep_models::redis::persistence::DEFAULT_SAVE_POINTS;
@@ -506,20 +507,46 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         );
     }
     let workload = WorkloadConfig {
-        storage: NodeId(0),
+        storage: None,
         think: r.dist("workload.think_ms", w.think_ms),
         work: r.dist("workload.work_ms", w.work_ms),
         check_validity_before_write: w.check_validity_before_write,
         storage_timeout: r.positive_ms("workload.storage_timeout_ms", w.storage_timeout_ms),
     };
-    let storage = match file.storage.mode {
+    let mut storage = match file.storage.mode {
         StorageModeName::Unfenced => StorageMode::Unfenced,
         StorageModeName::FencedWrites => StorageMode::FencedWrites,
         StorageModeName::FencedAll => StorageMode::FencedAll,
         StorageModeName::CasToken => StorageMode::CasToken,
+        StorageModeName::Etcd => StorageMode::Etcd(match file.storage.guard.unwrap_or_default() {
+            GuardName::None => ResourceGuard::None,
+            GuardName::KeyExists => ResourceGuard::KeyExists,
+            GuardName::Owner => ResourceGuard::Owner,
+        }),
     };
+    if file.storage.guard.is_some() && file.storage.mode != StorageModeName::Etcd {
+        r.problems.push(
+            "storage.guard",
+            "applies only with mode = \"etcd\" (the resource kept in etcd)",
+        );
+    }
+    if file.storage.mode == StorageModeName::Etcd && m.kind != ModelKind::Etcd {
+        r.problems.push(
+            "storage.mode",
+            format!(
+                "\"etcd\" keeps the resource in etcd's key space and needs model.kind = \"etcd\", not \"{}\"",
+                if m.kind == ModelKind::Redis {
+                    "redis"
+                } else {
+                    "redlock"
+                }
+            ),
+        );
+        // A placeholder, so that the nodes can still be named for the other checks.
+        storage = StorageMode::Unfenced;
+    }
     match (storage, m.fencing) {
-        (StorageMode::Unfenced, _)
+        (StorageMode::Etcd(_), _) | (StorageMode::Unfenced, _)
         | (
             StorageMode::FencedWrites | StorageMode::FencedAll,
             FencingKind::Incr | FencingKind::Revision,

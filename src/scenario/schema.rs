@@ -272,6 +272,7 @@ fn default_storage_timeout() -> f64 {
 pub(crate) struct StorageSection {
     #[serde(default)]
     pub(crate) mode: StorageModeName,
+    pub(crate) guard: Option<GuardName>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -282,6 +283,17 @@ pub(crate) enum StorageModeName {
     FencedWrites,
     FencedAll,
     CasToken,
+    Etcd,
+}
+
+/// The guard of a write to the resource kept in etcd (`mode = "etcd"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum GuardName {
+    #[default]
+    None,
+    KeyExists,
+    Owner,
 }
 
 #[derive(Debug, Deserialize)]

@@ -357,6 +357,57 @@ fn the_etcd_keys_are_checked_with_their_paths() {
 }
 
 #[test]
+fn the_etcd_resource_keys_are_checked_with_their_paths() {
+    let etcd = GOOD.replace("kind = \"redis\"", "kind = \"etcd\"");
+    let good = format!("{etcd}\n[storage]\nmode = \"etcd\"\nguard = \"owner\"\n");
+    let path = temp_scenario("etcd-resource", &good);
+    let out = lockstep(&["run", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = errors_of(
+        "etcd-resource-on-redis",
+        &format!("{GOOD}\n[storage]\nmode = \"etcd\"\nguard = \"key-exists\"\n"),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(
+            "storage.mode: \"etcd\" keeps the resource in etcd's key space and needs model.kind = \"etcd\", not \"redis\""
+        ),
+        "{}",
+        lines[0]
+    );
+    let lines = errors_of(
+        "guard-without-etcd-mode",
+        &format!("{etcd}\n[storage]\nmode = \"unfenced\"\nguard = \"owner\"\n"),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("storage.guard: applies only with mode = \"etcd\""),
+        "{}",
+        lines[0]
+    );
+    let lines = errors_of("bad-guard", &good.replace("\"owner\"", "\"exists\""));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("storage.guard: unknown variant `exists`"),
+        "{}",
+        lines[0]
+    );
+    // The resource is in etcd: there is no storage node to put a fault on.
+    let lines = errors_of(
+        "no-storage-node",
+        &format!("{good}\n[[fault]]\nat_ms = 1\npause = {{ node = \"storage\" }}\n"),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(
+            "fault[0].pause.node: no node named `storage` (nodes: etcd-1, etcd-2, etcd-3, client-1, client-2)"
+        ),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
 fn mono_expiry_cannot_replicate() {
     let lines = errors_of(
         "mono-replicas",

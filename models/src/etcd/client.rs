@@ -22,6 +22,13 @@
 //! a timeout to the next endpoint. A watch is re-checked every 5 s with a fresh predecessor
 //! lookup, standing in for clientv3's watch stream, which reconnects to another endpoint and
 //! resumes from its revision when its member fails.
+//!
+//! When the protected resource lives in etcd ([`super::resource`]), the workload's storage
+//! operations go out through this client to its current endpoint: a read as a linearizable
+//! `Get`, a write as a transaction guarded on the Mutex's key and revision as they are when
+//! it is sent. Each is sent once, under no request timeout (the workload gives up after its
+//! storage timeout); a `NotLeader` answer sends it once more, to the leader it names. So no
+//! write can be applied twice.
 
 use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId, TimerId};
 
@@ -29,8 +36,10 @@ use super::mvcc::{
     Cmp, Compare, CreateOrder, EventKind, LeaseId, Op, OpResult, Range, Rev, Target, Txn,
 };
 use super::proto::{Reply, Request};
+use super::resource::{self, ResourceGuard};
 use crate::lock::LockSignal;
 use crate::node::{EtcdTimer, LockTimer, Msg, Node, Timer};
+use crate::storage::StorageRequest;
 
 /// The keepalive send loop's period (`retryConnWait`).
 pub const KEEPALIVE_POLL: Dur = Dur::from_millis(500);
@@ -76,6 +85,9 @@ pub struct EtcdLockConfig {
     /// The application stops its critical section when `Session.Done()` closes. Off is an
     /// application that never looks at the channel (etcd-io/etcd#10811: "A still writes").
     pub stop_on_done: bool,
+    /// The protected resource lives in etcd, and its writes carry this guard; `None`: it
+    /// lives in a storage node and the client carries no storage operations.
+    pub resource: Option<ResourceGuard>,
 }
 
 impl EtcdLockConfig {
@@ -90,6 +102,7 @@ impl EtcdLockConfig {
             first_keepalive_timeout: FIRST_KEEPALIVE_TIMEOUT,
             fencing: false,
             stop_on_done: true,
+            resource: None,
         }
     }
 
@@ -157,6 +170,17 @@ enum Phase {
     },
 }
 
+/// A resource operation sent and not yet answered with `NotLeader`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ResourceOp {
+    /// Its request id.
+    req: u64,
+    /// The request, to send once more to the leader.
+    request: Request,
+    /// Already sent to a named leader after a `NotLeader`.
+    redirected: bool,
+}
+
 /// The etcd lock client's state machine, embedded in a workload client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EtcdLock {
@@ -169,6 +193,10 @@ pub struct EtcdLock {
     timeout: Option<(u64, TimerId)>,
     /// The loops (keepalive poll, deadline poll) run.
     loops: bool,
+    /// The Mutex's own key (`m.myKey`), set by `tryAcquire`.
+    my_key: Option<String>,
+    /// The last resource operation sent; the workload has at most one outstanding.
+    resource_op: Option<ResourceOp>,
 }
 
 impl EtcdLock {
@@ -186,6 +214,8 @@ impl EtcdLock {
             next_req: 0,
             timeout: None,
             loops: false,
+            my_key: None,
+            resource_op: None,
         }
     }
 
@@ -243,6 +273,58 @@ impl EtcdLock {
         *self = EtcdLock::new(self.config.clone());
     }
 
+    /// Sends a workload operation on the etcd-resident resource to the current endpoint: a
+    /// read as a linearizable `Get`, a write as a transaction guarded on the key and revision
+    /// the client holds the lock with. The member answers the workload directly.
+    ///
+    /// # Panics
+    /// When the resource does not live in etcd, or outside a critical section: the workload
+    /// sends operations only under a grant.
+    pub(crate) fn resource_op(&mut self, ctx: &mut Ctx<'_, Node>, op: StorageRequest) {
+        let guard = self
+            .config
+            .resource
+            .expect("resource operations need the resource in etcd");
+        let compares = match (&self.phase, &self.my_key) {
+            (Phase::Held { my_rev }, Some(key)) => guard.compares(key, *my_rev),
+            (phase, _) => panic!("a resource operation outside the critical section ({phase:?})"),
+        };
+        let request = Request::Resource {
+            op,
+            txn: resource::txn(op.kind, compares),
+        };
+        let req = self.send(ctx, request.clone());
+        self.resource_op = Some(ResourceOp {
+            req,
+            request,
+            redirected: false,
+        });
+    }
+
+    /// A `NotLeader` answer to the resource operation sent as `id`: send it once more, to the
+    /// leader named. True when `id` was that operation.
+    fn redirect_resource_op(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        id: u64,
+        leader: Option<NodeId>,
+    ) -> bool {
+        let Some(op) = self.resource_op.take_if(|op| op.req == id) else {
+            return false;
+        };
+        let to = leader.and_then(|l| self.config.servers.iter().position(|&s| s == l));
+        if let (Some(i), false) = (to, op.redirected) {
+            self.endpoint = i;
+            let req = self.send(ctx, op.request.clone());
+            self.resource_op = Some(ResourceOp {
+                req,
+                redirected: true,
+                ..op
+            });
+        }
+        true
+    }
+
     pub(crate) fn on_reply(
         &mut self,
         ctx: &mut Ctx<'_, Node>,
@@ -256,6 +338,9 @@ impl EtcdLock {
             }
         }
         if let Reply::NotLeader { leader } = reply {
+            if self.redirect_resource_op(ctx, id, leader) {
+                return None;
+            }
             return self.redirect(ctx, id, leader);
         }
         // Session replies.
@@ -519,6 +604,7 @@ impl EtcdLock {
             unreachable!("try_acquire without a session")
         };
         let key = Self::my_key(s.lease);
+        self.my_key = Some(key.clone());
         let first = Op::Get(Range {
             key: PREFIX.into(),
             prefix: true,

@@ -4,6 +4,7 @@
 use lockstep_sim::{Dur, NodeId};
 
 use super::mvcc::{EventKind, LeaseId, Range, Rev, Txn, TxnResult};
+use crate::storage::StorageRequest;
 
 /// A client request to a member.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +39,15 @@ pub enum Request {
     CancelWatch {
         /// The request id of the watch.
         watch: u64,
+    },
+    /// An operation on the protected resource kept in the key space
+    /// ([`super::resource`]): `txn` is its read or its guarded write. The member answers
+    /// with the workload's own `StorageReply`, and records the operation in the history.
+    Resource {
+        /// The workload's operation, as it would go to a storage node.
+        op: StorageRequest,
+        /// Its transaction.
+        txn: Txn,
     },
 }
 

@@ -17,16 +17,28 @@
 //!   configured. Watches stream the member's own applied events.
 //! - A crash keeps raft's durable state (term, vote, log); the key space and the lessor are
 //!   rebuilt by applying the log again as it commits.
+//! - The protected resource may live in the key space ([`super::resource`]): its reads are
+//!   linearizable reads and its writes guarded transactions, answered with the workload's
+//!   `StorageReply` by the member that serves the read or proposed the write. The operation
+//!   is recorded in the history as storage records it, by the member that serves a read and
+//!   by every member that applies a write; [`crate::system::history`] keeps the first of
+//!   those, the moment the write took effect. (Recording only on the proposer would date a
+//!   write proposed by a leader that was then cut off to when that member learns the commit,
+//!   long after the new leader applied it and others read it.) A member takes each operation
+//!   once, as gRPC over one connection delivers a request once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use lockstep_check::{Event, OpId, StorageOp};
 use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
 
 use super::lease::{Lessor, RenewError};
 use super::mvcc::{EventKind, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
 use super::proto::{Reply, Request};
+use super::resource;
 use crate::node::{EtcdServerTimer, Msg, Node, Timer};
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
+use crate::storage::{StorageReply, StorageRequest};
 
 /// The lessor run loop's period (`lessor.go`).
 pub const LESSOR_TICK: Dur = Dur::from_millis(500);
@@ -108,6 +120,14 @@ pub enum Command {
     },
     /// A transaction.
     Txn(Txn),
+    /// A write to the protected resource: its guarded transaction, and the operation the
+    /// proposer records once it applies it.
+    Resource {
+        /// The workload's operation.
+        op: StorageRequest,
+        /// Its transaction.
+        txn: Txn,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +146,8 @@ struct PendingRead {
     range: Range,
     /// Known once raft has confirmed it.
     index: Option<u64>,
+    /// A read of the protected resource: recorded and answered as a storage operation.
+    op: Option<StorageRequest>,
 }
 
 /// One etcd member.
@@ -145,6 +167,8 @@ pub struct EtcdServer {
     revoking: BTreeMap<LeaseId, LocalTime>,
     /// The entry index of this member's own term start, once applied as leader.
     promoted_term: Option<u64>,
+    /// Resource operations received, so that a duplicated message is not taken twice.
+    resource_ops: BTreeSet<OpId>,
 }
 
 impl EtcdServer {
@@ -174,6 +198,7 @@ impl EtcdServer {
             next_read: 0,
             revoking: BTreeMap::new(),
             promoted_term: None,
+            resource_ops: BTreeSet::new(),
         }
     }
 
@@ -299,12 +324,23 @@ impl EtcdServer {
                     .all(|op| matches!(op, Op::Get(_)));
                 if read_only && txn.compares.is_empty() {
                     if let [Op::Get(range)] = txn.success.as_slice() {
-                        return self.read(ctx, client, req, range.clone());
+                        return self.read(ctx, client, req, range.clone(), None);
                     }
                 }
                 self.propose(ctx, client, req, Command::Txn(txn));
             }
-            Request::Get(range) => self.read(ctx, client, req, range),
+            Request::Get(range) => self.read(ctx, client, req, range, None),
+            Request::Resource { op, txn } => {
+                if !self.resource_ops.insert(op.op) {
+                    return;
+                }
+                if txn.compares.is_empty() {
+                    if let [Op::Get(range)] = txn.success.as_slice() {
+                        return self.read(ctx, client, req, range.clone(), Some(op));
+                    }
+                }
+                self.propose(ctx, client, req, Command::Resource { op, txn });
+            }
             Request::KeepAlive { lease } => {
                 if self.raft.role() != Role::Leader {
                     let leader = self.raft.leader();
@@ -368,7 +404,14 @@ impl EtcdServer {
         }
     }
 
-    fn read(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, req: u64, range: Range) {
+    fn read(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        client: NodeId,
+        req: u64,
+        range: Range,
+        op: Option<StorageRequest>,
+    ) {
         self.next_read += 1;
         let id = self.next_read;
         let mut out = Outbox::default();
@@ -381,6 +424,7 @@ impl EtcdServer {
                         req,
                         range,
                         index: None,
+                        op,
                     },
                 );
                 self.process(ctx, out);
@@ -450,6 +494,14 @@ impl EtcdServer {
         // Revokes by the lessor and checkpoints are the member's own: nobody waits for them.
         let answer = p.member == self.me && p.client != self.me;
         let reply = match p.cmd {
+            Command::Resource { op, txn } => {
+                let result = self.apply_txn(&txn).expect("resource writes name no lease");
+                let reply = Self::record_op(ctx, op, &result);
+                if answer {
+                    ctx.send(p.client, Msg::StorageReply(reply));
+                }
+                return;
+            }
             Command::LeaseGrant { id, ttl } => {
                 let ttl = self.lessor.grant(id, ttl, now);
                 Reply::LeaseGranted { lease: id, ttl }
@@ -532,6 +584,11 @@ impl EtcdServer {
                 success: vec![Op::Get(r.range)],
                 failure: vec![],
             });
+            if let Some(op) = r.op {
+                let reply = Self::record_op(ctx, op, &result);
+                ctx.send(r.client, Msg::StorageReply(reply));
+                continue;
+            }
             ctx.send(
                 r.client,
                 Msg::EtcdReply {
@@ -539,6 +596,23 @@ impl EtcdServer {
                     reply: Reply::Txn(result),
                 },
             );
+        }
+    }
+
+    /// Records a resource operation as handled, exactly as a storage node does, and returns
+    /// the workload's reply.
+    fn record_op(ctx: &mut Ctx<'_, Node>, op: StorageRequest, result: &TxnResult) -> StorageReply {
+        let (kind, outcome, reply) = resource::outcome(op.kind, result);
+        ctx.record(Event::Storage(StorageOp {
+            op: op.op,
+            grant: op.grant,
+            kind,
+            token: op.token,
+            outcome,
+        }));
+        StorageReply {
+            op: op.op,
+            result: reply,
         }
     }
 

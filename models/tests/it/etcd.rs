@@ -1,14 +1,17 @@
-//! etcd: the lease lock over raft. Baseline safety and liveness, and the failover time and
-//! lease reset on a leader change against the formulas of docs/semantics.md §3.2.
+//! etcd: the lease lock over raft. Baseline safety and liveness, the failover time and
+//! lease reset on a leader change against the formulas of docs/semantics.md §3.2, and the
+//! guards of a resource kept in etcd (failure catalogue J4).
 
-use lockstep_check::{Options, Validity, check};
-use lockstep_models::Node;
+use lockstep_check::{Event, OpOutcome, Options, Validity, check};
 use lockstep_models::etcd::client::EtcdLockConfig;
+use lockstep_models::etcd::resource::ResourceGuard;
 use lockstep_models::etcd::server::EtcdServerConfig;
 use lockstep_models::raft::Role;
 use lockstep_models::system::{Family, SystemSpec, build, history};
+use lockstep_models::{Node, StorageMode};
 use lockstep_sim::{
-    Dur, Fault, LinkConfig, NodeConfig, NodeId, ScheduledFault, Time, When, World, WorldConfig,
+    Dur, Fault, LinkConfig, NodeConfig, NodeId, PartitionMode, ScheduledFault, Shape, Time, When,
+    World, WorldConfig,
 };
 
 use crate::support::*;
@@ -229,4 +232,185 @@ fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
         let v = check(&h, &Options::default()).expect("well formed");
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
     }
+}
+/// J4 (Jepsen's `lock-etcd-set`): the resource in etcd, written by a transaction guarded on
+/// the writer's lock key. Two 10 s sessions and 3 s of work; client-2 is held back for the
+/// first 3 s so that client-1 holds first; client-1's write is delayed 5 s in the network,
+/// past its 1 s storage timeout. It abandons, deletes its key and queues again with the same
+/// session (the same key name, a new create revision) behind client-2, which writes; then the
+/// delayed write lands.
+fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node> {
+    let mut spec = etcd_spec();
+    if let Family::Etcd { client, .. } = &mut spec.family {
+        client.ttl = Dur::from_secs(10);
+    }
+    spec.storage = StorageMode::Etcd(guard);
+    spec.workload.work = lockstep_sim::Distribution::Constant(ms(3_000));
+    let names: Vec<String> = build(&spec).into_iter().map(|(n, _)| n).collect();
+    let id = |name: &str| NodeId(names.iter().position(|n| n == name).expect(name) as u32);
+    assert!(!names.iter().any(|n| n == "storage"), "{names:?}");
+    let mut w = world(&spec, seed, 30, false);
+    w.schedule(ScheduledFault {
+        when: When::At(Time::ZERO),
+        fault: Fault::Partition {
+            shape: Shape::Isolate {
+                node: id("client-2"),
+            },
+            mode: PartitionMode::Hold,
+            duration: Some(ms(3_000)),
+        },
+    });
+    w.schedule(ScheduledFault {
+        when: When::OnMark {
+            node: id("client-1"),
+            mark: "validity-checked".into(),
+            occurrence: 1,
+        },
+        fault: Fault::Delay {
+            from: vec![id("client-1")],
+            to: (0..MEMBERS).map(NodeId).collect(),
+            extra: ms(5_000),
+            duration: Some(ms(100)),
+        },
+    });
+    w
+}
+
+#[test]
+fn j4_the_key_exists_guard_admits_the_delayed_write_and_the_owner_guard_rejects_it() {
+    for seed in 1..=20 {
+        let mut histories = Vec::new();
+        for guard in [ResourceGuard::KeyExists, ResourceGuard::Owner] {
+            let mut w = j4_world(guard, seed);
+            let outcome = w.run();
+            histories.push(history(&w, outcome));
+        }
+        let opts = Options {
+            tokens_monotonic: true,
+            ..Options::default()
+        };
+        let exists = check(&histories[0], &opts).expect("well formed");
+        let owner = check(&histories[1], &opts).expect("well formed");
+        // Key exists: the write of client-1's first grant lands after client-2's grant has
+        // read and written, and overwrites client-2's increment.
+        assert_eq!(
+            exists.resource,
+            Validity::Invalid,
+            "seed {seed}: {exists:?}"
+        );
+        let stale = exists.stale_accepted.examples[0];
+        let name = |n| histories[0].name(n);
+        assert_eq!(
+            (name(stale.grant.client).as_str(), stale.grant.seq),
+            ("client-1", 1),
+            "seed {seed}"
+        );
+        assert_eq!(exists.lost_updates.count, 1, "seed {seed}: {exists:?}");
+        // Owner: the same op is refused, nothing else changes.
+        assert_eq!(owner.resource, Validity::Valid, "seed {seed}: {owner:?}");
+        assert_eq!(owner.stale_rejected, 1, "seed {seed}");
+        assert_eq!(exists.stale_rejected, 0, "seed {seed}");
+        // The two runs are the same run up to that write: the same seed, the same events,
+        // and the first difference is its outcome.
+        let (a, b) = (&histories[0].entries, &histories[1].entries);
+        assert_eq!(a.len(), b.len(), "seed {seed}");
+        let first = (0..a.len()).find(|&i| a[i] != b[i]).expect("a difference");
+        assert_eq!(first, stale.entry, "seed {seed}");
+        match (&a[first].event, &b[first].event) {
+            (Event::Storage(x), Event::Storage(y)) => {
+                assert_eq!((x.op, x.outcome), (stale.op, OpOutcome::Accepted));
+                assert_eq!((y.op, y.outcome), (stale.op, OpOutcome::Rejected));
+            }
+            other => panic!("seed {seed}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn j4_without_a_guard_the_delayed_write_lands_too() {
+    for seed in 1..=5 {
+        let mut w = j4_world(ResourceGuard::None, seed);
+        let outcome = w.run();
+        let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
+        assert_eq!(v.resource, Validity::Invalid, "seed {seed}: {v:?}");
+        assert_eq!(v.stale_accepted.count, 1, "seed {seed}: {v:?}");
+    }
+}
+
+/// A write is recorded when it takes effect: at the first member that applies it. Five
+/// members split 2 + 3 for 20 s with the resource in etcd; on these seeds a write reaches the
+/// old leader just before the split, and the new leader commits and applies it on the
+/// majority side while the old leader applies it only after the heal. The minority members
+/// apply every write of the split late. Dated by its last apply (for that write, by its
+/// proposer), a write looks like a stale write and a lost update; the history keeps the
+/// first record, and the run is clean.
+#[test]
+fn a_resource_write_is_dated_by_its_first_apply_not_by_a_cut_off_proposer() {
+    let mut spec = etcd_spec();
+    if let Family::Etcd { members, .. } = &mut spec.family {
+        *members = 5;
+    }
+    spec.storage = StorageMode::Etcd(ResourceGuard::Owner);
+    let (mut late_applies, mut misdated_invalid) = (0, 0);
+    for seed in [285, 390, 721, 874, 900] {
+        let mut w = world(&spec, seed, 40, false);
+        let n = |i| NodeId(i);
+        w.schedule(ScheduledFault {
+            when: When::At(Time::from_millis(5_000)),
+            fault: Fault::Partition {
+                shape: Shape::Split {
+                    groups: vec![vec![n(0), n(1), n(5)], vec![n(2), n(3), n(4), n(6)]],
+                },
+                mode: PartitionMode::Drop,
+                duration: Some(ms(20_000)),
+            },
+        });
+        let outcome = w.run();
+        // The raw records: every member that applied a write recorded it.
+        let mut first_and_last = std::collections::BTreeMap::new();
+        for r in w.history() {
+            if let Event::Storage(op) = &r.event {
+                first_and_last
+                    .entry(op.op)
+                    .and_modify(|(_, last)| *last = r.time)
+                    .or_insert((r.time, r.time));
+            }
+        }
+        late_applies += first_and_last
+            .values()
+            .filter(|(first, last)| last.as_nanos() - first.as_nanos() > 10_000_000_000)
+            .count();
+        let h = history(&w, outcome);
+        let v = check(&h, &Options::default()).expect("well formed");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+        let ops = h
+            .entries
+            .iter()
+            .filter(|e| matches!(e.event, Event::Storage(_)))
+            .count();
+        assert_eq!(ops, first_and_last.len(), "seed {seed}: one record per op");
+        // The same run with each op dated by its last apply instead.
+        let mut last = lockstep_check::History {
+            names: h.names.clone(),
+            end_ns: h.end_ns,
+            complete: h.complete,
+            ..Default::default()
+        };
+        for r in w.history() {
+            let keep = match &r.event {
+                Event::Storage(op) => first_and_last[&op.op].1 == r.time,
+                _ => true,
+            };
+            if keep {
+                last.push(r.time.as_nanos(), r.event.clone());
+            }
+        }
+        let v = check(&last, &Options::default()).expect("well formed");
+        misdated_invalid += usize::from(v.mutual_exclusion == Validity::Invalid);
+    }
+    assert!(
+        late_applies > 0 && misdated_invalid > 0,
+        "no write was applied long after it took effect ({late_applies}), or dating it so \
+         harmed nothing ({misdated_invalid}): pick seeds that show it"
+    );
 }

@@ -145,7 +145,7 @@ fn k7_a_claim_after_the_pause_inverts_the_order_instead() {
 fn tries_against_dead_instances(flavour: Flavour) -> (Vec<u64>, Option<u64>) {
     let mut spec = redlock_spec(flavour);
     spec.clients = 1;
-    spec.workload.storage = NodeId(5);
+    spec.workload.storage = Some(NodeId(5));
     // An 8 s TTL: redsync's per-try deadline is 400 ms.
     match &mut spec.family {
         lockstep_models::system::Family::Redlock { client, .. } => {

@@ -47,7 +47,7 @@ pub(crate) fn redis_spec() -> SystemSpec {
         },
         clients: 2,
         workload: WorkloadConfig {
-            storage: STORAGE,
+            storage: Some(STORAGE),
             think: Distribution::Uniform {
                 lo: ms(0),
                 hi: ms(100),
@@ -72,7 +72,7 @@ pub(crate) fn redlock_spec(flavour: Flavour) -> SystemSpec {
         Flavour::Redsync => RedlockConfig::redsync(Vec::new(), ttl),
     };
     let mut spec = redis_spec();
-    spec.workload.storage = NodeId(5);
+    spec.workload.storage = Some(NodeId(5));
     spec.family = Family::Redlock {
         server: RedisServerConfig::default(),
         instances: 5,
