@@ -29,6 +29,8 @@ pub struct RunResult {
     pub unmet: Vec<String>,
     /// The readable trace, when asked for.
     pub trace: Option<Vec<TraceEntry>>,
+    /// The family's own counts, as `(name, value, per)` (`lockstep_models::system::counters`).
+    pub counters: Vec<(String, u64, Option<String>)>,
 }
 
 impl RunResult {
@@ -57,6 +59,10 @@ pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
     let verdict = check(&history, &scenario.check_options).unwrap_or_else(|e| {
         panic!("harness bug: the models recorded a history the checker rejects: {e}")
     });
+    let counters = system::counters(&world)
+        .into_iter()
+        .map(|c| (c.name.to_string(), c.value, c.per.map(str::to_string)))
+        .collect();
     let judged = verdict.get(scenario.expect.property);
     let unmet = scenario.expect.unmet(&verdict);
     RunResult {
@@ -70,5 +76,6 @@ pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
         judged,
         unmet,
         trace: world.trace().map(<[TraceEntry]>::to_vec),
+        counters,
     }
 }

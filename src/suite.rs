@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lockstep_check::{Property, Validity};
-use lockstep_reports::{RunReport, RunSource};
+use lockstep_reports::{Counter, RunReport, RunSource};
 use lockstep_sim::Outcome;
 use serde::Serialize;
 use tabled::builder::Builder;
@@ -326,6 +326,7 @@ pub fn run_report(file: &str, name: &str, result: &RunResult) -> RunReport {
         result.unmet.clone(),
         explanations,
     )
+    .with_counters(Counter::list(&result.counters))
 }
 
 impl SuiteResult {

@@ -9,7 +9,8 @@
 //! Start reading at [`node`] (the process type), then [`workload`] (the client loop every
 //! family shares), [`lock`] (the lock-client interface), [`redis`] (the first family) and
 //! [`redlock`] (one lock over several Redis instances). [`raft`] is the consensus core the
-//! etcd family builds on, with the checker of its safety properties.
+//! etcd family builds on, with the checker of its safety properties; [`zookeeper`] reuses it as
+//! its atomic broadcast.
 #![deny(missing_docs)]
 
 pub mod etcd;
@@ -21,8 +22,11 @@ pub mod redlock;
 pub mod storage;
 pub mod system;
 pub mod workload;
+pub mod zookeeper;
 
 pub use lock::{Lock, LockSignal};
-pub use node::{EtcdServerTimer, EtcdTimer, LockTimer, Msg, Node, Timer, WorkTimer};
+pub use node::{
+    EtcdServerTimer, EtcdTimer, LockTimer, Msg, Node, Timer, WorkTimer, ZkServerTimer, ZkTimer,
+};
 pub use storage::{Storage, StorageMode};
 pub use workload::{Client, WorkloadConfig};

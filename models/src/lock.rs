@@ -2,7 +2,7 @@
 //!
 //! Each family's client is a state machine that takes commands from the workload (acquire,
 //! release, is my lease still valid?) and answers with [`LockSignal`]s as replies and timers
-//! arrive. ZooKeeper's client joins this enum.
+//! arrive.
 
 use lockstep_sim::Ctx;
 
@@ -11,6 +11,7 @@ use crate::node::{LockTimer, Msg, Node};
 use crate::redis::{RedisLock, SentinelMsg};
 use crate::redlock::RedlockClient;
 use crate::storage::StorageRequest;
+use crate::zookeeper::client::ZkLock;
 
 /// What a lock client tells its workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,6 +38,8 @@ pub enum Lock {
     Redlock(RedlockClient),
     /// An etcd session and Mutex (or Election).
     Etcd(EtcdLock),
+    /// A ZooKeeper session with Curator's connection states and the lock recipe.
+    ZooKeeper(ZkLock),
 }
 
 impl Lock {
@@ -45,6 +48,7 @@ impl Lock {
             Lock::Redis(l) => l.acquire(ctx),
             Lock::Redlock(l) => l.acquire(ctx),
             Lock::Etcd(l) => l.acquire(ctx),
+            Lock::ZooKeeper(l) => l.acquire(ctx),
         }
     }
 
@@ -53,6 +57,7 @@ impl Lock {
             Lock::Redis(l) => l.release(ctx),
             Lock::Redlock(l) => l.release(ctx),
             Lock::Etcd(l) => l.release(ctx),
+            Lock::ZooKeeper(l) => l.release(ctx),
         }
     }
 
@@ -61,6 +66,7 @@ impl Lock {
             Lock::Redis(l) => l.valid(ctx),
             Lock::Redlock(l) => l.valid(ctx),
             Lock::Etcd(l) => l.valid(ctx),
+            Lock::ZooKeeper(l) => l.valid(ctx),
         }
     }
 
@@ -80,6 +86,7 @@ impl Lock {
             Lock::Redis(l) => l.reset(),
             Lock::Redlock(l) => l.reset(),
             Lock::Etcd(l) => l.reset(),
+            Lock::ZooKeeper(l) => l.reset(),
         }
     }
 
@@ -89,6 +96,9 @@ impl Lock {
             (Lock::Redis(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
             (Lock::Redlock(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
             (Lock::Etcd(l), Msg::EtcdReply { id, reply }) => l.on_reply(ctx, *id, reply.clone()),
+            (Lock::ZooKeeper(l), Msg::ZkReply { conn, seq, reply }) => {
+                l.on_reply(ctx, *conn, *seq, reply.clone())
+            }
             (Lock::Redis(l), Msg::Sentinel(SentinelMsg::PrimaryIs { id, primary })) => {
                 l.on_primary(ctx, *id, *primary)
             }
@@ -105,6 +115,7 @@ impl Lock {
             Lock::Redis(l) => l.on_timer(ctx, timer),
             Lock::Redlock(l) => l.on_timer(ctx, timer),
             Lock::Etcd(l) => l.on_timer(ctx, timer),
+            Lock::ZooKeeper(l) => l.on_timer(ctx, timer),
         }
     }
 }

@@ -12,6 +12,8 @@ use crate::redis::{
 };
 use crate::storage::{Storage, StorageReply, StorageRequest};
 use crate::workload::Client;
+use crate::zookeeper::proto::{Peer as ZkPeer, Reply as ZkReply, Request as ZkRequest};
+use crate::zookeeper::server::ZkServer;
 
 /// Every message between nodes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -54,6 +56,26 @@ pub enum Msg {
     Repl(ReplMsg),
     /// A message to, from or between Redis sentinels.
     Sentinel(SentinelMsg),
+    /// A ZooKeeper client's request on its connection `conn`.
+    Zk {
+        /// The client's connection number, echoed in every message back on it.
+        conn: u64,
+        /// Its position in the connection's stream from the client (the connect is 0).
+        seq: u64,
+        /// The request.
+        req: ZkRequest,
+    },
+    /// A ZooKeeper server's message on a client's connection `conn`.
+    ZkReply {
+        /// The client's connection number.
+        conn: u64,
+        /// Its position in the connection's stream from the server.
+        seq: u64,
+        /// The reply, watch event or close.
+        reply: ZkReply,
+    },
+    /// A message between ZooKeeper ensemble members.
+    ZkPeer(ZkPeer),
 }
 
 /// Timers of a lock client.
@@ -73,6 +95,40 @@ pub enum LockTimer {
     },
     /// A timer of the etcd client.
     Etcd(EtcdTimer),
+    /// A timer of the ZooKeeper client.
+    Zk(ZkTimer),
+}
+
+/// Timers of the ZooKeeper lock client. Those of a connection carry its number, so a timer of
+/// a connection that is over is recognised and ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ZkTimer {
+    /// Connect again (after the random wait before a reconnect); `seq` is the number of the
+    /// last connection when it was set.
+    Reconnect {
+        /// The last connection's number.
+        seq: u64,
+    },
+    /// Connection `conn`'s connect attempt has taken `T / #servers`.
+    ConnectTimeout {
+        /// The connection.
+        conn: u64,
+    },
+    /// Check whether connection `conn` has been silent for 2T/3.
+    ReadCheck {
+        /// The connection.
+        conn: u64,
+    },
+    /// Check whether connection `conn` has been idle long enough to ping.
+    PingCheck {
+        /// The connection.
+        conn: u64,
+    },
+    /// Curator's simulated expiration of SUSPENDED number `suspension` (WALL clock).
+    Lost {
+        /// The suspension.
+        suspension: u64,
+    },
 }
 
 /// Timers of the etcd lock client.
@@ -150,6 +206,20 @@ pub enum Timer {
     Sentinel(SentinelTimer),
     /// An etcd member's timer.
     EtcdServer(EtcdServerTimer),
+    /// A ZooKeeper server's timer.
+    ZkServer(ZkServerTimer),
+}
+
+/// Timers of a ZooKeeper server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ZkServerTimer {
+    /// The broadcast's tick (every tickTime/2), which is also the leader's ping to learners.
+    RaftTick,
+    /// The leader's session tracker runs at a tick boundary of its MONO clock.
+    Expiry {
+        /// The epoch of the tracker that set it.
+        epoch: u64,
+    },
 }
 
 /// Timers of an etcd member.
@@ -179,6 +249,8 @@ pub enum Node {
     Sentinel(Sentinel),
     /// An etcd member.
     Etcd(EtcdServer),
+    /// A ZooKeeper ensemble member.
+    ZooKeeper(ZkServer),
 }
 
 impl Process for Node {
@@ -192,6 +264,7 @@ impl Process for Node {
             Node::Redis(s) => s.on_start(ctx),
             Node::Sentinel(s) => s.on_start(ctx),
             Node::Etcd(s) => s.on_start(ctx),
+            Node::ZooKeeper(s) => s.on_start(ctx),
             Node::Storage(_) => {}
         }
     }
@@ -205,13 +278,17 @@ impl Process for Node {
             (Node::Etcd(s), msg @ (Msg::Raft(_) | Msg::Etcd { .. })) => {
                 s.on_message(ctx, from, msg);
             }
+            (Node::ZooKeeper(s), msg @ (Msg::ZkPeer(_) | Msg::Zk { .. })) => {
+                s.on_message(ctx, from, msg);
+            }
             (Node::Storage(s), Msg::Storage(req)) => s.on_request(ctx, from, req),
             (
                 Node::Client(c),
                 msg @ (Msg::RedisReply { .. }
                 | Msg::StorageReply(_)
                 | Msg::Sentinel(_)
-                | Msg::EtcdReply { .. }),
+                | Msg::EtcdReply { .. }
+                | Msg::ZkReply { .. }),
             ) => {
                 c.on_message(ctx, msg);
             }
@@ -225,6 +302,7 @@ impl Process for Node {
             (Node::Redis(s), Timer::Redis(t)) => s.on_timer(ctx, t),
             (Node::Sentinel(s), Timer::Sentinel(t)) => s.on_timer(ctx, t),
             (Node::Etcd(s), Timer::EtcdServer(t)) => s.on_timer(ctx, t),
+            (Node::ZooKeeper(s), Timer::ZkServer(t)) => s.on_timer(ctx, t),
             (node, timer) => panic!(
                 "{} cannot handle timer {timer:?} (node {node:?})",
                 ctx.name()
@@ -238,6 +316,7 @@ impl Process for Node {
             Node::Client(c) => c.on_crash(),
             Node::Sentinel(s) => s.on_crash(),
             Node::Etcd(s) => s.on_crash(),
+            Node::ZooKeeper(s) => s.on_crash(),
             // Storage is a database whose state is durable.
             Node::Storage(_) => {}
         }
@@ -249,6 +328,7 @@ impl Process for Node {
             Node::Redis(s) => s.on_restart(ctx),
             Node::Sentinel(s) => s.on_start(ctx),
             Node::Etcd(s) => s.on_restart(ctx),
+            Node::ZooKeeper(s) => s.on_start(ctx),
             Node::Storage(_) => {}
         }
     }

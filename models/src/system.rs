@@ -6,7 +6,8 @@
 //! ([`StorageMode::Etcd`]) there is no `storage` node.
 //!
 //! Redis names: a single instance is `redis`; with replicas the servers are `redis-1` (the
-//! primary at start), `redis-2`, ...; sentinels are `sentinel-1`, ....
+//! primary at start), `redis-2`, ...; sentinels are `sentinel-1`, .... etcd members are
+//! `etcd-1`, ...; ZooKeeper servers `zk-1`, ....
 
 use std::collections::BTreeSet;
 
@@ -23,6 +24,8 @@ use crate::redis::{
 use crate::redlock::{RedlockClient, RedlockConfig};
 use crate::storage::{Storage, StorageMode};
 use crate::workload::{Client, WorkloadConfig};
+use crate::zookeeper::client::{ZkLock, ZkLockConfig};
+use crate::zookeeper::server::{ZkServer, ZkServerConfig};
 
 /// A lock family and its settings. Node ids inside the client settings are filled in by
 /// [`build`].
@@ -59,6 +62,16 @@ pub enum Family {
         /// Every client's settings (`servers` is overwritten with the members, `resource`
         /// with the guard of [`StorageMode::Etcd`]).
         client: EtcdLockConfig,
+    },
+    /// ZooKeeper: an ensemble of servers named `zk-1`, `zk-2`, ... and clients running
+    /// Curator's lock recipe.
+    ZooKeeper {
+        /// The ensemble's settings (`members` is overwritten with the server ids).
+        server: ZkServerConfig,
+        /// How many servers.
+        members: u32,
+        /// Every client's settings (`servers` is overwritten with the ensemble).
+        client: ZkLockConfig,
     },
 }
 
@@ -169,6 +182,28 @@ pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
             };
             Lock::Etcd(EtcdLock::new(client))
         }
+        Family::ZooKeeper {
+            server,
+            members,
+            client,
+        } => {
+            let ids: Vec<NodeId> = (0..*members).map(NodeId).collect();
+            let config = ZkServerConfig {
+                members: ids.clone(),
+                ..server.clone()
+            };
+            for (i, &id) in ids.iter().enumerate() {
+                nodes.push((
+                    format!("zk-{}", i + 1),
+                    Node::ZooKeeper(ZkServer::new(config.clone(), id)),
+                ));
+            }
+            let client = ZkLockConfig {
+                servers: ids,
+                ..client.clone()
+            };
+            Lock::ZooKeeper(ZkLock::new(client))
+        }
     };
     let storage = match spec.storage {
         StorageMode::Etcd(_) => {
@@ -213,7 +248,7 @@ pub fn server_count(family: &Family) -> usize {
     match family {
         Family::Redis { replicas, .. } => *replicas as usize + 1,
         Family::Redlock { instances, .. } => *instances as usize,
-        Family::Etcd { members, .. } => *members as usize,
+        Family::Etcd { members, .. } | Family::ZooKeeper { members, .. } => *members as usize,
     }
 }
 
@@ -221,7 +256,7 @@ pub fn server_count(family: &Family) -> usize {
 pub fn sentinel_count(family: &Family) -> usize {
     match family {
         Family::Redis { sentinel, .. } => sentinel.as_ref().map_or(0, |(n, _)| *n as usize),
-        Family::Redlock { .. } | Family::Etcd { .. } => 0,
+        Family::Redlock { .. } | Family::Etcd { .. } | Family::ZooKeeper { .. } => 0,
     }
 }
 
@@ -230,11 +265,12 @@ pub fn sentinel_count(family: &Family) -> usize {
 /// no failover, but the promise is not the lock's: the counter sits outside the lock
 /// primitive (docs/semantics.md §1.6), so it is not claimed. Redlock's random values are
 /// not ordered at all (failure catalogue K7). etcd's token, the lock key's create revision,
-/// is the lock's own and increases with every grant (docs/semantics.md §3.5).
+/// is the lock's own and increases with every grant (docs/semantics.md §3.5). So does
+/// ZooKeeper's, the lock node's czxid (§4.4).
 pub fn tokens_monotonic(family: &Family) -> bool {
     match family {
         Family::Redis { .. } | Family::Redlock { .. } => false,
-        Family::Etcd { .. } => true,
+        Family::Etcd { .. } | Family::ZooKeeper { .. } => true,
     }
 }
 
@@ -244,7 +280,51 @@ pub fn has_tokens(family: &Family) -> bool {
         Family::Redis { client, .. } => client.fencing,
         Family::Redlock { client, .. } => client.value_as_token,
         Family::Etcd { client, .. } => client.fencing,
+        Family::ZooKeeper { client, .. } => client.fencing,
     }
+}
+
+/// A named count a family reports about a run, beside the checker's verdict (for example
+/// ZooKeeper's watch notifications, which show the herd effect). `per` names another counter
+/// of the same run to divide by, when the figure is meant as a rate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counter {
+    /// What is counted.
+    pub name: &'static str,
+    /// The count.
+    pub value: u64,
+    /// The counter this one is shown per, if any.
+    pub per: Option<&'static str>,
+}
+
+/// The family's counters of a finished run, summed over its nodes, in a fixed order. Families
+/// without counters give none.
+pub fn counters(world: &World<Node>) -> Vec<Counter> {
+    let n = world.names().len() as u32;
+    let zk: Vec<_> = (0..n)
+        .filter_map(|i| match world.process(NodeId(i)) {
+            Node::Client(c) => match c.lock() {
+                Lock::ZooKeeper(l) => Some(l.stats()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    if zk.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        Counter {
+            name: "lock releases",
+            value: zk.iter().map(|s| s.releases).sum(),
+            per: None,
+        },
+        Counter {
+            name: "watch notifications",
+            value: zk.iter().map(|s| s.watch_events).sum(),
+            per: Some("lock releases"),
+        },
+    ]
 }
 
 /// The checker's history of a finished run: the nodes' records with the applied faults placed

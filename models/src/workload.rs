@@ -96,6 +96,11 @@ impl Client {
         }
     }
 
+    /// Its lock client.
+    pub fn lock(&self) -> &Lock {
+        &self.lock
+    }
+
     /// The same client, claiming the resource after each grant when `claim` is true.
     pub fn claiming(self, claim: bool) -> Client {
         Client { claim, ..self }

@@ -9,4 +9,4 @@
 mod run_report;
 mod table;
 
-pub use run_report::{FailoverMs, LatencyMs, RunReport, RunSource};
+pub use run_report::{Counter, FailoverMs, LatencyMs, RunReport, RunSource};

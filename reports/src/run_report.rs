@@ -46,6 +46,42 @@ pub struct FailoverMs {
     pub mean: Option<f64>,
 }
 
+/// A family's named count about a run (for example ZooKeeper's watch notifications), shown
+/// beside the verdict, and per another counter when it is a rate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Counter {
+    /// What is counted.
+    pub name: String,
+    /// The count.
+    pub value: u64,
+    /// The counter this one is shown per, if any.
+    pub per: Option<String>,
+    /// `value` divided by the `per` counter's value; null without `per`, or when that is 0.
+    pub ratio: Option<f64>,
+}
+
+impl Counter {
+    /// The counters of a run from `(name, value, per)`, with each ratio worked out from the
+    /// counter it names.
+    pub fn list(counts: &[(String, u64, Option<String>)]) -> Vec<Counter> {
+        counts
+            .iter()
+            .map(|(name, value, per)| {
+                let base = per
+                    .as_ref()
+                    .and_then(|p| counts.iter().find(|(n, _, _)| n == p))
+                    .map(|(_, v, _)| *v);
+                Counter {
+                    name: name.clone(),
+                    value: *value,
+                    per: per.clone(),
+                    ratio: base.filter(|&b| b > 0).map(|b| *value as f64 / b as f64),
+                }
+            })
+            .collect()
+    }
+}
+
 /// One judged run. Field by field in docs/report-format.md.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunReport {
@@ -107,6 +143,8 @@ pub struct RunReport {
     pub failover_ms: FailoverMs,
     /// Share of grants in request order (1.0 is FIFO).
     pub fairness: Option<f64>,
+    /// The family's own counts (empty for families that keep none).
+    pub counters: Vec<Counter>,
     /// Every violation explained by the events involved.
     pub explanations: Vec<String>,
     /// A command that reproduces this run bit for bit.
@@ -180,11 +218,17 @@ impl RunReport {
                 mean: l.failover.mean_ns.map(ms),
             },
             fairness: l.fairness_ppm.map(|p| f64::from(p) / 1e6),
+            counters: Vec::new(),
             explanations,
             reproduce,
             details: verdict,
             trace: None,
         }
+    }
+
+    /// The same report with the family's counters.
+    pub fn with_counters(self, counters: Vec<Counter>) -> RunReport {
+        RunReport { counters, ..self }
     }
 
     /// The report as one line of JSON.
@@ -205,7 +249,19 @@ fn shell_quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::shell_quote;
+    use super::{Counter, shell_quote};
+
+    #[test]
+    fn a_counter_per_another_is_divided_by_it() {
+        let c = Counter::list(&[
+            ("releases".into(), 8, None),
+            ("notifications".into(), 72, Some("releases".into())),
+            ("idle".into(), 3, Some("nothing".into())),
+        ]);
+        assert_eq!(c[0].ratio, None);
+        assert_eq!(c[1].ratio, Some(9.0));
+        assert_eq!(c[2].ratio, None);
+    }
 
     #[test]
     fn paths_are_quoted_only_when_needed() {

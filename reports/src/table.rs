@@ -110,6 +110,13 @@ impl RunReport {
         b.push_record(["failover".to_string(), failover]);
         let fairness = self.fairness.map_or("-".to_string(), |x| format!("{x:.2}"));
         b.push_record(["fairness (FIFO = 1.00)".to_string(), fairness]);
+        for c in &self.counters {
+            let value = match (&c.per, c.ratio) {
+                (Some(per), Some(ratio)) => format!("{} ({ratio:.2} to {per})", c.value),
+                _ => c.value.to_string(),
+            };
+            b.push_record([c.name.clone(), value]);
+        }
         b.push_record([
             "storage".to_string(),
             format!(

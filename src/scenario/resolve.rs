@@ -14,6 +14,10 @@ use lockstep_models::redis::{
 };
 use lockstep_models::redlock::RedlockConfig;
 use lockstep_models::system::{self, Family, SystemSpec};
+use lockstep_models::zookeeper::client::{
+    Protection, Recipe as ZkRecipe, StopWorkOn, ZkLockConfig,
+};
+use lockstep_models::zookeeper::server::ZkServerConfig;
 use lockstep_models::{StorageMode, WorkloadConfig};
 use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
 use lockstep_sim::{
@@ -326,19 +330,44 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         replica_of: None,
         replication_lag: replication_lag(r, m),
     };
-    if m.kind != ModelKind::Etcd {
-        let kind = if m.kind == ModelKind::Redis {
-            "redis"
-        } else {
-            "redlock"
-        };
+    if m.kind != ModelKind::ZooKeeper {
+        let kind = kind_name(m.kind);
+        for (key, given) in [
+            ("model.sync_limit", m.sync_limit.is_some()),
+            (
+                "model.min_session_timeout_ms",
+                m.min_session_timeout_ms.is_some(),
+            ),
+            (
+                "model.max_session_timeout_ms",
+                m.max_session_timeout_ms.is_some(),
+            ),
+            ("model.stop_work_on", m.stop_work_on.is_some()),
+            ("model.watch", m.watch.is_some()),
+            ("model.protection", m.protection.is_some()),
+        ] {
+            r.only_for(kind, key, given, "zookeeper");
+        }
+        if m.fencing == FencingKind::Czxid {
+            r.problems.push(
+                "model.fencing",
+                "\"czxid\" is ZooKeeper's token (the lock node's creation zxid)",
+            );
+        }
+    }
+    if matches!(m.kind, ModelKind::Redis | ModelKind::Redlock) {
+        let kind = kind_name(m.kind);
         for (key, given) in [
             ("model.members", m.members.is_some()),
+            ("model.tick_ms", m.tick_ms.is_some()),
+        ] {
+            r.only_for(kind, key, given, "etcd\" or \"zookeeper");
+        }
+        for (key, given) in [
             ("model.recipe", m.recipe.is_some()),
             ("model.recheck_after_wait", m.recheck_after_wait.is_some()),
             ("model.reads", m.reads.is_some()),
             ("model.checkpoint_ms", m.checkpoint_ms.is_some()),
-            ("model.tick_ms", m.tick_ms.is_some()),
             ("model.election_ms", m.election_ms.is_some()),
             (
                 "model.stop_on_session_done",
@@ -412,6 +441,7 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
             }
         }
         ModelKind::Etcd => etcd(r, m, ttl),
+        ModelKind::ZooKeeper => zookeeper(r, m, ttl),
         ModelKind::Redlock => {
             r.only_for("redlock", "model.release", m.release.is_some(), "redis");
             r.only_for("redlock", "model.replicas", m.replicas != 0, "redis");
@@ -549,7 +579,7 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         (StorageMode::Etcd(_), _) | (StorageMode::Unfenced, _)
         | (
             StorageMode::FencedWrites | StorageMode::FencedAll,
-            FencingKind::Incr | FencingKind::Revision,
+            FencingKind::Incr | FencingKind::Revision | FencingKind::Czxid,
         )
         | (StorageMode::CasToken, FencingKind::Value) => {}
         (StorageMode::FencedWrites | StorageMode::FencedAll, FencingKind::Value) => {
@@ -564,7 +594,7 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         ),
         (_, _) => r.problems.push(
             "storage.mode",
-            "fenced storage needs fencing tokens, and this model sends none (set model.fencing = \"incr\", or \"revision\" for etcd)",
+            "fenced storage needs fencing tokens, and this model sends none (set model.fencing = \"incr\", \"revision\" for etcd or \"czxid\" for ZooKeeper)",
         ),
     }
     SystemSpec {
@@ -1069,6 +1099,131 @@ fn clock_kind(c: ClockName) -> ClockKind {
     }
 }
 
+fn kind_name(kind: ModelKind) -> &'static str {
+    match kind {
+        ModelKind::Redis => "redis",
+        ModelKind::Redlock => "redlock",
+        ModelKind::Etcd => "etcd",
+        ModelKind::ZooKeeper => "zookeeper",
+    }
+}
+
+/// The ZooKeeper family: an ensemble and Curator clients running the lock recipe
+/// (docs/scenarios.md).
+fn zookeeper(r: &mut Resolver, m: &ModelSection, ttl: Dur) -> Family {
+    for (key, given, other) in [
+        ("model.release", m.release.is_some(), "redis"),
+        ("model.instances", m.instances.is_some(), "redlock"),
+        ("model.flavour", m.flavour.is_some(), "redlock"),
+        ("model.clock", m.clock.is_some(), "redlock"),
+        ("model.elapsed_check", m.elapsed_check.is_some(), "redlock"),
+        (
+            "model.retry_delay_ms",
+            m.retry_delay_ms.is_some(),
+            "redis\" or \"redlock",
+        ),
+        (
+            "model.acquire_tries",
+            m.acquire_tries.is_some(),
+            "redis\" or \"redlock",
+        ),
+        (
+            "model.request_timeout_ms",
+            m.request_timeout_ms.is_some(),
+            "redis\", \"redlock\" or \"etcd",
+        ),
+        ("model.replicas", m.replicas != 0, "redis"),
+        ("model.sentinels", m.sentinels.is_some(), "redis"),
+        ("model.wait_replicas", m.wait_replicas != 0, "redis"),
+        (
+            "model.persistence",
+            m.persistence != PersistenceName::None,
+            "redis\" or \"redlock",
+        ),
+        (
+            "model.renew",
+            m.renew != RenewSpec::Bool(false),
+            "redis\" or \"redlock",
+        ),
+        ("model.recipe", m.recipe.is_some(), "etcd"),
+        (
+            "model.recheck_after_wait",
+            m.recheck_after_wait.is_some(),
+            "etcd",
+        ),
+        ("model.reads", m.reads.is_some(), "etcd"),
+        ("model.checkpoint_ms", m.checkpoint_ms.is_some(), "etcd"),
+        ("model.election_ms", m.election_ms.is_some(), "etcd"),
+        (
+            "model.stop_on_session_done",
+            m.stop_on_session_done.is_some(),
+            "etcd",
+        ),
+    ] {
+        r.only_for("zookeeper", key, given, other);
+    }
+    match m.fencing {
+        FencingKind::None | FencingKind::Czxid => {}
+        FencingKind::Incr | FencingKind::Value | FencingKind::Revision => r.problems.push(
+            "model.fencing",
+            "ZooKeeper's fencing token is the lock node's creation zxid: \"czxid\"",
+        ),
+    }
+    let members = m.members.unwrap_or(3);
+    if !(1..=9).contains(&members) {
+        r.problems.push(
+            "model.members",
+            format!("must be between 1 and 9, not {members}"),
+        );
+    }
+    let tick = r.positive_ms("model.tick_ms", m.tick_ms.unwrap_or(2_000.0));
+    let mut server = ZkServerConfig::with_tick(Vec::new(), tick);
+    let sync_limit = m.sync_limit.unwrap_or(5);
+    if !(1..=100).contains(&sync_limit) {
+        r.problems.push(
+            "model.sync_limit",
+            format!("must be between 1 and 100 ticks, not {sync_limit}"),
+        );
+    }
+    server.sync_limit = sync_limit.clamp(1, 100);
+    if let Some(v) = m.min_session_timeout_ms {
+        server.min_session_timeout = r.positive_ms("model.min_session_timeout_ms", v);
+    }
+    if let Some(v) = m.max_session_timeout_ms {
+        server.max_session_timeout = r.positive_ms("model.max_session_timeout_ms", v);
+    }
+    if server.min_session_timeout > server.max_session_timeout {
+        r.problems.push(
+            "model.max_session_timeout_ms",
+            format!(
+                "must not be below the minimum session timeout ({})",
+                server.min_session_timeout
+            ),
+        );
+    }
+    let mut client = ZkLockConfig::new(Vec::new());
+    client.session_timeout = ttl;
+    client.stop_work_on = match m.stop_work_on.unwrap_or_default() {
+        StopWorkOnName::Never => StopWorkOn::Never,
+        StopWorkOnName::Lost => StopWorkOn::Lost,
+        StopWorkOnName::Suspended => StopWorkOn::Suspended,
+    };
+    client.recipe = match m.watch.unwrap_or_default() {
+        WatchName::Predecessor => ZkRecipe::Predecessor,
+        WatchName::Parent => ZkRecipe::Herd,
+    };
+    client.protection = match m.protection.unwrap_or_default() {
+        ProtectionName::Guid => Protection::Guid,
+        ProtectionName::GuidAndSession => Protection::GuidAndSession,
+    };
+    client.fencing = m.fencing == FencingKind::Czxid;
+    Family::ZooKeeper {
+        server,
+        members: members.clamp(1, 9),
+        client,
+    }
+}
+
 /// The etcd family: a raft cluster and session/Mutex clients (docs/scenarios.md).
 fn etcd(r: &mut Resolver, m: &ModelSection, ttl: Dur) -> Family {
     for (key, given, other) in [
@@ -1104,7 +1259,8 @@ fn etcd(r: &mut Resolver, m: &ModelSection, ttl: Dur) -> Family {
         r.only_for("etcd", key, given, other);
     }
     match m.fencing {
-        FencingKind::None | FencingKind::Revision => {}
+        // "czxid" is reported with the other ZooKeeper keys.
+        FencingKind::None | FencingKind::Revision | FencingKind::Czxid => {}
         FencingKind::Incr | FencingKind::Value => r.problems.push(
             "model.fencing",
             "etcd's fencing token is the lock key's create revision: \"revision\"",

@@ -98,6 +98,37 @@ pub(crate) struct ModelSection {
     pub(crate) tick_ms: Option<f64>,
     pub(crate) election_ms: Option<f64>,
     pub(crate) stop_on_session_done: Option<bool>,
+    pub(crate) sync_limit: Option<u32>,
+    pub(crate) min_session_timeout_ms: Option<f64>,
+    pub(crate) max_session_timeout_ms: Option<f64>,
+    pub(crate) stop_work_on: Option<StopWorkOnName>,
+    pub(crate) watch: Option<WatchName>,
+    pub(crate) protection: Option<ProtectionName>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum StopWorkOnName {
+    #[default]
+    Never,
+    Lost,
+    Suspended,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum WatchName {
+    #[default]
+    Predecessor,
+    Parent,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ProtectionName {
+    Guid,
+    #[default]
+    GuidAndSession,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -184,6 +215,8 @@ pub(crate) enum ModelKind {
     Redis,
     Redlock,
     Etcd,
+    #[serde(rename = "zookeeper")]
+    ZooKeeper,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -210,6 +243,7 @@ pub(crate) enum FencingKind {
     Incr,
     Value,
     Revision,
+    Czxid,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]

@@ -106,3 +106,100 @@ fn the_redis_persistence_and_replication_fixes_stay_valid_over_1000_seeds() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn the_zookeeper_fixes_stay_valid_over_1000_seeds_and_the_unsafe_ones_are_caught_on_100() {
+    let mut failures = Vec::new();
+    for file in [
+        "scenarios/catalogue/j8-zk-client-pause-fenced.toml",
+        "scenarios/catalogue/j8-zk-client-partition-stop-on-suspended.toml",
+        "scenarios/catalogue/curator-604-session-checked-protection.toml",
+    ] {
+        failures.extend(misses(file, 1..1_001));
+    }
+    for file in [
+        "scenarios/catalogue/j8-zk-client-pause.toml",
+        "scenarios/catalogue/j8-zk-client-partition.toml",
+        "scenarios/catalogue/curator-604-stale-node-after-reconnect.toml",
+    ] {
+        failures.extend(misses(file, 1..101));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The run report of `file` with `clients` clients (the file's own count with `None`) and
+/// seed `seed`: what `lockstep run` prints.
+fn report(file: &str, clients: Option<u32>, seed: u64) -> lockstep_reports::RunReport {
+    let mut s = load(&crate::support::root().join(file))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .scenario;
+    if let Some(n) = clients {
+        // Clients come last among the nodes: fewer clients, fewer node configurations.
+        assert!(n <= s.system.clients && s.faults.is_empty(), "{file}");
+        let fewer = (s.system.clients - n) as usize;
+        s.clocks.truncate(s.clocks.len() - fewer);
+        s.system.clients = n;
+    }
+    let r = run(&s, seed, false);
+    assert!(r.expected(), "{file} seed {seed}: {:?}", r.unmet);
+    lockstep::suite::run_report(file, &s.name, &r)
+}
+
+fn notifications_per_release(r: &lockstep_reports::RunReport) -> f64 {
+    let c = r
+        .counters
+        .iter()
+        .find(|c| c.name == "watch notifications")
+        .expect("the ZooKeeper family counts watch notifications");
+    assert_eq!(c.per.as_deref(), Some("lock releases"));
+    let json = r.json();
+    assert!(json.contains("\"watch notifications\""), "{json}");
+    assert!(r.table().contains("watch notifications"), "{}", r.table());
+    c.ratio.expect("there were releases")
+}
+
+#[test]
+fn the_herd_effect_is_linear_in_the_waiters_and_the_predecessor_watch_constant() {
+    let (pred, parent) = (
+        "scenarios/catalogue/zk-herd-predecessor.toml",
+        "scenarios/catalogue/zk-herd-parent.toml",
+    );
+    for seed in 1..=3 {
+        let p5 = notifications_per_release(&report(pred, Some(5), seed));
+        let p10 = notifications_per_release(&report(pred, None, seed));
+        let h5 = notifications_per_release(&report(parent, Some(5), seed));
+        let h10 = notifications_per_release(&report(parent, None, seed));
+        eprintln!("seed {seed}: predecessor {p5:.2} / {p10:.2}, parent {h5:.2} / {h10:.2}");
+        // One waiter wakes per release, whatever the number of clients.
+        for p in [p5, p10] {
+            assert!((0.9..=1.05).contains(&p), "seed {seed}: predecessor {p}");
+        }
+        // Every waiter wakes on every change of the children (releases and new waiters'
+        // nodes): about twice the waiters per release, growing with them.
+        assert!(h5 >= 4.0 && h10 >= 9.0, "seed {seed}: parent {h5} {h10}");
+        assert!(
+            h10 >= 1.8 * h5,
+            "seed {seed}: parent {h5} -> {h10} is not linear"
+        );
+    }
+}
+
+#[test]
+fn zookeepers_queue_grants_in_request_order_and_redis_retries_do_not() {
+    for seed in 1..=3 {
+        let zk = report("scenarios/catalogue/zk-herd-predecessor.toml", None, seed);
+        let redis = report(
+            "scenarios/catalogue/redis-fairness-10-clients.toml",
+            None,
+            seed,
+        );
+        let (z, r) = (
+            zk.fairness.expect("grants"),
+            redis.fairness.expect("grants"),
+        );
+        eprintln!("seed {seed}: fairness ZooKeeper {z:.2}, Redis {r:.2}");
+        assert!(zk.table().contains("fairness"), "{}", zk.table());
+        assert!(z >= 0.85, "seed {seed}: ZooKeeper fairness {z}");
+        assert!(r <= 0.3, "seed {seed}: Redis fairness {r}");
+    }
+}

@@ -347,7 +347,9 @@ fn the_etcd_keys_are_checked_with_their_paths() {
     );
     let text = lines.join("\n");
     assert!(
-        text.contains("model.members: applies to kind = \"etcd\" only, not to \"redis\""),
+        text.contains(
+            "model.members: applies to kind = \"etcd\" or \"zookeeper\" only, not to \"redis\""
+        ),
         "{text}"
     );
     assert!(
@@ -405,6 +407,65 @@ fn the_etcd_resource_keys_are_checked_with_their_paths() {
         "{}",
         lines[0]
     );
+}
+
+#[test]
+fn the_zookeeper_keys_are_checked_with_their_paths() {
+    let zk = GOOD.replace("kind = \"redis\"", "kind = \"zookeeper\"");
+    let lines = errors_of(
+        "zk-keys",
+        &zk.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\nmembers = 0\nsync_limit = 0\nmin_session_timeout_ms = 9_000\nmax_session_timeout_ms = 8_000\nfencing = \"revision\"\nelection_ms = 1_000\nrecipe = \"mutex\"\nrequest_timeout_ms = 50\nwatch = \"everyone\"",
+        ),
+    );
+    // An unknown value is a parse error, reported alone.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("model.watch") && l.contains("everyone")),
+        "{lines:#?}"
+    );
+    let lines = errors_of(
+        "zk-keys",
+        &zk.replace(
+            "ttl_ms = 1_000",
+            "ttl_ms = 1_000\nmembers = 0\nsync_limit = 0\nmin_session_timeout_ms = 9_000\nmax_session_timeout_ms = 8_000\nfencing = \"revision\"\nelection_ms = 1_000\nrecipe = \"mutex\"\nrequest_timeout_ms = 50",
+        ),
+    );
+    for expected in [
+        "model.members: must be between 1 and 9, not 0",
+        "model.sync_limit: must be between 1 and 100 ticks, not 0",
+        "model.max_session_timeout_ms: must not be below the minimum session timeout",
+        "model.fencing: ZooKeeper's fencing token is the lock node's creation zxid: \"czxid\"",
+        "model.election_ms: applies to kind = \"etcd\" only, not to \"zookeeper\"",
+        "model.recipe: applies to kind = \"etcd\" only, not to \"zookeeper\"",
+        "model.request_timeout_ms: applies to kind = \"redis\", \"redlock\" or \"etcd\" only, not to \"zookeeper\"",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
+    for kind in ["redis", "etcd"] {
+        let lines = errors_of(
+            &format!("zk-keys-on-{kind}"),
+            &GOOD.replace("kind = \"redis\"", &format!("kind = \"{kind}\"")).replace(
+                "ttl_ms = 1_000",
+                "ttl_ms = 1_000\nstop_work_on = \"suspended\"\nwatch = \"parent\"\nprotection = \"guid\"\nsync_limit = 5\nfencing = \"czxid\"",
+            ),
+        );
+        let text = lines.join("\n");
+        for key in ["stop_work_on", "watch", "protection", "sync_limit"] {
+            let expected =
+                format!("model.{key}: applies to kind = \"zookeeper\" only, not to \"{kind}\"");
+            assert!(text.contains(&expected), "no `{expected}` in {text}");
+        }
+        assert!(
+            text.contains("model.fencing: \"czxid\" is ZooKeeper's token"),
+            "{text}"
+        );
+    }
 }
 
 #[test]

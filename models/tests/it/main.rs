@@ -8,3 +8,4 @@ mod redis;
 mod redis_ha;
 mod redlock;
 mod support;
+mod zookeeper;

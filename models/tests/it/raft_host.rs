@@ -304,7 +304,7 @@ pub(crate) fn random_world(seed: u64, n: u32, hosts: Vec<Host>) -> World<Host> {
     World::new(cfg, hosts)
 }
 
-fn random_link(r: &mut Rng) -> LinkConfig {
+pub(crate) fn random_link(r: &mut Rng) -> LinkConfig {
     let latency = match r.below(3) {
         0 => Distribution::Uniform {
             lo: ms(1),
@@ -340,7 +340,7 @@ fn random_nodes(r: &mut Rng, n: u32) -> Vec<NodeId> {
 }
 
 /// One fault that ends (or whose effect a tail fault ends) within `left`.
-fn random_fault(r: &mut Rng, n: u32, left: Dur) -> Fault {
+pub(crate) fn random_fault(r: &mut Rng, n: u32, left: Dur) -> Fault {
     let node = NodeId(r.below(u64::from(n)) as u32);
     let all: Vec<NodeId> = (0..n).map(NodeId).collect();
     let dur = |r: &mut Rng, lo: u64, hi: u64| Some(ms(r.between(lo, hi)).min(left));
@@ -442,7 +442,7 @@ pub(crate) fn run_with_nemesis(world: &mut World<Host>, seed: u64) {
     run(world);
 }
 
-fn leader_fault(r: &mut Rng, n: u32, leader: NodeId, left: Dur) -> Fault {
+pub(crate) fn leader_fault(r: &mut Rng, n: u32, leader: NodeId, left: Dur) -> Fault {
     let others: Vec<NodeId> = (0..n).map(NodeId).filter(|&x| x != leader).collect();
     let dur = |r: &mut Rng, lo: u64, hi: u64| Some(ms(r.between(lo, hi)).min(left));
     match r.below(6) {

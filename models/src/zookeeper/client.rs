@@ -1,0 +1,866 @@
+//! The ZooKeeper lock client: `ClientCnxn`'s connection state machine, a Curator-like layer
+//! of connection states, and the lock recipe (docs/semantics.md §4.3-§4.5).
+//!
+//! - **Connection** (`ClientCnxn.java`). The client connects to one server at a time, picked
+//!   at random first (`StaticHostProvider` shuffles), then the next in turn, waiting up to
+//!   1 s at random before each reconnect. A connect attempt times out after
+//!   `T / #servers`. When connected it pings once it has sent nothing for about T/3
+//!   ([`super::ping_interval`]), and when it has heard nothing for `2T/3` it closes the
+//!   socket: **Disconnected**. It learns that its session **Expired** only on reconnecting,
+//!   from the zero timeout of the server's answer. All times are on its MONO clock.
+//! - **Curator** (`ConnectionStateManager`). Disconnected is SUSPENDED; a reconnect to the
+//!   same session is RECONNECTED; Expired, or the negotiated timeout passing while SUSPENDED
+//!   (Curator 3+'s simulated expiration, timed on the client's **WALL** clock), is LOST, after
+//!   which Curator resets the handle and the next connection makes a new session. The
+//!   application's policy ([`StopWorkOn`]): keep working (InterProcessMutex does not react to
+//!   connection states), stop on LOST, or stop on SUSPENDED. An application that stops
+//!   releases the lock: the node is deleted in the background, as `guaranteed()` does.
+//! - **Recipe** (`LockInternals`, `StandardLockInternalsDriver`). Create a protected
+//!   ephemeral-sequential node `/lock/_c_<guid>-lock-NNNNNNNNNN`; list the children (no
+//!   watch); the lowest sequence holds; otherwise `getData` the predecessor with a watch and
+//!   wait for its deletion, then list again. The herd variant instead lists with a watch on
+//!   the parent and wakes on every change. Our own node missing from the list (its session
+//!   is gone) starts the acquisition over. A create whose answer was lost to a disconnect is
+//!   found again after the reconnect by listing the children and looking for the guid
+//!   (protection); with [`Protection::GuidAndSession`] (the CURATOR-498 fix) the name also
+//!   carries the session id, and a node of another session is disregarded. The fencing token
+//!   is the node's czxid. After a reconnect the recipe lists again (standing in for the watches
+//!   ZooKeeper re-registers with `SetWatches`).
+
+use std::collections::BTreeMap;
+
+use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
+
+use super::proto::{Op, OpResult, Reply, Request};
+use super::tree::{ErrorCode, EventKind};
+use super::{LOCK_PATH, SessionId, Zxid, ping_interval, read_timeout};
+use crate::lock::LockSignal;
+use crate::node::{LockTimer, Msg, Node, Timer, ZkTimer};
+
+/// Curator's default session timeout (`CuratorFrameworkFactory.java:60`).
+pub const CURATOR_SESSION_TIMEOUT: Dur = Dur::from_secs(60);
+
+/// When the application stops its critical section because of the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StopWorkOn {
+    /// Never: InterProcessMutex's default, with no `ConnectionStateListener`.
+    Never,
+    /// On LOST ("it is certain that you no longer hold the lock").
+    Lost,
+    /// On SUSPENDED ("you cannot be certain that you still hold the lock").
+    Suspended,
+}
+
+/// What a waiter watches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Recipe {
+    /// The predecessor only: one notification per release.
+    Predecessor,
+    /// The parent's children: every waiter wakes on every change (the herd effect).
+    Herd,
+}
+
+/// How a create lost to a disconnect is found again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protection {
+    /// By the guid in the name alone: a node of an earlier session is taken for ours
+    /// (CURATOR-498, CURATOR-604).
+    Guid,
+    /// By guid and session id, as Curator does since the CURATOR-498 fix.
+    GuidAndSession,
+}
+
+/// How a ZooKeeper lock client is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZkLockConfig {
+    /// The ensemble's servers.
+    pub servers: Vec<NodeId>,
+    /// The session timeout asked for (the server clamps it).
+    pub session_timeout: Dur,
+    /// The application's policy on connection states.
+    pub stop_work_on: StopWorkOn,
+    /// Predecessor or herd.
+    pub recipe: Recipe,
+    /// How a lost create is found again.
+    pub protection: Protection,
+    /// Hand the node's czxid to the workload as its fencing token.
+    pub fencing: bool,
+}
+
+impl ZkLockConfig {
+    /// Curator's defaults for `servers`: a 60 s session, InterProcessMutex with no
+    /// connection listener, the predecessor watch, the fixed protection, no fencing.
+    pub fn new(servers: Vec<NodeId>) -> ZkLockConfig {
+        ZkLockConfig {
+            servers,
+            session_timeout: CURATOR_SESSION_TIMEOUT,
+            stop_work_on: StopWorkOn::Never,
+            recipe: Recipe::Predecessor,
+            protection: Protection::GuidAndSession,
+            fencing: false,
+        }
+    }
+}
+
+/// What a client counted: bookkeeping for reports, kept across crashes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZkStats {
+    /// Watch notifications received.
+    pub watch_events: u64,
+    /// Lock nodes this client deleted on release.
+    pub releases: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cnxn {
+    /// Not connected; a connect is scheduled.
+    Idle,
+    Connecting {
+        conn: u64,
+    },
+    Connected {
+        conn: u64,
+        last_heard: LocalTime,
+        last_send: LocalTime,
+    },
+}
+
+/// Curator's connection state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Curator {
+    Latent,
+    Connected,
+    Suspended,
+    Lost,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    /// The create of our node; `lookup` when an earlier create may have succeeded.
+    Creating {
+        guid: u64,
+        lookup: bool,
+        xid: Option<u64>,
+    },
+    /// Looking for our protected node among the children.
+    Finding {
+        guid: u64,
+        xid: Option<u64>,
+    },
+    /// Getting the stat (czxid) of the node found again.
+    Stating {
+        path: String,
+        xid: Option<u64>,
+    },
+    /// Listing the children.
+    Listing {
+        path: String,
+        czxid: Zxid,
+        xid: Option<u64>,
+    },
+    /// Waiting for a watch on `watched` (armed once the watch is in place).
+    Watching {
+        path: String,
+        czxid: Zxid,
+        watched: String,
+        xid: Option<u64>,
+    },
+    Held {
+        path: String,
+        czxid: Zxid,
+    },
+    Releasing {
+        path: String,
+        xid: u64,
+    },
+}
+
+/// The ZooKeeper lock client, embedded in a workload client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZkLock {
+    config: ZkLockConfig,
+    started: bool,
+    cnxn: Cnxn,
+    conns: u64,
+    server: usize,
+    /// A fresh handle connects at once; reconnects wait up to a second.
+    fresh: bool,
+    /// The positions of the next message to send and to receive on the connection.
+    tx: u64,
+    rx: u64,
+    /// Messages that overtook an earlier one on the connection, by position.
+    early: BTreeMap<u64, Reply>,
+    session: Option<(SessionId, Dur)>,
+    last_zxid: Zxid,
+    curator: Curator,
+    /// Bumped whenever SUSPENDED starts or ends, so that an old LOST timer is ignored.
+    suspensions: u64,
+    phase: Phase,
+    next_xid: u64,
+    /// A delete to retry once connected (`guaranteed()`), and its xid in flight.
+    background_delete: Option<(String, Option<u64>)>,
+    stats: ZkStats,
+}
+
+impl ZkLock {
+    /// An idle client, not yet connected.
+    ///
+    /// # Panics
+    /// Without servers; the scenario loader rejects that.
+    pub fn new(config: ZkLockConfig) -> ZkLock {
+        assert!(
+            !config.servers.is_empty(),
+            "a ZooKeeper client needs servers"
+        );
+        ZkLock {
+            config,
+            started: false,
+            cnxn: Cnxn::Idle,
+            conns: 0,
+            server: 0,
+            fresh: true,
+            tx: 0,
+            rx: 0,
+            early: BTreeMap::new(),
+            session: None,
+            last_zxid: Zxid::default(),
+            curator: Curator::Latent,
+            suspensions: 0,
+            phase: Phase::Idle,
+            next_xid: 0,
+            background_delete: None,
+            stats: ZkStats::default(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ZkLockConfig {
+        &self.config
+    }
+
+    /// What this client counted.
+    pub fn stats(&self) -> ZkStats {
+        self.stats
+    }
+
+    /// The current session, if any.
+    pub fn session(&self) -> Option<SessionId> {
+        self.session.map(|(s, _)| s)
+    }
+
+    pub(crate) fn reset(&mut self) {
+        let stats = self.stats;
+        *self = ZkLock::new(self.config.clone());
+        self.stats = stats;
+    }
+
+    pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+        assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
+        if !self.started {
+            self.started = true;
+            self.server = ctx.rng().below(self.config.servers.len() as u64) as usize;
+            self.connect(ctx);
+        }
+        self.phase = Phase::Creating {
+            guid: ctx.rng().next_u64(),
+            lookup: false,
+            xid: None,
+        };
+        self.step(ctx);
+        None
+    }
+
+    pub(crate) fn valid(&self, _ctx: &Ctx<'_, Node>) -> bool {
+        matches!(self.phase, Phase::Held { .. })
+            && match self.config.stop_work_on {
+                StopWorkOn::Never => true,
+                StopWorkOn::Lost => self.curator != Curator::Lost,
+                StopWorkOn::Suspended => self.curator == Curator::Connected,
+            }
+    }
+
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+        let Phase::Held { path, .. } = std::mem::replace(&mut self.phase, Phase::Idle) else {
+            return Some(LockSignal::Released);
+        };
+        match self.send_op(ctx, Op::Delete { path: path.clone() }) {
+            Some(xid) => {
+                self.phase = Phase::Releasing { path, xid };
+                None
+            }
+            None => {
+                // Not connected: `guaranteed()` deletes in the background once it can.
+                self.background_delete = Some((path, None));
+                Some(LockSignal::Released)
+            }
+        }
+    }
+
+    pub(crate) fn on_reply(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        conn: u64,
+        seq: u64,
+        reply: Reply,
+    ) -> Option<LockSignal> {
+        let current = match self.cnxn {
+            Cnxn::Connecting { conn: c } | Cnxn::Connected { conn: c, .. } => c == conn,
+            Cnxn::Idle => false,
+        };
+        if !current {
+            return None; // Bytes on a socket the client has closed.
+        }
+        if reply == Reply::Closed {
+            // A reset ends the connection at once.
+            return self.on_message(ctx, conn, reply);
+        }
+        if seq < self.rx {
+            return None; // A duplicate.
+        }
+        // Hold what overtook an earlier message; hand over whatever is now in order.
+        self.early.insert(seq, reply);
+        let mut signal = None;
+        while let Some(reply) = self.early.remove(&self.rx) {
+            self.rx += 1;
+            let s = self.on_message(ctx, conn, reply);
+            signal = signal.or(s);
+            let still = match self.cnxn {
+                Cnxn::Connecting { conn: c } | Cnxn::Connected { conn: c, .. } => c == conn,
+                Cnxn::Idle => false,
+            };
+            if !still {
+                break;
+            }
+        }
+        signal
+    }
+
+    /// One message of the current connection, in stream order.
+    fn on_message(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        _conn: u64,
+        reply: Reply,
+    ) -> Option<LockSignal> {
+        let now = ctx.mono();
+        if let Cnxn::Connected { last_heard, .. } = &mut self.cnxn {
+            *last_heard = now;
+        }
+        match reply {
+            Reply::Connected { session, timeout } => self.on_connected(ctx, session, timeout),
+            Reply::Closed => self.disconnect(ctx),
+            Reply::Pong => None,
+            Reply::Result { xid, zxid, result } => {
+                self.last_zxid = self.last_zxid.max(zxid);
+                self.on_result(ctx, xid, result)
+            }
+            Reply::Watch { path, kind } => {
+                self.stats.watch_events += 1;
+                self.on_watch(ctx, &path, kind)
+            }
+        }
+    }
+
+    pub(crate) fn on_timer(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        timer: LockTimer,
+    ) -> Option<LockSignal> {
+        let LockTimer::Zk(timer) = timer else {
+            return None;
+        };
+        let now = ctx.mono();
+        match (timer, self.cnxn) {
+            (ZkTimer::Reconnect { seq }, Cnxn::Idle) if seq == self.conns => {
+                self.connect(ctx);
+                None
+            }
+            (ZkTimer::ConnectTimeout { conn }, Cnxn::Connecting { conn: c }) if c == conn => {
+                self.disconnect(ctx)
+            }
+            (
+                ZkTimer::ReadCheck { conn },
+                Cnxn::Connected {
+                    conn: c,
+                    last_heard,
+                    ..
+                },
+            ) if c == conn => {
+                let limit = read_timeout(self.timeout());
+                if now.saturating_since(last_heard) >= limit {
+                    return self.disconnect(ctx);
+                }
+                let t = Timer::Lock(LockTimer::Zk(ZkTimer::ReadCheck { conn }));
+                ctx.set_timer_at(ClockKind::Mono, last_heard + limit, t);
+                None
+            }
+            (
+                ZkTimer::PingCheck { conn },
+                Cnxn::Connected {
+                    conn: c, last_send, ..
+                },
+            ) if c == conn => {
+                let every = ping_interval(read_timeout(self.timeout()));
+                let mut next = last_send + every;
+                if now.saturating_since(last_send) >= every {
+                    self.send(ctx, Request::Ping);
+                    next = now + every;
+                }
+                let t = Timer::Lock(LockTimer::Zk(ZkTimer::PingCheck { conn }));
+                ctx.set_timer_at(ClockKind::Mono, next, t);
+                None
+            }
+            (ZkTimer::Lost { suspension }, _)
+                if suspension == self.suspensions && self.curator == Curator::Suspended =>
+            {
+                // Simulated expiration: Curator injects Expired into the handle, which then
+                // closes; the next connection makes a new session.
+                self.session = None;
+                self.fresh = true;
+                let signal = self.lost();
+                if matches!(self.cnxn, Cnxn::Connecting { .. }) {
+                    self.cnxn = Cnxn::Idle;
+                    self.connect(ctx);
+                }
+                signal
+            }
+            _ => None, // A timer of a connection or suspension that is over.
+        }
+    }
+
+    /// The negotiated timeout, or the requested one before the first connection.
+    fn timeout(&self) -> Dur {
+        self.session.map_or(self.config.session_timeout, |(_, t)| t)
+    }
+
+    fn connect(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.conns += 1;
+        let conn = self.conns;
+        self.cnxn = Cnxn::Connecting { conn };
+        self.fresh = false;
+        let req = Request::Connect {
+            session: self.session(),
+            timeout: self.config.session_timeout,
+            last_zxid: self.last_zxid,
+        };
+        (self.tx, self.rx) = (1, 0);
+        self.early.clear();
+        let to = self.config.servers[self.server];
+        ctx.send(to, Msg::Zk { conn, seq: 0, req });
+        let attempt = self.timeout() / self.config.servers.len() as u64;
+        let t = Timer::Lock(LockTimer::Zk(ZkTimer::ConnectTimeout { conn }));
+        ctx.set_timer(ClockKind::Mono, attempt, t);
+    }
+
+    /// The connection is gone (read timeout, a closed socket, a connect that timed out):
+    /// try the next server, after up to a second unless the handle is fresh.
+    fn disconnect(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+        let was_connected = matches!(self.cnxn, Cnxn::Connected { .. });
+        self.cnxn = Cnxn::Idle;
+        self.server = (self.server + 1) % self.config.servers.len();
+        if self.fresh {
+            self.connect(ctx);
+        } else {
+            let wait = Dur::from_nanos(ctx.rng().below(Dur::from_secs(1).as_nanos()));
+            let t = Timer::Lock(LockTimer::Zk(ZkTimer::Reconnect { seq: self.conns }));
+            ctx.set_timer(ClockKind::Mono, wait, t);
+        }
+        if !was_connected {
+            return None;
+        }
+        if let Some((_, xid)) = &mut self.background_delete {
+            *xid = None;
+        }
+        let mut signal = None;
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Creating { guid, lookup, xid } => Phase::Creating {
+                guid,
+                lookup: lookup || xid.is_some(),
+                xid: None,
+            },
+            Phase::Finding { guid, .. } => Phase::Finding { guid, xid: None },
+            Phase::Stating { path, .. } => Phase::Stating { path, xid: None },
+            Phase::Listing { path, czxid, .. } | Phase::Watching { path, czxid, .. } => {
+                Phase::Listing {
+                    path,
+                    czxid,
+                    xid: None,
+                }
+            }
+            Phase::Releasing { path, .. } => {
+                self.background_delete = Some((path, None));
+                signal = Some(LockSignal::Released);
+                Phase::Idle
+            }
+            other => other,
+        };
+        if self.curator == Curator::Connected {
+            self.curator = Curator::Suspended;
+            self.suspensions += 1;
+            ctx.mark("suspended");
+            let t = Timer::Lock(LockTimer::Zk(ZkTimer::Lost {
+                suspension: self.suspensions,
+            }));
+            ctx.set_timer(ClockKind::Wall, self.timeout(), t);
+            if self.config.stop_work_on == StopWorkOn::Suspended {
+                signal = signal.or(self.stop_work());
+            }
+        }
+        signal
+    }
+
+    fn on_connected(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        session: SessionId,
+        timeout: Dur,
+    ) -> Option<LockSignal> {
+        if !matches!(self.cnxn, Cnxn::Connecting { .. }) {
+            return None;
+        }
+        if timeout == Dur::ZERO {
+            // Expired, learned only now: the handle is closed for good; Curator makes a new
+            // one, whose first connection makes a new session.
+            self.session = None;
+            self.fresh = true;
+            self.cnxn = Cnxn::Idle;
+            let signal = self.lost();
+            self.connect(ctx);
+            return signal;
+        }
+        let Cnxn::Connecting { conn } = self.cnxn else {
+            unreachable!()
+        };
+        let now = ctx.mono();
+        self.session = Some((session, timeout));
+        self.cnxn = Cnxn::Connected {
+            conn,
+            last_heard: now,
+            last_send: now,
+        };
+        let read = read_timeout(timeout);
+        let t = Timer::Lock(LockTimer::Zk(ZkTimer::ReadCheck { conn }));
+        ctx.set_timer(ClockKind::Mono, read, t);
+        let t = Timer::Lock(LockTimer::Zk(ZkTimer::PingCheck { conn }));
+        ctx.set_timer(ClockKind::Mono, ping_interval(read), t);
+        if self.curator != Curator::Connected {
+            self.curator = Curator::Connected;
+            self.suspensions += 1;
+        }
+        if let Some((path, None)) = self.background_delete.clone() {
+            let xid = self.send_op(ctx, Op::Delete { path: path.clone() });
+            self.background_delete = Some((path, xid));
+        }
+        self.step(ctx);
+        None
+    }
+
+    /// LOST: the session is certainly gone (or Curator says so).
+    fn lost(&mut self) -> Option<LockSignal> {
+        self.curator = Curator::Lost;
+        self.suspensions += 1;
+        match self.config.stop_work_on {
+            StopWorkOn::Lost | StopWorkOn::Suspended => self.stop_work(),
+            StopWorkOn::Never => None,
+        }
+    }
+
+    /// The application stops its critical section and releases the lock in the background.
+    fn stop_work(&mut self) -> Option<LockSignal> {
+        if let Phase::Held { path, .. } = &self.phase {
+            self.background_delete = Some((path.clone(), None));
+            self.phase = Phase::Idle;
+            return Some(LockSignal::Lost);
+        }
+        None
+    }
+
+    fn node_prefix(&self, guid: u64) -> String {
+        match (self.config.protection, self.session()) {
+            (Protection::GuidAndSession, Some(s)) => format!("_c_{guid:016x}-{s:016x}-lock-"),
+            _ => format!("_c_{guid:016x}-lock-"),
+        }
+    }
+
+    /// Sends the request the current phase waits for, if it is not in flight and the
+    /// client is connected.
+    fn step(&mut self, ctx: &mut Ctx<'_, Node>) {
+        if !matches!(self.cnxn, Cnxn::Connected { .. }) {
+            return;
+        }
+        let herd = self.config.recipe == Recipe::Herd;
+        match self.phase.clone() {
+            Phase::Creating {
+                guid,
+                lookup: true,
+                xid: None,
+            } => {
+                self.phase = Phase::Finding { guid, xid: None };
+                self.step(ctx);
+            }
+            Phase::Creating {
+                guid,
+                lookup: false,
+                xid: None,
+            } => {
+                let path = format!("{LOCK_PATH}/{}", self.node_prefix(guid));
+                let op = Op::Create {
+                    path,
+                    ephemeral: true,
+                    sequential: true,
+                };
+                let xid = self.send_op(ctx, op);
+                self.phase = Phase::Creating {
+                    guid,
+                    lookup: false,
+                    xid,
+                };
+                ctx.mark("lock-create-sent");
+            }
+            Phase::Finding { guid, xid: None } => {
+                let op = Op::GetChildren {
+                    path: LOCK_PATH.into(),
+                    watch: false,
+                };
+                let xid = self.send_op(ctx, op);
+                self.phase = Phase::Finding { guid, xid };
+            }
+            Phase::Stating { path, xid: None } => {
+                let op = Op::GetData {
+                    path: path.clone(),
+                    watch: false,
+                };
+                let xid = self.send_op(ctx, op);
+                self.phase = Phase::Stating { path, xid };
+            }
+            Phase::Listing {
+                path,
+                czxid,
+                xid: None,
+            } => {
+                let op = Op::GetChildren {
+                    path: LOCK_PATH.into(),
+                    watch: herd,
+                };
+                let xid = self.send_op(ctx, op);
+                self.phase = Phase::Listing { path, czxid, xid };
+            }
+            _ => {}
+        }
+    }
+
+    fn on_result(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        xid: u64,
+        result: OpResult,
+    ) -> Option<LockSignal> {
+        if let Some((_, Some(x))) = &self.background_delete {
+            if *x == xid {
+                self.background_delete = None;
+                return None;
+            }
+        }
+        if result == OpResult::Error(ErrorCode::SessionExpired) {
+            // The leader no longer knows the session: reconnecting tells the client so.
+            return self.disconnect(ctx);
+        }
+        let waited = match &self.phase {
+            Phase::Creating { xid: x, .. }
+            | Phase::Finding { xid: x, .. }
+            | Phase::Stating { xid: x, .. }
+            | Phase::Listing { xid: x, .. }
+            | Phase::Watching { xid: x, .. } => *x == Some(xid),
+            Phase::Releasing { xid: x, .. } => *x == xid,
+            Phase::Idle | Phase::Held { .. } => false,
+        };
+        if !waited {
+            return None;
+        }
+        match (self.phase.clone(), result) {
+            (Phase::Creating { .. }, OpResult::Created { path, czxid }) => {
+                self.list(ctx, path, czxid);
+                None
+            }
+            (Phase::Finding { guid, .. }, OpResult::Children(names)) => {
+                let prefix = self.node_prefix(guid);
+                match names.iter().find(|n| n.starts_with(&prefix)) {
+                    Some(name) => {
+                        self.phase = Phase::Stating {
+                            path: format!("{LOCK_PATH}/{name}"),
+                            xid: None,
+                        };
+                    }
+                    None => {
+                        self.phase = Phase::Creating {
+                            guid,
+                            lookup: false,
+                            xid: None,
+                        };
+                    }
+                }
+                self.step(ctx);
+                None
+            }
+            (Phase::Stating { path, .. }, OpResult::Stat(stat)) => {
+                self.list(ctx, path, stat.czxid);
+                None
+            }
+            (Phase::Listing { path, czxid, .. }, OpResult::Children(names)) => {
+                self.on_children(ctx, path, czxid, names)
+            }
+            (
+                Phase::Watching {
+                    path,
+                    czxid,
+                    watched,
+                    ..
+                },
+                OpResult::Stat(_),
+            ) => {
+                // The watch is set: wait for the predecessor's deletion.
+                self.phase = Phase::Watching {
+                    path,
+                    czxid,
+                    watched,
+                    xid: None,
+                };
+                None
+            }
+            (Phase::Watching { path, czxid, .. }, OpResult::Error(ErrorCode::NoNode)) => {
+                // The predecessor is already gone: list again.
+                self.list(ctx, path, czxid);
+                None
+            }
+            (Phase::Releasing { .. }, _) => {
+                self.phase = Phase::Idle;
+                self.stats.releases += 1;
+                Some(LockSignal::Released)
+            }
+            (_, _) => {
+                // Our node is gone (NoNode on our own node) or the create failed: start the
+                // acquisition over, as Curator's retry loop does.
+                self.restart(ctx);
+                None
+            }
+        }
+    }
+
+    fn restart(&mut self, ctx: &mut Ctx<'_, Node>) {
+        self.phase = Phase::Creating {
+            guid: ctx.rng().next_u64(),
+            lookup: false,
+            xid: None,
+        };
+        self.step(ctx);
+    }
+
+    fn list(&mut self, ctx: &mut Ctx<'_, Node>, path: String, czxid: Zxid) {
+        self.phase = Phase::Listing {
+            path,
+            czxid,
+            xid: None,
+        };
+        self.step(ctx);
+    }
+
+    fn on_children(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        path: String,
+        czxid: Zxid,
+        mut names: Vec<String>,
+    ) -> Option<LockSignal> {
+        // Curator sorts by the sequence number after "lock-".
+        names.sort_by(|a, b| sequence(a).cmp(sequence(b)).then(a.cmp(b)));
+        let ours = path.rsplit('/').next().unwrap_or_default();
+        let Some(index) = names.iter().position(|n| n == ours) else {
+            // Our node is gone with its session: acquire again.
+            self.restart(ctx);
+            return None;
+        };
+        if index == 0 {
+            self.phase = Phase::Held { path, czxid };
+            let token = self.config.fencing.then_some(czxid.as_u64());
+            return Some(LockSignal::Granted { token });
+        }
+        let watched = match self.config.recipe {
+            Recipe::Predecessor => format!("{LOCK_PATH}/{}", names[index - 1]),
+            Recipe::Herd => LOCK_PATH.to_string(),
+        };
+        let xid = match self.config.recipe {
+            Recipe::Predecessor => self.send_op(
+                ctx,
+                Op::GetData {
+                    path: watched.clone(),
+                    watch: true,
+                },
+            ),
+            // The listing already left a watch on the children.
+            Recipe::Herd => None,
+        };
+        self.phase = Phase::Watching {
+            path,
+            czxid,
+            watched,
+            xid,
+        };
+        ctx.mark("lock-waiting");
+        None
+    }
+
+    fn on_watch(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        path: &str,
+        kind: EventKind,
+    ) -> Option<LockSignal> {
+        if let Phase::Watching {
+            path: ours,
+            czxid,
+            watched,
+            ..
+        } = self.phase.clone()
+        {
+            let wakes = watched == path
+                && matches!(
+                    kind,
+                    EventKind::NodeDeleted | EventKind::NodeChildrenChanged
+                );
+            if wakes {
+                self.list(ctx, ours, czxid);
+            }
+        }
+        None
+    }
+
+    fn send_op(&mut self, ctx: &mut Ctx<'_, Node>, op: Op) -> Option<u64> {
+        if !matches!(self.cnxn, Cnxn::Connected { .. }) {
+            return None;
+        }
+        self.next_xid += 1;
+        let xid = self.next_xid;
+        self.send(ctx, Request::Op { xid, op });
+        Some(xid)
+    }
+
+    fn send(&mut self, ctx: &mut Ctx<'_, Node>, req: Request) {
+        let now = ctx.mono();
+        if let Cnxn::Connected {
+            conn, last_send, ..
+        } = &mut self.cnxn
+        {
+            *last_send = now;
+            let conn = *conn;
+            let seq = self.tx;
+            self.tx += 1;
+            ctx.send(self.config.servers[self.server], Msg::Zk { conn, seq, req });
+        }
+    }
+}
+
+/// The sequence number of a lock node's name: what follows the last `lock-`.
+fn sequence(name: &str) -> &str {
+    name.rsplit("lock-").next().unwrap_or(name)
+}

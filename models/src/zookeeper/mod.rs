@@ -1,0 +1,186 @@
+//! ZooKeeper: sessions, the ensemble and the ephemeral-sequential lock recipe with Curator's
+//! connection states on top (docs/semantics.md §4).
+//!
+//! - [`tree`] is the replicated state: the znode tree (`czxid`, `cversion`, `ephemeralOwner`)
+//!   and the session table, as a pure state machine that applies transactions.
+//! - [`server`] is one ensemble member: atomic broadcast and commit, the leader's session
+//!   tracker (expiry on its MONO clock, rounded up to whole ticks), learners' touch tables,
+//!   client connections and watches.
+//! - [`client`] is the client: `ClientCnxn`'s connection state machine (ping when idle, a
+//!   disconnect after 2T/3 of silence, `Expired` learned only on reconnect), a Curator-like
+//!   layer (SUSPENDED, LOST, simulated expiration on the client's WALL clock) and the lock
+//!   recipe (an ephemeral-sequential node, the lowest holds, watch the predecessor; or the
+//!   herd variant that watches the parent).
+//! - [`proto`] is what they say to each other.
+//!
+//! **Atomic broadcast.** The ensemble reuses [`crate::raft`] for ZAB's broadcast, commit and
+//! leader election instead of a second consensus core: the guarantees the lock relies on are
+//! the same (a quorum acknowledges every proposal before it commits; a new leader is elected
+//! only by a quorum whose logs it is at least as up to date as, which is ZAB's "the most
+//! up-to-date server leads"; one leader per epoch; commits in one total order). A Raft term is
+//! ZAB's epoch, and the zxid of a committed transaction is `(epoch, counter)` where the counter
+//! restarts at every epoch: the new leader's first (empty) entry is `(epoch, 0)`, as ZAB's
+//! `NEWLEADER`. Raft ticks every tickTime/2 (the leader's ping to its learners,
+//! `Leader.java:778`) and a follower gives up on a silent leader after `syncLimit` ticks
+//! (`syncLimit × tickTime`), as a learner's socket timeout does. At start-up every server is
+//! LOOKING and elects at once (FastLeaderElection); the model gets there by starting fresh
+//! servers at the edge of their election timeout. What is not modelled: ZAB's discovery and
+//! synchronisation phases as messages (a learner serves clients only once it has applied an
+//! entry of the current epoch, which is when ZAB would have synced it), observers, dynamic
+//! reconfiguration, snapshots.
+
+pub mod client;
+pub mod proto;
+pub mod server;
+pub mod tree;
+
+use lockstep_sim::{Dur, LocalTime};
+
+/// A session id.
+pub type SessionId = u64;
+
+/// The path of the lock's parent node (it exists from the start, as Curator's
+/// `creatingParentContainersIfNeeded` would have made it).
+pub const LOCK_PATH: &str = "/lock";
+
+/// ZooKeeper's transaction id: the leader's epoch and a counter that restarts at every epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Zxid {
+    /// The epoch (the Raft term of the entry).
+    pub epoch: u64,
+    /// Position within the epoch; 0 is the new leader's first entry.
+    pub counter: u64,
+}
+
+impl Zxid {
+    /// The 64-bit form ZooKeeper shows (`epoch << 32 | counter`), used as the fencing token.
+    pub fn as_u64(self) -> u64 {
+        (self.epoch << 32) | (self.counter & 0xffff_ffff)
+    }
+
+    /// The zxid of the next committed entry, of epoch `epoch`, after `self`.
+    pub fn next(self, epoch: u64) -> Zxid {
+        if epoch == self.epoch {
+            Zxid {
+                epoch,
+                counter: self.counter + 1,
+            }
+        } else {
+            Zxid { epoch, counter: 0 }
+        }
+    }
+}
+
+/// The session timeout a server grants: the requested one clamped to
+/// `[min, max]` (`ZooKeeperServer.java:1394-1403`; by default `[2, 20] × tickTime`).
+pub fn negotiate_timeout(requested: Dur, min: Dur, max: Dur) -> Dur {
+    requested.max(min).min(max)
+}
+
+/// `ExpiryQueue.roundToNextInterval`: `(time / interval + 1) × interval`, strictly after
+/// `time`, on the leader's MONO clock. A session touched at `now` with timeout `T` expires at
+/// `round_to_next_tick(now + T)`, so its real timeout is in `(T, T + tickTime]`.
+pub fn round_to_next_tick(time: LocalTime, tick: Dur) -> LocalTime {
+    let t = tick.as_nanos() as i64;
+    LocalTime::from_nanos((time.as_nanos().div_euclid(t) + 1) * t)
+}
+
+/// How long `ClientCnxn` lets the connection idle before it pings, for a read timeout of
+/// `read_timeout` (2T/3): `readTimeout/2 − idleSend − (idleSend > 1 s ? 1 s : 0) ≤ 0`, or
+/// more than 10 s without a send (`ClientCnxn.java:1250-1262`).
+pub fn ping_interval(read_timeout: Dur) -> Dur {
+    let half = read_timeout / 2;
+    let second = Dur::from_secs(1);
+    let interval = if half <= second {
+        half
+    } else {
+        // Past 1 s of idleness the second is subtracted, so the ping goes once idleSend is
+        // both over 1 s and at least half − 1 s.
+        second.max(half - second)
+    };
+    interval.min(Dur::from_secs(10))
+}
+
+/// `ClientCnxn`'s read timeout: 2/3 of the negotiated session timeout.
+pub fn read_timeout(session_timeout: Dur) -> Dur {
+    // Whole milliseconds, as the Java client computes it.
+    Dur::from_millis(session_timeout.as_millis() * 2 / 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Dur {
+        Dur::from_millis(v)
+    }
+
+    #[test]
+    fn the_timeout_is_clamped_to_2_and_20_ticks() {
+        let (tick, min, max) = (ms(2_000), ms(4_000), ms(40_000));
+        assert_eq!(negotiate_timeout(ms(1_000), min, max), ms(4_000));
+        assert_eq!(negotiate_timeout(ms(4_000), min, max), ms(4_000));
+        assert_eq!(negotiate_timeout(ms(10_000), min, max), ms(10_000));
+        // Curator's default of 60 s is cut to 20 ticks.
+        assert_eq!(negotiate_timeout(ms(60_000), min, max), tick * 20);
+    }
+
+    #[test]
+    fn expiry_rounds_up_to_the_next_tick_strictly() {
+        let tick = ms(2_000);
+        let at = |v: i64| LocalTime::from_millis(v);
+        assert_eq!(round_to_next_tick(at(0), tick), at(2_000));
+        assert_eq!(round_to_next_tick(at(1), tick), at(2_000));
+        assert_eq!(round_to_next_tick(at(1_999), tick), at(2_000));
+        // A time on a boundary goes to the next one: the timeout is in (T, T + tick].
+        assert_eq!(round_to_next_tick(at(2_000), tick), at(4_000));
+        assert_eq!(round_to_next_tick(at(5_500), tick), at(6_000));
+        for touch in [0, 1, 700, 1_999, 2_000, 12_345] {
+            let expiry = round_to_next_tick(at(touch) + ms(4_000), tick);
+            let real = expiry.nanos_since(at(touch)) / 1_000_000;
+            assert!((4_001..=6_000).contains(&real), "touch {touch}: {real}");
+        }
+    }
+
+    #[test]
+    fn clients_ping_after_a_third_of_the_timeout_less_a_second() {
+        assert_eq!(read_timeout(ms(4_000)), ms(2_666));
+        // T = 1.5 s: half the read timeout is 500 ms, under a second.
+        assert_eq!(ping_interval(read_timeout(ms(1_500))), ms(500));
+        // T = 4 s: half is 1.33 s; past 1 s the second is subtracted, so 1 s.
+        assert_eq!(ping_interval(read_timeout(ms(4_000))), ms(1_000));
+        // T = 30 s: half is 10 s, less a second.
+        assert_eq!(ping_interval(read_timeout(ms(30_000))), ms(9_000));
+        // T = 60 s: capped at 10 s without a send.
+        assert_eq!(ping_interval(read_timeout(ms(60_000))), ms(10_000));
+    }
+
+    #[test]
+    fn zxids_restart_their_counter_in_a_new_epoch() {
+        let z = Zxid::default().next(1);
+        assert_eq!(
+            z,
+            Zxid {
+                epoch: 1,
+                counter: 0
+            }
+        );
+        let z = z.next(1).next(1);
+        assert_eq!(
+            z,
+            Zxid {
+                epoch: 1,
+                counter: 2
+            }
+        );
+        let z2 = z.next(3);
+        assert_eq!(
+            z2,
+            Zxid {
+                epoch: 3,
+                counter: 0
+            }
+        );
+        assert!(z2 > z && z2.as_u64() > z.as_u64());
+    }
+}

@@ -1,0 +1,897 @@
+//! A ZooKeeper ensemble member (docs/semantics.md §4.1, §4.2).
+//!
+//! - **Broadcast.** Writes (`createSession`, `closeSession`, `create`, `delete`) are proposals
+//!   of the atomic broadcast ([`crate::raft`], see the module page); a learner forwards them
+//!   to the leader, which checks the session first (`PrepRequestProcessor`: a create or delete
+//!   of a session that is gone or closing fails with `SessionExpired`). Every member applies
+//!   committed transactions in order under their zxid; the member the client asked answers
+//!   it. Reads are served from the member's own tree (sequential consistency).
+//! - **Sessions.** Only the leader's tracker expires sessions, on its MONO clock: each touch
+//!   sets `expiry = roundToNextInterval(now + T)`, and at every tick boundary the expired
+//!   sessions are marked closing and their `closeSession` proposed
+//!   (`SessionTrackerImpl.java:158-175`). Learners keep a touch table of sessions that sent
+//!   them anything and hand it over when the leader pings them every tickTime/2
+//!   (`LearnerHandler.java:684-693`). A leader, once its first entry of the epoch is applied,
+//!   rebuilds its tracker from the replicated session table with every session at `now + T`
+//!   (`SessionTrackerImpl.java:268-297`).
+//! - **Connections.** A member serves clients only while it follows or leads a leader whose
+//!   epoch it has applied an entry of; when it leaves that epoch (it lost its leader, or a new
+//!   one was elected) it closes every client connection, as a learner going LOOKING does. A
+//!   client that reconnects with its session is revalidated by the leader: a session it no
+//!   longer tracks gets a zero timeout, and the client learns `Expired` only then. A member
+//!   refuses a client that has seen a later zxid than its own. Watches live on the member the
+//!   client is connected to and fire once.
+//! - **Crash.** Only the broadcast's durable state survives; the tree is rebuilt by replay.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
+
+use super::proto::{Op, OpResult, Peer, Proposal, Reply, Request};
+use super::tree::{DataTree, ErrorCode, EventKind, Txn, TxnResult};
+use super::{LOCK_PATH, SessionId, Zxid, negotiate_timeout, round_to_next_tick};
+use crate::node::{Msg, Node, Timer, ZkServerTimer};
+use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
+
+/// How an ensemble is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZkServerConfig {
+    /// Every member, in id order.
+    pub members: Vec<NodeId>,
+    /// `tickTime`.
+    pub tick: Dur,
+    /// `syncLimit`, in ticks: how long a learner waits for a silent leader.
+    pub sync_limit: u32,
+    /// `minSessionTimeout` (2 ticks by default).
+    pub min_session_timeout: Dur,
+    /// `maxSessionTimeout` (20 ticks by default).
+    pub max_session_timeout: Dur,
+}
+
+impl ZkServerConfig {
+    /// The sample configuration (`zoo_sample.cfg`): tickTime 2 s, syncLimit 5, session
+    /// timeouts in [2, 20] ticks.
+    pub fn new(members: Vec<NodeId>) -> ZkServerConfig {
+        ZkServerConfig::with_tick(members, Dur::from_millis(2_000))
+    }
+
+    /// The defaults for another tickTime.
+    pub fn with_tick(members: Vec<NodeId>, tick: Dur) -> ZkServerConfig {
+        ZkServerConfig {
+            members,
+            tick,
+            sync_limit: 5,
+            min_session_timeout: tick * 2,
+            max_session_timeout: tick * 20,
+        }
+    }
+
+    /// The broadcast's tick: the leader pings its learners every tickTime/2.
+    pub fn raft_tick(&self) -> Dur {
+        self.tick / 2
+    }
+}
+
+/// What a member did, for tests that check the ensemble's invariants. Bookkeeping: kept
+/// across crashes, never read by the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Audit {
+    /// The member started (or restarted): its tree is rebuilt by replay from here.
+    Boot,
+    /// A committed transaction was applied.
+    Applied {
+        /// Its zxid.
+        zxid: Zxid,
+        /// The transaction.
+        txn: Txn,
+        /// What it gave.
+        result: TxnResult,
+    },
+    /// The member became the ready leader of this epoch.
+    Leading {
+        /// The epoch.
+        epoch: u64,
+    },
+    /// The leader's tracker expired this session and proposed its close.
+    Expired {
+        /// The session.
+        session: SessionId,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Tracker {
+    epoch: u64,
+    expiry: BTreeMap<SessionId, LocalTime>,
+    closing: BTreeSet<SessionId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Conn {
+    conn: u64,
+    /// `None` while the connect is in progress.
+    session: Option<SessionId>,
+    /// The position of the next message expected from the client.
+    recv: u64,
+    /// The position of the next message to the client.
+    sent: u64,
+    /// Requests that overtook an earlier one, by position.
+    early: BTreeMap<u64, Request>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Forwarded {
+    client: NodeId,
+    conn: u64,
+    xid: u64,
+    at: LocalTime,
+}
+
+/// One ensemble member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZkServer {
+    config: ZkServerConfig,
+    me: NodeId,
+    raft: Raft<Proposal>,
+    tree: DataTree,
+    last_zxid: Zxid,
+    /// The epoch of the last applied entry.
+    applied_epoch: u64,
+    tracker: Option<Tracker>,
+    /// The epoch whose leader this member serves clients under.
+    serving: Option<u64>,
+    conns: BTreeMap<NodeId, Conn>,
+    touches: BTreeSet<SessionId>,
+    data_watches: BTreeMap<String, BTreeSet<NodeId>>,
+    child_watches: BTreeMap<String, BTreeSet<NodeId>>,
+    forwarded: Vec<Forwarded>,
+    /// The last `(conn, xid)` proposed per (origin, client): the learner's link to the
+    /// leader is a TCP stream, so a request it carried twice is proposed once.
+    last_proposed: BTreeMap<(NodeId, NodeId), (u64, u64)>,
+    boots: u32,
+    audit: Vec<Audit>,
+}
+
+impl ZkServer {
+    /// A fresh member; its broadcast node is built when the run starts, from the member's own
+    /// random stream.
+    pub fn new(config: ZkServerConfig, me: NodeId) -> ZkServer {
+        let unstarted = &mut lockstep_sim::Rng::fork(0, "unstarted");
+        let raft = Raft::new(Self::raft_config(&config, me), Durable::new(), unstarted);
+        ZkServer::with_raft(config, me, raft, 0, Vec::new())
+    }
+
+    fn with_raft(
+        config: ZkServerConfig,
+        me: NodeId,
+        raft: Raft<Proposal>,
+        boots: u32,
+        audit: Vec<Audit>,
+    ) -> ZkServer {
+        ZkServer {
+            config,
+            me,
+            raft,
+            tree: DataTree::with_parents(&[LOCK_PATH]),
+            last_zxid: Zxid::default(),
+            applied_epoch: 0,
+            tracker: None,
+            serving: None,
+            conns: BTreeMap::new(),
+            touches: BTreeSet::new(),
+            data_watches: BTreeMap::new(),
+            child_watches: BTreeMap::new(),
+            forwarded: Vec::new(),
+            last_proposed: BTreeMap::new(),
+            boots,
+            audit,
+        }
+    }
+
+    fn raft_config(config: &ZkServerConfig, me: NodeId) -> RaftConfig {
+        RaftConfig {
+            election_ticks: 2 * config.sync_limit.max(1),
+            heartbeat_ticks: 1,
+            read_only: ReadOnlyOption::Safe,
+            ..RaftConfig::etcd(config.members.clone(), me)
+        }
+    }
+
+    /// The broadcast node.
+    pub fn raft(&self) -> &Raft<Proposal> {
+        &self.raft
+    }
+
+    /// The tree as this member has applied it.
+    pub fn tree(&self) -> &DataTree {
+        &self.tree
+    }
+
+    /// The last applied zxid.
+    pub fn last_zxid(&self) -> Zxid {
+        self.last_zxid
+    }
+
+    /// True while this member is the leader with a running session tracker.
+    pub fn is_ready_leader(&self) -> bool {
+        self.tracker.is_some()
+    }
+
+    /// The sessions the leader's tracker knows, with their expiry on its MONO clock.
+    pub fn tracked(&self) -> Option<&BTreeMap<SessionId, LocalTime>> {
+        self.tracker.as_ref().map(|t| &t.expiry)
+    }
+
+    /// What this member did, across restarts.
+    pub fn audit(&self) -> &[Audit] {
+        &self.audit
+    }
+
+    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let durable = self.raft.durable().clone();
+        self.raft = Raft::new(Self::raft_config(&self.config, self.me), durable, ctx.rng());
+        if self.boots == 0 {
+            // Every server starts LOOKING and elects at once (FastLeaderElection): bring the
+            // fresh node to the edge of its election timeout, so its first tick campaigns.
+            let mut out = Outbox::default();
+            for _ in 1..self.raft.randomized_election_timeout() {
+                self.raft.tick(ctx.rng(), &mut out);
+            }
+            debug_assert!(
+                out.is_empty(),
+                "a follower's ticks before its timeout do nothing"
+            );
+        }
+        self.boots += 1;
+        self.audit.push(Audit::Boot);
+        let tick = self.config.raft_tick();
+        let first = Dur::from_nanos(ctx.rng().below(tick.as_nanos()) + 1);
+        ctx.set_timer(
+            ClockKind::Mono,
+            first,
+            Timer::ZkServer(ZkServerTimer::RaftTick),
+        );
+    }
+
+    pub(crate) fn on_crash(&mut self) {
+        let raft = self.raft.clone();
+        let audit = std::mem::take(&mut self.audit);
+        *self = ZkServer::with_raft(self.config.clone(), self.me, raft, self.boots, audit);
+    }
+
+    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: ZkServerTimer) {
+        match timer {
+            ZkServerTimer::RaftTick => {
+                let tick = self.config.raft_tick();
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    tick,
+                    Timer::ZkServer(ZkServerTimer::RaftTick),
+                );
+                let mut out = Outbox::default();
+                self.raft.tick(ctx.rng(), &mut out);
+                self.process(ctx, out);
+                if self.tracker.is_some() {
+                    for &m in &self.config.members {
+                        if m != self.me {
+                            ctx.send(m, Msg::ZkPeer(Peer::Ping));
+                        }
+                    }
+                }
+                self.expire_forwarded(ctx);
+            }
+            ZkServerTimer::Expiry { epoch } => self.expire_sessions(ctx, epoch),
+        }
+    }
+
+    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::ZkPeer(p) => self.on_peer(ctx, from, p),
+            Msg::Zk { conn, seq, req } => {
+                for req in self.in_order(from, conn, seq, req) {
+                    self.on_client(ctx, from, conn, req);
+                }
+            }
+            other => panic!("zookeeper server {} got {other:?}", ctx.name()),
+        }
+    }
+
+    fn on_peer(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, p: Peer) {
+        match p {
+            Peer::Raft(m) => {
+                let mut out = Outbox::default();
+                self.raft.step(from, m, ctx.rng(), &mut out);
+                self.process(ctx, out);
+            }
+            Peer::Forward(p) => self.leader_submit(ctx, p),
+            Peer::Refused { proposal, error } => self.refused(ctx, proposal, error),
+            Peer::Revalidate {
+                client,
+                conn,
+                session,
+            } => {
+                if self.tracker.is_some() {
+                    let timeout = self.revalidate(ctx, session);
+                    ctx.send(
+                        from,
+                        Msg::ZkPeer(Peer::Revalidated {
+                            client,
+                            conn,
+                            session,
+                            timeout,
+                        }),
+                    );
+                }
+            }
+            Peer::Revalidated {
+                client,
+                conn,
+                session,
+                timeout,
+            } => self.finish_connect(ctx, client, conn, session, timeout),
+            Peer::Ping => {
+                let touched = std::mem::take(&mut self.touches).into_iter().collect();
+                ctx.send(from, Msg::ZkPeer(Peer::Touches(touched)));
+            }
+            Peer::Touches(sessions) => {
+                for s in sessions {
+                    self.touch(ctx, s);
+                }
+            }
+        }
+    }
+
+    /// The stream: a duplicate is dropped, a request that overtook an earlier one waits for
+    /// it; returns the requests to handle now, in order.
+    fn in_order(&mut self, client: NodeId, conn: u64, seq: u64, req: Request) -> Vec<Request> {
+        let Some(c) = self.conns.get_mut(&client).filter(|c| c.conn == conn) else {
+            // A connect opens a stream; anything else on an unknown one is answered by a
+            // reset (in on_client).
+            return vec![req];
+        };
+        if matches!(req, Request::Connect { .. }) || seq < c.recv {
+            return Vec::new(); // A duplicate.
+        }
+        c.early.insert(seq, req);
+        let mut ready = Vec::new();
+        while let Some(req) = c.early.remove(&c.recv) {
+            c.recv += 1;
+            ready.push(req);
+        }
+        ready
+    }
+
+    fn on_client(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, conn: u64, req: Request) {
+        if self.serving.is_none() {
+            self.reply(ctx, client, conn, Reply::Closed);
+            return;
+        }
+        if let Request::Connect {
+            session,
+            timeout,
+            last_zxid,
+        } = req
+        {
+            return self.connect(ctx, client, conn, session, timeout, last_zxid);
+        }
+        // Anything else needs an established connection: without one (this member restarted
+        // or closed it) the client's socket is reset.
+        let Some(session) = self
+            .conns
+            .get(&client)
+            .filter(|c| c.conn == conn)
+            .and_then(|c| c.session)
+        else {
+            self.reply(ctx, client, conn, Reply::Closed);
+            return;
+        };
+        self.touch(ctx, session);
+        match req {
+            Request::Connect { .. } => unreachable!("handled above"),
+            Request::Ping => self.reply(ctx, client, conn, Reply::Pong),
+            Request::Op { xid, op } => self.op(ctx, client, conn, session, xid, op),
+        }
+    }
+
+    fn connect(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        client: NodeId,
+        conn: u64,
+        session: Option<SessionId>,
+        timeout: Dur,
+        last_zxid: Zxid,
+    ) {
+        if last_zxid > self.last_zxid {
+            // "Refusing session request for client as it has seen zxid ... our last zxid is
+            // ...: client must try another server."
+            self.reply(ctx, client, conn, Reply::Closed);
+            return;
+        }
+        self.drop_client(client);
+        self.conns.insert(
+            client,
+            Conn {
+                conn,
+                session: None,
+                recv: 1,
+                sent: 0,
+                early: BTreeMap::new(),
+            },
+        );
+        match session {
+            None => {
+                let session = (ctx.rng().next_u64() >> 1) | 1;
+                let c = &self.config;
+                let timeout =
+                    negotiate_timeout(timeout, c.min_session_timeout, c.max_session_timeout);
+                let p = Proposal {
+                    origin: self.me,
+                    client,
+                    conn,
+                    xid: 0,
+                    txn: Txn::CreateSession { session, timeout },
+                };
+                self.submit(ctx, p);
+            }
+            Some(session) if self.tracker.is_some() => {
+                let timeout = self.revalidate(ctx, session);
+                self.finish_connect(ctx, client, conn, session, timeout);
+            }
+            Some(session) => {
+                if let Some(leader) = self.raft.leader() {
+                    ctx.send(
+                        leader,
+                        Msg::ZkPeer(Peer::Revalidate {
+                            client,
+                            conn,
+                            session,
+                        }),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The leader's check of a reconnecting session: valid (and touched) unless it is gone
+    /// or closing.
+    fn revalidate(&mut self, ctx: &mut Ctx<'_, Node>, session: SessionId) -> Option<Dur> {
+        let live = self
+            .tracker
+            .as_ref()
+            .is_some_and(|t| t.expiry.contains_key(&session) && !t.closing.contains(&session));
+        if !live {
+            return None;
+        }
+        self.touch(ctx, session);
+        self.tree.sessions().get(&session).copied()
+    }
+
+    fn finish_connect(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        client: NodeId,
+        conn: u64,
+        session: SessionId,
+        timeout: Option<Dur>,
+    ) {
+        let Some(c) = self.conns.get_mut(&client).filter(|c| c.conn == conn) else {
+            return; // The client has moved on.
+        };
+        c.session = timeout.map(|_| session);
+        let timeout = timeout.unwrap_or(Dur::ZERO);
+        self.reply(ctx, client, conn, Reply::Connected { session, timeout });
+        if timeout == Dur::ZERO {
+            self.conns.remove(&client);
+        }
+    }
+
+    fn op(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        client: NodeId,
+        conn: u64,
+        session: SessionId,
+        xid: u64,
+        op: Op,
+    ) {
+        let zxid = self.last_zxid;
+        let read = move |result| Reply::Result { xid, zxid, result };
+        match op {
+            Op::GetChildren { path, watch } => {
+                let result = match self.tree.children(&path) {
+                    Some(children) => {
+                        if watch {
+                            self.child_watches.entry(path).or_default().insert(client);
+                        }
+                        OpResult::Children(children)
+                    }
+                    None => OpResult::Error(ErrorCode::NoNode),
+                };
+                self.reply(ctx, client, conn, read(result));
+            }
+            Op::GetData { path, watch } => {
+                let result = match self.tree.stat(&path) {
+                    Some(stat) => {
+                        let stat = *stat;
+                        if watch {
+                            self.data_watches.entry(path).or_default().insert(client);
+                        }
+                        OpResult::Stat(stat)
+                    }
+                    None => OpResult::Error(ErrorCode::NoNode),
+                };
+                self.reply(ctx, client, conn, read(result));
+            }
+            Op::Create {
+                path,
+                ephemeral,
+                sequential,
+            } => {
+                let txn = Txn::Create {
+                    session,
+                    path,
+                    ephemeral,
+                    sequential,
+                };
+                self.submit_op(ctx, client, conn, xid, txn);
+            }
+            Op::Delete { path } => {
+                self.submit_op(ctx, client, conn, xid, Txn::Delete { session, path });
+            }
+        }
+    }
+
+    fn submit_op(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        client: NodeId,
+        conn: u64,
+        xid: u64,
+        txn: Txn,
+    ) {
+        let p = Proposal {
+            origin: self.me,
+            client,
+            conn,
+            xid,
+            txn,
+        };
+        self.submit(ctx, p);
+    }
+
+    /// Hands a proposal to the leader: itself, or by forwarding.
+    fn submit(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+        if self.raft.role() == Role::Leader {
+            return self.leader_submit(ctx, p);
+        }
+        match self.raft.leader() {
+            Some(leader) => {
+                self.forwarded.push(Forwarded {
+                    client: p.client,
+                    conn: p.conn,
+                    xid: p.xid,
+                    at: ctx.mono(),
+                });
+                ctx.send(leader, Msg::ZkPeer(Peer::Forward(p)));
+            }
+            None => self.refused(ctx, p, ErrorCode::ConnectionLoss),
+        }
+    }
+
+    /// The leader's request processor: check the session, then propose.
+    fn leader_submit(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+        let Some(tracker) = &self.tracker else {
+            return self.refuse(ctx, p, ErrorCode::ConnectionLoss);
+        };
+        let session = match &p.txn {
+            Txn::Create { session, .. } | Txn::Delete { session, .. } => Some(*session),
+            Txn::CreateSession { .. } | Txn::CloseSession { .. } => None,
+        };
+        if let Some(s) = session {
+            if !tracker.expiry.contains_key(&s) || tracker.closing.contains(&s) {
+                return self.refuse(ctx, p, ErrorCode::SessionExpired);
+            }
+        }
+        if p.client != self.me {
+            let last = self.last_proposed.entry((p.origin, p.client)).or_default();
+            if (p.conn, p.xid) <= *last && *last != (0, 0) {
+                return; // A duplicate of a request already proposed.
+            }
+            *last = (p.conn, p.xid);
+        }
+        let mut out = Outbox::default();
+        match self.raft.propose(p.clone(), &mut out) {
+            Ok(_) => self.process(ctx, out),
+            Err(_) => self.refuse(ctx, p, ErrorCode::ConnectionLoss),
+        }
+    }
+
+    fn refuse(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal, error: ErrorCode) {
+        if p.origin == self.me {
+            self.refused(ctx, p, error);
+        } else {
+            ctx.send(p.origin, Msg::ZkPeer(Peer::Refused { proposal: p, error }));
+        }
+    }
+
+    /// A proposal of this member's client was refused: a create or delete of an expired
+    /// session fails with `SessionExpired`; otherwise the client's connection is closed.
+    fn refused(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal, error: ErrorCode) {
+        self.forwarded
+            .retain(|f| !(f.client == p.client && f.conn == p.conn && f.xid == p.xid));
+        if p.client == self.me {
+            return;
+        }
+        let current = self.conns.get(&p.client).is_some_and(|c| c.conn == p.conn);
+        if !current {
+            return;
+        }
+        match (&p.txn, error) {
+            (Txn::Create { .. } | Txn::Delete { .. }, ErrorCode::SessionExpired) => {
+                let reply = Reply::Result {
+                    xid: p.xid,
+                    zxid: self.last_zxid,
+                    result: OpResult::Error(error),
+                };
+                self.reply(ctx, p.client, p.conn, reply);
+            }
+            _ => self.close_client(ctx, p.client),
+        }
+    }
+
+    /// A forwarded request not committed within `syncLimit` ticks means the learner's link
+    /// to the leader broke: the learner drops the client, which reconnects.
+    fn expire_forwarded(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let limit = self.config.tick * u64::from(self.config.sync_limit);
+        let now = ctx.mono();
+        let (late, kept): (Vec<Forwarded>, Vec<Forwarded>) = std::mem::take(&mut self.forwarded)
+            .into_iter()
+            .partition(|f| now.saturating_since(f.at) >= limit);
+        self.forwarded = kept;
+        for f in late {
+            if self.conns.get(&f.client).is_some_and(|c| c.conn == f.conn) {
+                self.close_client(ctx, f.client);
+            }
+        }
+    }
+
+    fn touch(&mut self, ctx: &mut Ctx<'_, Node>, session: SessionId) {
+        let tick = self.config.tick;
+        let now = ctx.mono();
+        let Some(t) = &mut self.tracker else {
+            self.touches.insert(session);
+            return;
+        };
+        if t.closing.contains(&session) {
+            return;
+        }
+        if let Some(timeout) = self.tree.sessions().get(&session) {
+            t.expiry
+                .insert(session, round_to_next_tick(now + *timeout, tick));
+        }
+    }
+
+    /// The tracker's run at a tick boundary: every session past its expiry is marked closing
+    /// and its `closeSession` proposed.
+    fn expire_sessions(&mut self, ctx: &mut Ctx<'_, Node>, epoch: u64) {
+        let now = ctx.mono();
+        let Some(t) = self.tracker.as_mut().filter(|t| t.epoch == epoch) else {
+            return;
+        };
+        let due: Vec<SessionId> = t
+            .expiry
+            .iter()
+            .filter(|&(s, &e)| e <= now && !t.closing.contains(s))
+            .map(|(&s, _)| s)
+            .collect();
+        for &s in &due {
+            t.closing.insert(s);
+        }
+        let next = round_to_next_tick(now, self.config.tick);
+        ctx.set_timer_at(
+            ClockKind::Mono,
+            next,
+            Timer::ZkServer(ZkServerTimer::Expiry { epoch }),
+        );
+        for session in due {
+            self.audit.push(Audit::Expired { session });
+            let p = Proposal {
+                origin: self.me,
+                client: self.me,
+                conn: 0,
+                xid: 0,
+                txn: Txn::CloseSession { session },
+            };
+            self.leader_submit(ctx, p);
+        }
+    }
+
+    /// Sends the broadcast's messages, applies what committed, and opens or closes the
+    /// member's service to clients as its epoch changes.
+    fn process(&mut self, ctx: &mut Ctx<'_, Node>, out: Outbox<Proposal>) {
+        let Outbox {
+            msgs,
+            committed,
+            role_changes,
+            ..
+        } = out;
+        for (to, m) in msgs {
+            ctx.send(to, Msg::ZkPeer(Peer::Raft(m)));
+        }
+        let (role, term) = (self.raft.role(), self.raft.term());
+        if !role_changes.is_empty()
+            && self
+                .tracker
+                .as_ref()
+                .is_some_and(|t| role != Role::Leader || t.epoch != term)
+        {
+            self.tracker = None;
+        }
+        for entry in committed {
+            self.last_zxid = self.last_zxid.next(entry.term);
+            self.applied_epoch = entry.term;
+            match entry.data {
+                EntryData::Empty => {
+                    let leads = self.raft.role() == Role::Leader && entry.term == self.raft.term();
+                    if leads && self.tracker.is_none() {
+                        self.become_ready(ctx, entry.term);
+                    }
+                }
+                EntryData::Command(p) => self.apply(ctx, p),
+            }
+        }
+        let serving = (self.raft.leader().is_some() && self.applied_epoch == self.raft.term())
+            .then_some(self.raft.term());
+        if self.serving.is_some() && self.serving != serving {
+            self.close_all(ctx);
+        }
+        self.serving = serving;
+    }
+
+    /// The leader's first entry of its epoch is applied: it is ready, and rebuilds its
+    /// tracker with every session at `now + T`.
+    fn become_ready(&mut self, ctx: &mut Ctx<'_, Node>, epoch: u64) {
+        let now = ctx.mono();
+        let tick = self.config.tick;
+        let expiry = self
+            .tree
+            .sessions()
+            .iter()
+            .map(|(&s, &t)| (s, round_to_next_tick(now + t, tick)))
+            .collect();
+        self.tracker = Some(Tracker {
+            epoch,
+            expiry,
+            closing: BTreeSet::new(),
+        });
+        self.audit.push(Audit::Leading { epoch });
+        ctx.set_timer_at(
+            ClockKind::Mono,
+            round_to_next_tick(now, tick),
+            Timer::ZkServer(ZkServerTimer::Expiry { epoch }),
+        );
+        ctx.mark("zk-leader-ready");
+    }
+
+    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+        let zxid = self.last_zxid;
+        let (result, events) = self.tree.apply(&p.txn, zxid);
+        self.audit.push(Audit::Applied {
+            zxid,
+            txn: p.txn.clone(),
+            result: result.clone(),
+        });
+        let now = ctx.mono();
+        let tick = self.config.tick;
+        if let Some(t) = &mut self.tracker {
+            match &p.txn {
+                Txn::CreateSession { session, timeout } => {
+                    t.expiry
+                        .insert(*session, round_to_next_tick(now + *timeout, tick));
+                }
+                Txn::CloseSession { session } => {
+                    t.expiry.remove(session);
+                    t.closing.remove(session);
+                }
+                Txn::Create { .. } | Txn::Delete { .. } => {}
+            }
+        }
+        self.fire(ctx, events);
+        if p.origin == self.me && p.client != self.me {
+            self.answer(ctx, p, result);
+        }
+    }
+
+    fn answer(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal, result: TxnResult) {
+        self.forwarded
+            .retain(|f| !(f.client == p.client && f.conn == p.conn && f.xid == p.xid));
+        if self.conns.get(&p.client).is_none_or(|c| c.conn != p.conn) {
+            return; // The connection is gone: the reply would go nowhere.
+        }
+        if let Txn::CreateSession { session, timeout } = p.txn {
+            return self.finish_connect(ctx, p.client, p.conn, session, Some(timeout));
+        }
+        let result = match (&p.txn, result) {
+            (_, TxnResult::Created { path, czxid }) => OpResult::Created { path, czxid },
+            (_, TxnResult::Error(e)) => OpResult::Error(e),
+            (_, TxnResult::Ok) => OpResult::Deleted,
+        };
+        let reply = Reply::Result {
+            xid: p.xid,
+            zxid: self.last_zxid,
+            result,
+        };
+        self.reply(ctx, p.client, p.conn, reply);
+    }
+
+    /// Fires (and removes) the watches the applied events trigger.
+    fn fire(&mut self, ctx: &mut Ctx<'_, Node>, events: Vec<(String, EventKind)>) {
+        for (path, kind) in events {
+            let watchers = match kind {
+                EventKind::NodeCreated | EventKind::NodeDeleted => self.data_watches.remove(&path),
+                EventKind::NodeChildrenChanged => self.child_watches.remove(&path),
+            };
+            for client in watchers.into_iter().flatten() {
+                if let Some(conn) = self.conns.get(&client).map(|c| c.conn) {
+                    let reply = Reply::Watch {
+                        path: path.clone(),
+                        kind,
+                    };
+                    self.reply(ctx, client, conn, reply);
+                }
+            }
+        }
+    }
+
+    /// Sends `reply` on the client's connection `conn`, if it is the current one, at the
+    /// next position of its stream; a close goes out even without a connection.
+    fn reply(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, conn: u64, reply: Reply) {
+        let seq = match self.conns.get_mut(&client).filter(|c| c.conn == conn) {
+            Some(c) => {
+                c.sent += 1;
+                c.sent - 1
+            }
+            None if reply == Reply::Closed => 0,
+            None => return,
+        };
+        ctx.send(client, Msg::ZkReply { conn, seq, reply });
+    }
+
+    fn drop_client(&mut self, client: NodeId) {
+        self.conns.remove(&client);
+        for w in self
+            .data_watches
+            .values_mut()
+            .chain(self.child_watches.values_mut())
+        {
+            w.remove(&client);
+        }
+    }
+
+    fn close_client(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId) {
+        if let Some(conn) = self.conns.get(&client).map(|c| c.conn) {
+            self.reply(ctx, client, conn, Reply::Closed);
+            self.drop_client(client);
+        }
+    }
+
+    /// The member left the epoch it served in: every client connection is closed.
+    fn close_all(&mut self, ctx: &mut Ctx<'_, Node>) {
+        for (client, c) in std::mem::take(&mut self.conns) {
+            let (conn, seq) = (c.conn, c.sent);
+            ctx.send(
+                client,
+                Msg::ZkReply {
+                    conn,
+                    seq,
+                    reply: Reply::Closed,
+                },
+            );
+        }
+        self.data_watches.clear();
+        self.child_watches.clear();
+        self.touches.clear();
+        self.forwarded.clear();
+    }
+}

@@ -1,0 +1,350 @@
+//! The replicated state of a ZooKeeper ensemble: the znode tree and the session table
+//! (docs/semantics.md §4.1), as a pure state machine. Every server applies the same committed
+//! transactions in the same order, each under its zxid, and gets the same tree.
+//!
+//! Only what the lock recipe touches is modelled: nodes without data, ephemeral and
+//! sequential creation, deletion, and closing a session (which deletes its ephemeral nodes).
+//! Applying a transaction returns the watch events it triggers; which clients get them is
+//! the serving member's business (watches are local to the server a client is connected to).
+
+use std::collections::BTreeMap;
+
+use lockstep_sim::Dur;
+
+use super::{SessionId, Zxid};
+
+/// One znode's stat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stat {
+    /// The zxid of the transaction that created it: the lock's fencing token.
+    pub czxid: Zxid,
+    /// Its owner if it is ephemeral.
+    pub ephemeral_owner: Option<SessionId>,
+    /// Changes to its children so far; a sequential child's suffix is the parent's
+    /// `cversion` at its creation.
+    pub cversion: u64,
+    /// The zxid of the last change to its children.
+    pub pzxid: Zxid,
+}
+
+/// A transaction, as the leader proposes it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Txn {
+    /// `createSession`: the session enters the replicated table.
+    CreateSession {
+        /// Its id.
+        session: SessionId,
+        /// The negotiated timeout.
+        timeout: Dur,
+    },
+    /// `closeSession` (expiry or an explicit close): its ephemeral nodes are deleted.
+    CloseSession {
+        /// The session.
+        session: SessionId,
+    },
+    /// `create`.
+    Create {
+        /// The session asking.
+        session: SessionId,
+        /// The path; for a sequential node, the prefix the sequence number is appended to.
+        path: String,
+        /// Deleted when the session closes.
+        ephemeral: bool,
+        /// Append the parent's `cversion` as ten digits.
+        sequential: bool,
+    },
+    /// `delete`.
+    Delete {
+        /// The session asking.
+        session: SessionId,
+        /// The path.
+        path: String,
+    },
+}
+
+/// Why an operation failed (`KeeperException.Code`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// No node at that path (or its parent).
+    NoNode,
+    /// A node is already there.
+    NodeExists,
+    /// The session is gone or closing.
+    SessionExpired,
+    /// The connection broke before an answer came.
+    ConnectionLoss,
+}
+
+/// What applying a transaction gave.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TxnResult {
+    /// Done (sessions, delete).
+    Ok,
+    /// The node created, with its czxid.
+    Created {
+        /// Its full path.
+        path: String,
+        /// Its czxid.
+        czxid: Zxid,
+    },
+    /// Refused.
+    Error(ErrorCode),
+}
+
+/// A watch event a change triggers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EventKind {
+    /// The watched node was created (exists watch).
+    NodeCreated,
+    /// The watched node was deleted (data or exists watch).
+    NodeDeleted,
+    /// A child of the watched node was created or deleted (child watch).
+    NodeChildrenChanged,
+}
+
+/// The znode tree and the session table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataTree {
+    nodes: BTreeMap<String, Stat>,
+    sessions: BTreeMap<SessionId, Dur>,
+}
+
+/// The parent path of `path` (`/lock/x` → `/lock`, `/lock` → `/`).
+pub fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+impl DataTree {
+    /// A tree holding the root and the persistent nodes `parents`.
+    pub fn with_parents(parents: &[&str]) -> DataTree {
+        let mut tree = DataTree::default();
+        let empty = Stat {
+            czxid: Zxid::default(),
+            ephemeral_owner: None,
+            cversion: 0,
+            pzxid: Zxid::default(),
+        };
+        tree.nodes.insert("/".to_string(), empty);
+        for p in parents {
+            tree.nodes.insert((*p).to_string(), empty);
+        }
+        tree
+    }
+
+    /// The session table: id → negotiated timeout.
+    pub fn sessions(&self) -> &BTreeMap<SessionId, Dur> {
+        &self.sessions
+    }
+
+    /// A node's stat.
+    pub fn stat(&self, path: &str) -> Option<&Stat> {
+        self.nodes.get(path)
+    }
+
+    /// The names of `path`'s children, in name order; `None` when `path` does not exist.
+    pub fn children(&self, path: &str) -> Option<Vec<String>> {
+        self.nodes.get(path)?;
+        let prefix = if path == "/" {
+            "/".to_string()
+        } else {
+            format!("{path}/")
+        };
+        Some(
+            self.nodes
+                .range(prefix.clone()..)
+                .take_while(|(p, _)| p.starts_with(&prefix))
+                .filter(|(p, _)| !p[prefix.len()..].contains('/'))
+                .map(|(p, _)| p[prefix.len()..].to_string())
+                .collect(),
+        )
+    }
+
+    /// Every ephemeral node with its owner, in path order.
+    pub fn ephemerals(&self) -> impl Iterator<Item = (&str, SessionId)> {
+        self.nodes
+            .iter()
+            .filter_map(|(p, s)| s.ephemeral_owner.map(|o| (p.as_str(), o)))
+    }
+
+    /// Applies `txn` as zxid `zxid`; returns its result and the watch events it triggers, as
+    /// `(path, kind)`.
+    pub fn apply(&mut self, txn: &Txn, zxid: Zxid) -> (TxnResult, Vec<(String, EventKind)>) {
+        let mut events = Vec::new();
+        let result = match txn {
+            Txn::CreateSession { session, timeout } => {
+                self.sessions.insert(*session, *timeout);
+                TxnResult::Ok
+            }
+            Txn::CloseSession { session } => {
+                self.sessions.remove(session);
+                let owned: Vec<String> = self
+                    .ephemerals()
+                    .filter(|&(_, o)| o == *session)
+                    .map(|(p, _)| p.to_string())
+                    .collect();
+                for path in owned {
+                    self.remove(&path, zxid, &mut events);
+                }
+                TxnResult::Ok
+            }
+            Txn::Create {
+                session,
+                path,
+                ephemeral,
+                sequential,
+            } => self.create(*session, path, *ephemeral, *sequential, zxid, &mut events),
+            Txn::Delete { path, .. } => {
+                if self.nodes.contains_key(path)
+                    && self.children(path).is_some_and(|c| c.is_empty())
+                {
+                    self.remove(path, zxid, &mut events);
+                    TxnResult::Ok
+                } else {
+                    TxnResult::Error(ErrorCode::NoNode)
+                }
+            }
+        };
+        (result, events)
+    }
+
+    fn create(
+        &mut self,
+        session: SessionId,
+        path: &str,
+        ephemeral: bool,
+        sequential: bool,
+        zxid: Zxid,
+        events: &mut Vec<(String, EventKind)>,
+    ) -> TxnResult {
+        if ephemeral && !self.sessions.contains_key(&session) {
+            // The leader checks the session before it proposes; a create that raced with
+            // the session's close in the log finds it gone here.
+            return TxnResult::Error(ErrorCode::SessionExpired);
+        }
+        let parent = parent_of(path).to_string();
+        let Some(p) = self.nodes.get(&parent) else {
+            return TxnResult::Error(ErrorCode::NoNode);
+        };
+        let full = if sequential {
+            format!("{path}{:010}", p.cversion)
+        } else {
+            path.to_string()
+        };
+        if self.nodes.contains_key(&full) {
+            return TxnResult::Error(ErrorCode::NodeExists);
+        }
+        self.nodes.insert(
+            full.clone(),
+            Stat {
+                czxid: zxid,
+                ephemeral_owner: ephemeral.then_some(session),
+                cversion: 0,
+                pzxid: zxid,
+            },
+        );
+        let p = self.nodes.get_mut(&parent).expect("parent checked");
+        p.cversion += 1;
+        p.pzxid = zxid;
+        events.push((full.clone(), EventKind::NodeCreated));
+        events.push((parent, EventKind::NodeChildrenChanged));
+        TxnResult::Created {
+            path: full,
+            czxid: zxid,
+        }
+    }
+
+    fn remove(&mut self, path: &str, zxid: Zxid, events: &mut Vec<(String, EventKind)>) {
+        self.nodes.remove(path);
+        let parent = parent_of(path).to_string();
+        if let Some(p) = self.nodes.get_mut(&parent) {
+            p.cversion += 1;
+            p.pzxid = zxid;
+        }
+        events.push((path.to_string(), EventKind::NodeDeleted));
+        events.push((parent, EventKind::NodeChildrenChanged));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn z(counter: u64) -> Zxid {
+        Zxid { epoch: 1, counter }
+    }
+
+    fn create(session: SessionId, prefix: &str) -> Txn {
+        Txn::Create {
+            session,
+            path: prefix.to_string(),
+            ephemeral: true,
+            sequential: true,
+        }
+    }
+
+    #[test]
+    fn sequential_children_take_the_parents_cversion_and_close_deletes_ephemerals() {
+        let mut t = DataTree::with_parents(&["/lock"]);
+        t.apply(
+            &Txn::CreateSession {
+                session: 7,
+                timeout: Dur::from_secs(4),
+            },
+            z(1),
+        );
+        t.apply(
+            &Txn::CreateSession {
+                session: 8,
+                timeout: Dur::from_secs(4),
+            },
+            z(2),
+        );
+        let (a, _) = t.apply(&create(7, "/lock/a-lock-"), z(3));
+        let (b, ev) = t.apply(&create(8, "/lock/b-lock-"), z(4));
+        assert_eq!(
+            a,
+            TxnResult::Created {
+                path: "/lock/a-lock-0000000000".into(),
+                czxid: z(3)
+            }
+        );
+        assert_eq!(
+            b,
+            TxnResult::Created {
+                path: "/lock/b-lock-0000000001".into(),
+                czxid: z(4)
+            }
+        );
+        assert!(ev.contains(&("/lock".into(), EventKind::NodeChildrenChanged)));
+        assert_eq!(
+            t.children("/lock").unwrap(),
+            vec![
+                "a-lock-0000000000".to_string(),
+                "b-lock-0000000001".to_string()
+            ]
+        );
+        let (_, ev) = t.apply(&Txn::CloseSession { session: 7 }, z(5));
+        assert!(ev.contains(&("/lock/a-lock-0000000000".into(), EventKind::NodeDeleted)));
+        assert_eq!(
+            t.children("/lock").unwrap(),
+            vec!["b-lock-0000000001".to_string()]
+        );
+        // A closed session cannot create ephemerals any more.
+        let (r, _) = t.apply(&create(7, "/lock/a-lock-"), z(6));
+        assert_eq!(r, TxnResult::Error(ErrorCode::SessionExpired));
+        // The counter kept counting: deletes count as child changes too.
+        let (c, _) = t.apply(&create(8, "/lock/c-lock-"), z(7));
+        assert_eq!(
+            c,
+            TxnResult::Created {
+                path: "/lock/c-lock-0000000003".into(),
+                czxid: z(7)
+            }
+        );
+        assert_eq!(parent_of("/lock/c"), "/lock");
+        assert_eq!(parent_of("/lock"), "/");
+    }
+}

@@ -1,0 +1,299 @@
+//! ZooKeeper: the ensemble, sessions and the lock recipe. Baseline safety and liveness, the
+//! session expiry of a silent holder against docs/semantics.md §4.2, and the herd effect.
+
+use lockstep_check::{Options, Validity, check};
+use lockstep_models::Node;
+use lockstep_models::system::{Family, SystemSpec, build, counters, history};
+use lockstep_models::zookeeper::client::{Recipe, ZkLockConfig};
+use lockstep_models::zookeeper::server::ZkServerConfig;
+use lockstep_sim::{Dur, LinkConfig, NodeConfig, Time, World, WorldConfig};
+
+use crate::support::*;
+
+/// Three servers (tickTime 2 s), `clients` clients with 4 s sessions.
+pub(crate) fn zk_spec(clients: u32, recipe: Recipe) -> SystemSpec {
+    let mut spec = redis_spec();
+    let mut client = ZkLockConfig::new(Vec::new());
+    client.session_timeout = Dur::from_secs(4);
+    client.recipe = recipe;
+    spec.family = Family::ZooKeeper {
+        server: ZkServerConfig::new(Vec::new()),
+        members: 3,
+        client,
+    };
+    spec.clients = clients;
+    spec
+}
+
+pub(crate) fn world(spec: &SystemSpec, seed: u64, secs: u64) -> World<Node> {
+    let nodes = build(spec);
+    let configs = nodes
+        .iter()
+        .map(|(name, _)| NodeConfig::named(name.clone()))
+        .collect();
+    let mut cfg = WorldConfig::new(seed, Time::from_millis(secs * 1000), configs);
+    cfg.link = LinkConfig {
+        latency: lockstep_sim::Distribution::Uniform {
+            lo: ms(1),
+            hi: ms(5),
+        },
+        ..LinkConfig::default()
+    };
+    World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect())
+}
+
+#[test]
+fn without_faults_the_recipe_is_exclusive_and_live() {
+    for seed in 1..=5 {
+        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 30);
+        let outcome = w.run();
+        let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+        assert!(v.liveness.grants >= 50, "seed {seed}: {:?}", v.liveness);
+        // With the predecessor watch, each release wakes at most the one waiter behind it.
+        let c = counters(&w);
+        assert!(c[1].value <= c[0].value, "seed {seed}: {c:?}");
+    }
+}
+
+/// When random faults stop, and when the run ends.
+const QUIET: Dur = Dur::from_secs(12);
+const END: Dur = Dur::from_secs(30);
+
+/// A ZooKeeper world with a random network and fault schedule drawn from `seed`, over every
+/// node (servers, storage, clients): partitions of every shape in both modes, crashes with
+/// restarts, pauses, drift up to ±25 %, wall-clock steps, delayed links; from [`QUIET`] on
+/// every partition heals and every node resumes and restarts. Three or five servers
+/// (tickTime 200 ms), three clients with 2 s sessions.
+fn random_world(seed: u64) -> World<Node> {
+    use lockstep_sim::{Fault, Rng, ScheduledFault, When};
+    let mut r = Rng::fork(seed, "schedule");
+    let mut spec = zk_spec(3, Recipe::Predecessor);
+    let members = if r.chance_ppm(300_000) { 5 } else { 3 };
+    if let Family::ZooKeeper {
+        members: m,
+        server,
+        client,
+    } = &mut spec.family
+    {
+        // A fast ensemble, so that leaders come and go within the run: tickTime 200 ms (a
+        // silent leader is given up after syncLimit × tickTime = 1 s), 2 s sessions.
+        *m = members;
+        *server = ZkServerConfig::with_tick(Vec::new(), ms(200));
+        client.session_timeout = ms(2_000);
+    }
+    spec.workload.storage = Some(lockstep_sim::NodeId(members));
+    let nodes = build(&spec);
+    let n = nodes.len() as u32;
+    let configs = nodes
+        .iter()
+        .map(|(name, _)| NodeConfig {
+            drift_ppm: r.between(0, 1_000) as i64 - 500,
+            ..NodeConfig::named(name.clone())
+        })
+        .collect();
+    let mut cfg = WorldConfig::new(seed, Time::from_nanos(END.as_nanos()), configs);
+    cfg.max_events = 3_000_000;
+    cfg.link = crate::raft_host::random_link(&mut r);
+    let at = |t: Dur, fault: Fault| ScheduledFault {
+        when: When::At(Time::from_nanos(t.as_nanos())),
+        fault,
+    };
+    for _ in 0..r.between(3, 12) {
+        let start = ms(r.between(300, QUIET.as_millis() - 500));
+        let fault = crate::raft_host::random_fault(&mut r, n, QUIET.saturating_sub(start));
+        cfg.faults.push(at(start, fault));
+    }
+    cfg.faults.push(at(QUIET, Fault::Heal));
+    for i in 0..n {
+        let node = lockstep_sim::NodeId(i);
+        cfg.faults.push(at(QUIET, Fault::Resume { node }));
+        cfg.faults.push(at(QUIET, Fault::Restart { node }));
+    }
+    World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect())
+}
+
+/// What the invariant checks saw in one run.
+#[derive(Debug, Default)]
+struct Seen {
+    epochs_led: u64,
+    applied: u64,
+    expired: u64,
+    grants_after_quiet: u64,
+}
+
+/// Every ephemeral node of a running server's tree belongs to a session in its table.
+fn ephemerals_have_sessions(w: &World<Node>, members: u32) -> Result<(), String> {
+    for i in 0..members {
+        let id = lockstep_sim::NodeId(i);
+        if w.status(id) != lockstep_sim::Status::Up {
+            continue;
+        }
+        let Node::ZooKeeper(s) = w.process(id) else {
+            unreachable!()
+        };
+        let tree = s.tree();
+        for (path, owner) in tree.ephemerals() {
+            if !tree.sessions().contains_key(&owner) {
+                return Err(format!(
+                    "zk-{} at {}: {path} outlives its session {owner:x}",
+                    i + 1,
+                    w.now()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ensemble's invariants over what every server applied, across restarts: zxids
+/// increase on each server and name the same transaction everywhere; at most one leader per
+/// epoch; no ephemeral node is created for a session that is not open (so none outlives its
+/// session's close, which deletes the session's nodes in the same transaction).
+fn audit_invariants(w: &World<Node>, members: u32, seen: &mut Seen) -> Result<(), String> {
+    use lockstep_models::zookeeper::Zxid;
+    use lockstep_models::zookeeper::server::Audit;
+    use lockstep_models::zookeeper::tree::{Txn, TxnResult};
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut by_zxid: BTreeMap<Zxid, Txn> = BTreeMap::new();
+    let mut leaders: BTreeMap<u64, u32> = BTreeMap::new();
+    for i in 0..members {
+        let Node::ZooKeeper(s) = w.process(lockstep_sim::NodeId(i)) else {
+            unreachable!()
+        };
+        let (mut last, mut live) = (None::<Zxid>, BTreeSet::new());
+        for a in s.audit() {
+            match a {
+                Audit::Boot => (last, live) = (None, BTreeSet::new()),
+                Audit::Leading { epoch } => {
+                    seen.epochs_led += 1;
+                    if let Some(other) = leaders.insert(*epoch, i) {
+                        return Err(format!(
+                            "epoch {epoch} led by zk-{} and zk-{}",
+                            other + 1,
+                            i + 1
+                        ));
+                    }
+                }
+                Audit::Expired { .. } => seen.expired += 1,
+                Audit::Applied { zxid, txn, result } => {
+                    seen.applied += 1;
+                    if last.is_some_and(|l| *zxid <= l) {
+                        return Err(format!("zk-{}: zxid {zxid:?} after {last:?}", i + 1));
+                    }
+                    last = Some(*zxid);
+                    if let Some(other) = by_zxid.insert(*zxid, txn.clone()) {
+                        if other != *txn {
+                            return Err(format!("zxid {zxid:?} is {other:?} and {txn:?}"));
+                        }
+                    }
+                    match txn {
+                        Txn::CreateSession { session, .. } => {
+                            live.insert(*session);
+                        }
+                        Txn::CloseSession { session } => {
+                            live.remove(session);
+                        }
+                        Txn::Create {
+                            session,
+                            ephemeral: true,
+                            ..
+                        } if matches!(result, TxnResult::Created { .. })
+                            && !live.contains(session) =>
+                        {
+                            return Err(format!(
+                                "zk-{}: ephemeral {result:?} created for closed session {session:x}",
+                                i + 1
+                            ));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn random_run(seed: u64) -> Seen {
+    random_run_world(seed).1
+}
+
+fn random_run_world(seed: u64) -> (World<Node>, Seen) {
+    let mut w = random_world(seed);
+    let members = (0..w.names().len())
+        .filter(|&i| w.names()[i].starts_with("zk-"))
+        .count() as u32;
+    let mut seen = Seen::default();
+    // A nemesis on top of the schedule: every 250 ms until the quiet tail, one time in six,
+    // it crashes, pauses, isolates, slows or cuts off the current leader.
+    let mut r = lockstep_sim::Rng::fork(seed, "nemesis");
+    let n = w.names().len() as u32;
+    let mut t = Time::from_millis(250);
+    while t < w.end() {
+        assert_eq!(
+            w.run_until(t),
+            lockstep_sim::Outcome::Completed,
+            "seed {seed}"
+        );
+        if let Err(e) = ephemerals_have_sessions(&w, members) {
+            panic!("seed {seed}: {e}");
+        }
+        let left = QUIET.saturating_sub(Dur::from_nanos(t.as_nanos()));
+        if left > ms(500) && r.chance_ppm(166_667) {
+            let leader = (0..members)
+                .map(lockstep_sim::NodeId)
+                .find(|&id| matches!(w.process(id), Node::ZooKeeper(s) if s.is_ready_leader()));
+            if let Some(leader) = leader {
+                let fault = crate::raft_host::leader_fault(&mut r, n, leader, left);
+                w.schedule(lockstep_sim::ScheduledFault {
+                    when: lockstep_sim::When::At(t),
+                    fault,
+                });
+            }
+        }
+        t += ms(250);
+    }
+    assert_eq!(w.run(), lockstep_sim::Outcome::Completed, "seed {seed}");
+    if let Err(e) = audit_invariants(&w, members, &mut seen) {
+        panic!("seed {seed}: {e}");
+    }
+    let quiet = QUIET.as_nanos();
+    seen.grants_after_quiet = w
+        .history()
+        .iter()
+        .filter(|r| r.time.as_nanos() >= quiet)
+        .filter(|r| matches!(r.event, lockstep_check::Event::Grant { .. }))
+        .count() as u64;
+    (w, seen)
+}
+
+fn random_runs(seeds: std::ops::Range<u64>) {
+    let runs = seeds.end - seeds.start;
+    let mut total = Seen::default();
+    let mut stuck = Vec::new();
+    for seed in seeds {
+        let s = random_run(seed);
+        total.epochs_led += s.epochs_led;
+        total.applied += s.applied;
+        total.expired += s.expired;
+        if s.grants_after_quiet == 0 {
+            stuck.push(seed);
+        }
+    }
+    eprintln!("{runs} runs: {total:?}; no grant after the faults stopped: {stuck:?}");
+    // The schedules must be disruptive: leaders change and sessions expire.
+    assert!(total.epochs_led > 2 * runs, "{total:?}");
+    assert!(total.expired > runs, "{total:?}");
+    assert!(stuck.is_empty(), "{stuck:?}");
+}
+
+#[test]
+fn zookeeper_invariants_hold_under_random_faults_seeds_0_to_499() {
+    random_runs(0..500);
+}
+
+#[test]
+fn zookeeper_invariants_hold_under_random_faults_seeds_500_to_999() {
+    random_runs(500..1_000);
+}
