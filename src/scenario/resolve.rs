@@ -60,16 +60,6 @@ impl Resolver {
         Dur::from_nanos((v * 1e6).round() as u64)
     }
 
-    /// A key that only the family `other` takes.
-    fn only_for(&mut self, kind: &str, path: &str, given: bool, other: &str) {
-        if given {
-            self.problems.push(
-                path,
-                format!("applies to kind = \"{other}\" only, not to \"{kind}\""),
-            );
-        }
-    }
-
     /// A whole-millisecond uniform range `lo..hi` for Redlock's retry delay.
     fn whole_ms_range(&mut self, path: &str, spec: DistSpec) -> (u64, u64) {
         let (lo, hi) = match spec {
@@ -330,76 +320,9 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         replica_of: None,
         replication_lag: replication_lag(r, m),
     };
-    if m.kind != ModelKind::ZooKeeper {
-        let kind = kind_name(m.kind);
-        for (key, given) in [
-            ("model.sync_limit", m.sync_limit.is_some()),
-            (
-                "model.min_session_timeout_ms",
-                m.min_session_timeout_ms.is_some(),
-            ),
-            (
-                "model.max_session_timeout_ms",
-                m.max_session_timeout_ms.is_some(),
-            ),
-            ("model.stop_work_on", m.stop_work_on.is_some()),
-            ("model.watch", m.watch.is_some()),
-            ("model.protection", m.protection.is_some()),
-        ] {
-            r.only_for(kind, key, given, "zookeeper");
-        }
-        if m.fencing == FencingKind::Czxid {
-            r.problems.push(
-                "model.fencing",
-                "\"czxid\" is ZooKeeper's token (the lock node's creation zxid)",
-            );
-        }
-    }
-    if matches!(m.kind, ModelKind::Redis | ModelKind::Redlock) {
-        let kind = kind_name(m.kind);
-        for (key, given) in [
-            ("model.members", m.members.is_some()),
-            ("model.tick_ms", m.tick_ms.is_some()),
-        ] {
-            r.only_for(kind, key, given, "etcd\" or \"zookeeper");
-        }
-        for (key, given) in [
-            ("model.recipe", m.recipe.is_some()),
-            ("model.recheck_after_wait", m.recheck_after_wait.is_some()),
-            ("model.reads", m.reads.is_some()),
-            ("model.checkpoint_ms", m.checkpoint_ms.is_some()),
-            ("model.election_ms", m.election_ms.is_some()),
-            (
-                "model.stop_on_session_done",
-                m.stop_on_session_done.is_some(),
-            ),
-        ] {
-            r.only_for(kind, key, given, "etcd");
-        }
-        if m.fencing == FencingKind::Revision {
-            r.problems.push(
-                "model.fencing",
-                "\"revision\" is etcd's token (the lock key's create revision)",
-            );
-        }
-    }
+    family_keys(r, m);
     let family = match m.kind {
         ModelKind::Redis => {
-            r.only_for("redis", "model.instances", m.instances.is_some(), "redlock");
-            r.only_for("redis", "model.flavour", m.flavour.is_some(), "redlock");
-            r.only_for("redis", "model.clock", m.clock.is_some(), "redlock");
-            r.only_for(
-                "redis",
-                "model.elapsed_check",
-                m.elapsed_check.is_some(),
-                "redlock",
-            );
-            if m.fencing == FencingKind::Value {
-                r.problems.push(
-                    "model.fencing",
-                    "\"value\" is Redlock's random value; a single Redis instance takes \"incr\"",
-                );
-            }
             if m.expiry_clock == ClockName::Mono && m.replicas > 0 {
                 r.problems.push(
                     "model.expiry_clock",
@@ -443,45 +366,6 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         ModelKind::Etcd => etcd(r, m, ttl),
         ModelKind::ZooKeeper => zookeeper(r, m, ttl),
         ModelKind::Redlock => {
-            r.only_for("redlock", "model.release", m.release.is_some(), "redis");
-            r.only_for("redlock", "model.replicas", m.replicas != 0, "redis");
-            r.only_for("redlock", "model.sentinels", m.sentinels.is_some(), "redis");
-            r.only_for(
-                "redlock",
-                "model.sentinel_quorum",
-                m.sentinel_quorum.is_some(),
-                "redis",
-            );
-            r.only_for(
-                "redlock",
-                "model.down_after_ms",
-                m.down_after_ms.is_some(),
-                "redis",
-            );
-            r.only_for(
-                "redlock",
-                "model.failover_timeout_ms",
-                m.failover_timeout_ms.is_some(),
-                "redis",
-            );
-            r.only_for(
-                "redlock",
-                "model.wait_replicas",
-                m.wait_replicas != 0,
-                "redis",
-            );
-            r.only_for(
-                "redlock",
-                "model.wait_timeout_ms",
-                m.wait_timeout_ms.is_some(),
-                "redis",
-            );
-            if m.fencing == FencingKind::Incr {
-                r.problems.push(
-                    "model.fencing",
-                    "Redlock has no counter to INCR; \"value\" hands its random value to the storage",
-                );
-            }
             let instances = m.instances.unwrap_or(5);
             if !(1..=99).contains(&instances) {
                 r.problems.push(
@@ -1099,6 +983,137 @@ fn clock_kind(c: ClockName) -> ClockKind {
     }
 }
 
+/// Reports every model key given for a family that does not take it, and a fencing token
+/// that is another family's.
+fn family_keys(r: &mut Resolver, m: &ModelSection) {
+    use ModelKind::{Etcd, Redis, Redlock, ZooKeeper};
+    let keys: [(&str, bool, &[ModelKind]); 31] = [
+        ("model.release", m.release.is_some(), &[Redis]),
+        ("model.replicas", m.replicas != 0, &[Redis]),
+        ("model.sentinels", m.sentinels.is_some(), &[Redis]),
+        (
+            "model.sentinel_quorum",
+            m.sentinel_quorum.is_some(),
+            &[Redis],
+        ),
+        ("model.down_after_ms", m.down_after_ms.is_some(), &[Redis]),
+        (
+            "model.failover_timeout_ms",
+            m.failover_timeout_ms.is_some(),
+            &[Redis],
+        ),
+        ("model.wait_replicas", m.wait_replicas != 0, &[Redis]),
+        (
+            "model.wait_timeout_ms",
+            m.wait_timeout_ms.is_some(),
+            &[Redis],
+        ),
+        ("model.instances", m.instances.is_some(), &[Redlock]),
+        ("model.flavour", m.flavour.is_some(), &[Redlock]),
+        ("model.clock", m.clock.is_some(), &[Redlock]),
+        ("model.elapsed_check", m.elapsed_check.is_some(), &[Redlock]),
+        (
+            "model.retry_delay_ms",
+            m.retry_delay_ms.is_some(),
+            &[Redis, Redlock],
+        ),
+        (
+            "model.acquire_tries",
+            m.acquire_tries.is_some(),
+            &[Redis, Redlock],
+        ),
+        (
+            "model.persistence",
+            m.persistence != PersistenceName::None,
+            &[Redis, Redlock],
+        ),
+        (
+            "model.renew",
+            m.renew != RenewSpec::Bool(false),
+            &[Redis, Redlock],
+        ),
+        (
+            "model.request_timeout_ms",
+            m.request_timeout_ms.is_some(),
+            &[Redis, Redlock, Etcd],
+        ),
+        ("model.members", m.members.is_some(), &[Etcd, ZooKeeper]),
+        ("model.tick_ms", m.tick_ms.is_some(), &[Etcd, ZooKeeper]),
+        ("model.recipe", m.recipe.is_some(), &[Etcd]),
+        (
+            "model.recheck_after_wait",
+            m.recheck_after_wait.is_some(),
+            &[Etcd],
+        ),
+        ("model.reads", m.reads.is_some(), &[Etcd]),
+        ("model.checkpoint_ms", m.checkpoint_ms.is_some(), &[Etcd]),
+        ("model.election_ms", m.election_ms.is_some(), &[Etcd]),
+        (
+            "model.stop_on_session_done",
+            m.stop_on_session_done.is_some(),
+            &[Etcd],
+        ),
+        ("model.sync_limit", m.sync_limit.is_some(), &[ZooKeeper]),
+        (
+            "model.min_session_timeout_ms",
+            m.min_session_timeout_ms.is_some(),
+            &[ZooKeeper],
+        ),
+        (
+            "model.max_session_timeout_ms",
+            m.max_session_timeout_ms.is_some(),
+            &[ZooKeeper],
+        ),
+        ("model.stop_work_on", m.stop_work_on.is_some(), &[ZooKeeper]),
+        ("model.watch", m.watch.is_some(), &[ZooKeeper]),
+        ("model.protection", m.protection.is_some(), &[ZooKeeper]),
+    ];
+    let kind = kind_name(m.kind);
+    for (key, given, kinds) in keys {
+        if given && !kinds.contains(&m.kind) {
+            let names: Vec<String> = kinds
+                .iter()
+                .map(|&k| format!("\"{}\"", kind_name(k)))
+                .collect();
+            let takers = match names.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => unreachable!("every key names its families"),
+            };
+            r.problems.push(
+                key,
+                format!("applies to kind = {takers} only, not to \"{kind}\""),
+            );
+        }
+    }
+    let foreign = match (m.kind, m.fencing) {
+        (_, FencingKind::None)
+        | (Redis, FencingKind::Incr)
+        | (Redlock, FencingKind::Value)
+        | (Etcd, FencingKind::Revision)
+        | (ZooKeeper, FencingKind::Czxid) => None,
+        (ZooKeeper, _) => {
+            Some("ZooKeeper's fencing token is the lock node's creation zxid: \"czxid\"")
+        }
+        (_, FencingKind::Czxid) => {
+            Some("\"czxid\" is ZooKeeper's token (the lock node's creation zxid)")
+        }
+        (Etcd, _) => Some("etcd's fencing token is the lock key's create revision: \"revision\""),
+        (_, FencingKind::Revision) => {
+            Some("\"revision\" is etcd's token (the lock key's create revision)")
+        }
+        (Redis, _) => {
+            Some("\"value\" is Redlock's random value; a single Redis instance takes \"incr\"")
+        }
+        (Redlock, _) => {
+            Some("Redlock has no counter to INCR; \"value\" hands its random value to the storage")
+        }
+    };
+    if let Some(problem) = foreign {
+        r.problems.push("model.fencing", problem);
+    }
+}
+
 fn kind_name(kind: ModelKind) -> &'static str {
     match kind {
         ModelKind::Redis => "redis",
@@ -1111,64 +1126,6 @@ fn kind_name(kind: ModelKind) -> &'static str {
 /// The ZooKeeper family: an ensemble and Curator clients running the lock recipe
 /// (docs/scenarios.md).
 fn zookeeper(r: &mut Resolver, m: &ModelSection, ttl: Dur) -> Family {
-    for (key, given, other) in [
-        ("model.release", m.release.is_some(), "redis"),
-        ("model.instances", m.instances.is_some(), "redlock"),
-        ("model.flavour", m.flavour.is_some(), "redlock"),
-        ("model.clock", m.clock.is_some(), "redlock"),
-        ("model.elapsed_check", m.elapsed_check.is_some(), "redlock"),
-        (
-            "model.retry_delay_ms",
-            m.retry_delay_ms.is_some(),
-            "redis\" or \"redlock",
-        ),
-        (
-            "model.acquire_tries",
-            m.acquire_tries.is_some(),
-            "redis\" or \"redlock",
-        ),
-        (
-            "model.request_timeout_ms",
-            m.request_timeout_ms.is_some(),
-            "redis\", \"redlock\" or \"etcd",
-        ),
-        ("model.replicas", m.replicas != 0, "redis"),
-        ("model.sentinels", m.sentinels.is_some(), "redis"),
-        ("model.wait_replicas", m.wait_replicas != 0, "redis"),
-        (
-            "model.persistence",
-            m.persistence != PersistenceName::None,
-            "redis\" or \"redlock",
-        ),
-        (
-            "model.renew",
-            m.renew != RenewSpec::Bool(false),
-            "redis\" or \"redlock",
-        ),
-        ("model.recipe", m.recipe.is_some(), "etcd"),
-        (
-            "model.recheck_after_wait",
-            m.recheck_after_wait.is_some(),
-            "etcd",
-        ),
-        ("model.reads", m.reads.is_some(), "etcd"),
-        ("model.checkpoint_ms", m.checkpoint_ms.is_some(), "etcd"),
-        ("model.election_ms", m.election_ms.is_some(), "etcd"),
-        (
-            "model.stop_on_session_done",
-            m.stop_on_session_done.is_some(),
-            "etcd",
-        ),
-    ] {
-        r.only_for("zookeeper", key, given, other);
-    }
-    match m.fencing {
-        FencingKind::None | FencingKind::Czxid => {}
-        FencingKind::Incr | FencingKind::Value | FencingKind::Revision => r.problems.push(
-            "model.fencing",
-            "ZooKeeper's fencing token is the lock node's creation zxid: \"czxid\"",
-        ),
-    }
     let members = m.members.unwrap_or(3);
     if !(1..=9).contains(&members) {
         r.problems.push(
@@ -1226,46 +1183,6 @@ fn zookeeper(r: &mut Resolver, m: &ModelSection, ttl: Dur) -> Family {
 
 /// The etcd family: a raft cluster and session/Mutex clients (docs/scenarios.md).
 fn etcd(r: &mut Resolver, m: &ModelSection, ttl: Dur) -> Family {
-    for (key, given, other) in [
-        ("model.release", m.release.is_some(), "redis"),
-        ("model.instances", m.instances.is_some(), "redlock"),
-        ("model.flavour", m.flavour.is_some(), "redlock"),
-        ("model.clock", m.clock.is_some(), "redlock"),
-        ("model.elapsed_check", m.elapsed_check.is_some(), "redlock"),
-        (
-            "model.retry_delay_ms",
-            m.retry_delay_ms.is_some(),
-            "redis\" or \"redlock",
-        ),
-        (
-            "model.acquire_tries",
-            m.acquire_tries.is_some(),
-            "redis\" or \"redlock",
-        ),
-        ("model.replicas", m.replicas != 0, "redis"),
-        ("model.sentinels", m.sentinels.is_some(), "redis"),
-        ("model.wait_replicas", m.wait_replicas != 0, "redis"),
-        (
-            "model.persistence",
-            m.persistence != PersistenceName::None,
-            "redis\" or \"redlock",
-        ),
-        (
-            "model.renew",
-            m.renew != RenewSpec::Bool(false),
-            "redis\" or \"redlock",
-        ),
-    ] {
-        r.only_for("etcd", key, given, other);
-    }
-    match m.fencing {
-        // "czxid" is reported with the other ZooKeeper keys.
-        FencingKind::None | FencingKind::Revision | FencingKind::Czxid => {}
-        FencingKind::Incr | FencingKind::Value => r.problems.push(
-            "model.fencing",
-            "etcd's fencing token is the lock key's create revision: \"revision\"",
-        ),
-    }
     let members = m.members.unwrap_or(3);
     if !(1..=9).contains(&members) {
         r.problems.push(
