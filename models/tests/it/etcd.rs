@@ -9,10 +9,7 @@ use lockstep_models::etcd::server::EtcdServerConfig;
 use lockstep_models::raft::Role;
 use lockstep_models::system::{Family, SystemSpec, build, history};
 use lockstep_models::{Node, StorageMode};
-use lockstep_sim::{
-    Dur, Fault, LinkConfig, NodeConfig, NodeId, PartitionMode, ScheduledFault, Shape, Time, When,
-    World, WorldConfig,
-};
+use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When, World};
 
 use crate::support::*;
 
@@ -32,28 +29,10 @@ fn etcd_spec() -> SystemSpec {
     spec
 }
 
-fn world(spec: &SystemSpec, seed: u64, secs: u64, trace: bool) -> World<Node> {
-    let nodes = build(spec);
-    let configs = nodes
-        .iter()
-        .map(|(name, _)| NodeConfig::named(name.clone()))
-        .collect();
-    let mut cfg = WorldConfig::new(seed, Time::from_millis(secs * 1000), configs);
-    cfg.link = LinkConfig {
-        latency: lockstep_sim::Distribution::Uniform {
-            lo: ms(1),
-            hi: ms(5),
-        },
-        ..LinkConfig::default()
-    };
-    cfg.trace = trace;
-    World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect())
-}
-
 #[test]
 fn without_faults_the_mutex_is_exclusive_and_live() {
     for seed in 1..=5 {
-        let mut w = world(&etcd_spec(), seed, 30, false);
+        let mut w = world(&etcd_spec(), seed, 30, |_| {});
         let outcome = w.run();
         let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
@@ -70,7 +49,7 @@ fn leader(w: &World<Node>) -> Option<NodeId> {
 /// What a leader crash at 5 s shows: (failover: crash to the new leader's promotion, lease
 /// revoke after the promotion) for a client paused at the crash, in ms.
 fn leader_crash(seed: u64) -> (u64, u64) {
-    let mut w = world(&etcd_spec(), seed, 20, true);
+    let mut w = world(&etcd_spec(), seed, 20, |cfg| cfg.trace = true);
     let crash_at = Time::from_millis(5_000);
     w.run_until(crash_at);
     let old = leader(&w).expect("a leader after 5 s");
@@ -169,7 +148,7 @@ fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
         // etcd-1..5 are node ids 0-4, storage 5, client-1 6, client-2 7.
         let (minority, majority) = ([0, 1], [2, 3, 4]);
         let (client_1, client_2) = (NodeId(6), NodeId(7));
-        let mut w = world(&spec, seed, 30, false);
+        let mut w = world(&spec, seed, 30, |_| {});
         let split = Fault::Partition {
             shape: lockstep_sim::Shape::Split {
                 groups: vec![
@@ -249,7 +228,7 @@ fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node> {
     let names: Vec<String> = build(&spec).into_iter().map(|(n, _)| n).collect();
     let id = |name: &str| NodeId(names.iter().position(|n| n == name).expect(name) as u32);
     assert!(!names.iter().any(|n| n == "storage"), "{names:?}");
-    let mut w = world(&spec, seed, 30, false);
+    let mut w = world(&spec, seed, 30, |_| {});
     w.schedule(ScheduledFault {
         when: When::At(Time::ZERO),
         fault: Fault::Partition {
@@ -353,7 +332,7 @@ fn a_resource_write_is_dated_by_its_first_apply_not_by_a_cut_off_proposer() {
     spec.storage = StorageMode::Etcd(ResourceGuard::Owner);
     let (mut late_applies, mut misdated_invalid) = (0, 0);
     for seed in [285, 390, 721, 874, 900] {
-        let mut w = world(&spec, seed, 40, false);
+        let mut w = world(&spec, seed, 40, |_| {});
         let n = |i| NodeId(i);
         w.schedule(ScheduledFault {
             when: When::At(Time::from_millis(5_000)),

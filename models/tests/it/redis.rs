@@ -186,15 +186,7 @@ fn renewals(work: Dur) -> usize {
     spec.workload.work = lockstep_sim::Distribution::Constant(work);
     spec.workload.think = lockstep_sim::Distribution::Constant(ms(10));
     lock_config(&mut spec).renew = Renew::UntilRefused;
-    let nodes = lockstep_models::system::build(&spec);
-    let configs = nodes
-        .iter()
-        .map(|(name, _)| lockstep_sim::NodeConfig::named(name.clone()))
-        .collect();
-    let mut cfg =
-        lockstep_sim::WorldConfig::new(7, lockstep_sim::Time::from_millis(60_000), configs);
-    cfg.trace = true;
-    let mut world = lockstep_sim::World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect());
+    let mut world = world(&spec, 7, 60, |cfg| cfg.trace = true);
     world.run();
     world
         .trace()

@@ -156,16 +156,10 @@ fn tries_against_dead_instances(flavour: Flavour) -> (Vec<u64>, Option<u64>) {
         }
         _ => unreachable!(),
     }
-    let nodes = lockstep_models::system::build(&spec);
-    let configs = nodes
-        .iter()
-        .map(|(name, _)| lockstep_sim::NodeConfig::named(name.clone()))
-        .collect();
-    let mut cfg =
-        lockstep_sim::WorldConfig::new(9, lockstep_sim::Time::from_millis(60_000), configs);
-    cfg.trace = true;
-    cfg.faults = (0..5).map(|i| at(0, crash(i))).collect();
-    let mut world = lockstep_sim::World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect());
+    let mut world = world(&spec, 9, 60, |cfg| {
+        cfg.trace = true;
+        cfg.faults = (0..5).map(|i| at(0, crash(i))).collect();
+    });
     world.run();
     let trace = world.trace().expect("traced");
     let ms = |e: &lockstep_sim::TraceEntry| e.time.as_nanos() / 1_000_000;

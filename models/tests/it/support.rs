@@ -107,8 +107,14 @@ pub(crate) struct Run {
     pub(crate) verdict: Verdict,
 }
 
-/// Runs `spec` for `secs` seconds with 1-5 ms links and the given faults.
-pub(crate) fn run(spec: &SystemSpec, seed: u64, secs: u64, faults: Vec<ScheduledFault>) -> Run {
+/// A world of `spec`'s nodes with perfect clocks and 1-5 ms links, ending at `secs`;
+/// `configure` adjusts the rest (faults, trace, ...).
+pub(crate) fn world(
+    spec: &SystemSpec,
+    seed: u64,
+    secs: u64,
+    configure: impl FnOnce(&mut WorldConfig),
+) -> World<Node> {
     let nodes = build(spec);
     let configs = nodes
         .iter()
@@ -122,8 +128,13 @@ pub(crate) fn run(spec: &SystemSpec, seed: u64, secs: u64, faults: Vec<Scheduled
         },
         ..LinkConfig::default()
     };
-    cfg.faults = faults;
-    let mut world = World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect());
+    configure(&mut cfg);
+    World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect())
+}
+
+/// Runs `spec` for `secs` seconds with 1-5 ms links and the given faults.
+pub(crate) fn run(spec: &SystemSpec, seed: u64, secs: u64, faults: Vec<ScheduledFault>) -> Run {
+    let mut world = world(spec, seed, secs, |cfg| cfg.faults = faults);
     let outcome = world.run();
     let h = history(&world, outcome);
     let verdict = check(&h, &Options::default()).expect("a well-formed history");

@@ -6,7 +6,7 @@ use lockstep_models::Node;
 use lockstep_models::system::{Family, SystemSpec, build, counters, history};
 use lockstep_models::zookeeper::client::{Recipe, ZkLockConfig};
 use lockstep_models::zookeeper::server::ZkServerConfig;
-use lockstep_sim::{Dur, LinkConfig, NodeConfig, Time, World, WorldConfig};
+use lockstep_sim::{Dur, NodeConfig, Time, World, WorldConfig};
 
 use crate::support::*;
 
@@ -25,27 +25,10 @@ pub(crate) fn zk_spec(clients: u32, recipe: Recipe) -> SystemSpec {
     spec
 }
 
-pub(crate) fn world(spec: &SystemSpec, seed: u64, secs: u64) -> World<Node> {
-    let nodes = build(spec);
-    let configs = nodes
-        .iter()
-        .map(|(name, _)| NodeConfig::named(name.clone()))
-        .collect();
-    let mut cfg = WorldConfig::new(seed, Time::from_millis(secs * 1000), configs);
-    cfg.link = LinkConfig {
-        latency: lockstep_sim::Distribution::Uniform {
-            lo: ms(1),
-            hi: ms(5),
-        },
-        ..LinkConfig::default()
-    };
-    World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect())
-}
-
 #[test]
 fn without_faults_the_recipe_is_exclusive_and_live() {
     for seed in 1..=5 {
-        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 30);
+        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 30, |_| {});
         let outcome = w.run();
         let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
