@@ -956,6 +956,21 @@ impl<P: Process> World<P> {
     }
 
     fn deliver(&mut self, d: Delivery<P::Msg>) {
+        let st = &self.core.nodes[d.to.index()];
+        let receiver_up = st.status != Status::Down && st.incarnation == d.to_incarnation;
+        // Messages released after a heal go first: a later one on an open link waits behind
+        // them, whole, and arrives again when they have.
+        if receiver_up && self.core.links.gate(d.from, d.to) == Gate::Open {
+            if let Some(&(until, last_sent)) = self.core.released_until.get(&(d.from, d.to)) {
+                if until > self.core.now && d.sent > last_sent {
+                    self.core.push(until, Action::Deliver(d));
+                    return;
+                }
+                if until <= self.core.now {
+                    self.core.released_until.remove(&(d.from, d.to));
+                }
+            }
+        }
         let Delivery {
             from,
             to,
@@ -964,8 +979,7 @@ impl<P: Process> World<P> {
             to_incarnation,
             msg,
         } = d;
-        let st = &self.core.nodes[to.index()];
-        if st.status == Status::Down || st.incarnation != to_incarnation {
+        if !receiver_up {
             self.core.lose(from, to, &msg, Loss::ReceiverCrashed);
             return;
         }
@@ -992,24 +1006,6 @@ impl<P: Process> World<P> {
                 queue.insert(pos, held);
             }
             Gate::Open => {
-                // Messages released after a heal go first: a later one waits behind them.
-                if let Some(&(until, last_sent)) = self.core.released_until.get(&(from, to)) {
-                    if until > self.core.now && sent > last_sent {
-                        let d = Delivery {
-                            from,
-                            to,
-                            sent,
-                            from_incarnation,
-                            to_incarnation,
-                            msg,
-                        };
-                        self.core.push(until, Action::Deliver(d));
-                        return;
-                    }
-                    if until <= self.core.now {
-                        self.core.released_until.remove(&(from, to));
-                    }
-                }
                 self.arrive(from, to, msg);
             }
         }
