@@ -84,30 +84,20 @@ fn allowed(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
 }
 
-/// `s` escaped for an attribute value in double quotes. Tabs and line breaks are written as
-/// character references, which parsers keep (a literal one would be normalised to a space).
+/// `s` escaped for an attribute value in double quotes: quotes, tabs and line breaks are
+/// character references too, which parsers keep (a literal one would be normalised to a space).
 fn attr(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' => out.push_str("&#9;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            c if allowed(c) => out.push(c),
-            _ => out.push('\u{FFFD}'),
-        }
-    }
-    out
+    escape(s, true)
 }
 
-/// `s` escaped for element content. A carriage return is a reference, which parsers keep (a
-/// literal one would be normalised to a line feed).
+/// `s` escaped for element content.
 fn text(s: &str) -> String {
+    escape(s, false)
+}
+
+/// Markup characters and a carriage return as references (a literal one would be normalised
+/// to a line feed); characters XML 1.0 forbids become U+FFFD.
+fn escape(s: &str, attribute: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -115,6 +105,10 @@ fn text(s: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '\r' => out.push_str("&#13;"),
+            '"' if attribute => out.push_str("&quot;"),
+            '\'' if attribute => out.push_str("&apos;"),
+            '\t' if attribute => out.push_str("&#9;"),
+            '\n' if attribute => out.push_str("&#10;"),
             c if allowed(c) => out.push(c),
             _ => out.push('\u{FFFD}'),
         }

@@ -566,19 +566,7 @@ fn bad_seeds_values_are_errors_with_their_key_path() {
 
 #[test]
 fn every_flag_of_check_is_in_the_readme() {
+    crate::tidy::flags_are_in_the_readme("check", &["--seeds", "--junit", "--format"]);
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let help = stdout(&lockstep(&["check", "--help"]));
-    let flags: Vec<&str> = help
-        .split_whitespace()
-        .filter(|w| w.starts_with("--") && w.len() > 2)
-        .map(|w| w.trim_end_matches(','))
-        .filter(|w| !["--help", "--version"].contains(w))
-        .collect();
-    for flag in ["--seeds", "--junit", "--format"] {
-        assert!(flags.contains(&flag), "{help}");
-    }
-    for flag in flags {
-        assert!(readme.contains(flag), "README.md does not mention {flag}");
-    }
     assert!(readme.contains("lockstep check PATH..."));
 }

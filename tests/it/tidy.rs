@@ -14,20 +14,28 @@ fn every_scenario_file_parses() {
     }
 }
 
-#[test]
-fn every_flag_of_run_is_in_the_readme() {
+/// The flags `lockstep CMD --help` lists, asserting that it lists `expected`, and that the
+/// README names every one of them.
+pub(crate) fn flags_are_in_the_readme(cmd: &str, expected: &[&str]) {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let help = stdout(&lockstep(&["run", "--help"]));
+    let help = stdout(&lockstep(&[cmd, "--help"]));
     let flags: Vec<&str> = help
         .split_whitespace()
         .filter(|w| w.starts_with("--") && w.len() > 2)
         .map(|w| w.trim_end_matches(','))
         .filter(|w| !["--help", "--version"].contains(w))
         .collect();
-    assert!(flags.contains(&"--seed"), "{help}");
+    for flag in expected {
+        assert!(flags.contains(flag), "{help}");
+    }
     for flag in flags {
         assert!(readme.contains(flag), "README.md does not mention {flag}");
     }
+}
+
+#[test]
+fn every_flag_of_run_is_in_the_readme() {
+    flags_are_in_the_readme("run", &["--seed"]);
 }
 
 #[test]
