@@ -173,14 +173,9 @@ pub struct EtcdServer {
 
 impl EtcdServer {
     /// A fresh member. Its raft node is built when the run starts, from the member's own
-    /// random stream; until then it holds an unstarted one.
+    /// random stream; until then it holds a dormant one.
     pub fn new(config: EtcdServerConfig, me: NodeId) -> EtcdServer {
-        let unstarted = &mut lockstep_sim::Rng::fork(0, "unstarted");
-        let raft = Raft::new(
-            Self::raft_config(&config, me),
-            Durable::default(),
-            unstarted,
-        );
+        let raft = Raft::dormant(Self::raft_config(&config, me), Durable::default());
         EtcdServer::with_raft(config, me, raft)
     }
 

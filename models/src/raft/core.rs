@@ -64,6 +64,16 @@ impl<C: Clone + Debug + Hash + Eq> Raft<C> {
     /// new node (with [`Durable::new`]) or a restarted one (with what it kept). Draws its
     /// randomized election timeout from `rng` (etcd `newRaft`, then `becomeFollower`).
     pub fn new(config: RaftConfig, durable: Durable<C>, rng: &mut Rng) -> Raft<C> {
+        let mut raft = Raft::dormant(config, durable);
+        raft.reset_randomized_election_timeout(rng);
+        raft
+    }
+
+    /// The same node before it runs: it has drawn no election timeout, and the host must
+    /// replace it with [`Raft::new`] (with the node's own stream) before any tick or message.
+    /// Hosts built before the run starts hold one of these, so that nothing draws from a
+    /// stream outside the run's seed.
+    pub fn dormant(config: RaftConfig, durable: Durable<C>) -> Raft<C> {
         config.validate();
         durable.validate();
         if let Some(v) = durable.voted_for {
@@ -73,7 +83,7 @@ impl<C: Clone + Debug + Hash + Eq> Raft<C> {
         let n = config.peers.len();
         let next = durable.last_index() + 1;
         let term = durable.term;
-        let mut raft = Raft {
+        Raft {
             config,
             me,
             durable,
@@ -89,9 +99,7 @@ impl<C: Clone + Debug + Hash + Eq> Raft<C> {
             read_queue: ReadQueue::default(),
             pending_reads: Vec::new(),
             reported: (Role::Follower, term),
-        };
-        raft.reset_randomized_election_timeout(rng);
-        raft
+        }
     }
 
     /// One tick of the node's logical clock (etcd `Tick`): the host calls it every tick

@@ -156,8 +156,7 @@ impl ZkServer {
     /// A fresh member; its broadcast node is built when the run starts, from the member's own
     /// random stream.
     pub fn new(config: ZkServerConfig, me: NodeId) -> ZkServer {
-        let unstarted = &mut lockstep_sim::Rng::fork(0, "unstarted");
-        let raft = Raft::new(Self::raft_config(&config, me), Durable::new(), unstarted);
+        let raft = Raft::dormant(Self::raft_config(&config, me), Durable::new());
         ZkServer::with_raft(config, me, raft, 0, Vec::new())
     }
 
