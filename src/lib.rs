@@ -16,6 +16,6 @@ pub mod scenario;
 pub mod suite;
 
 pub use expect::{Count, Expect};
-pub use run::{RunResult, run};
-pub use scenario::{Loaded, MAX_SEEDS, Scenario, ScenarioError, Seeds, load, parse};
+pub use run::{RunResult, run, run_schedule};
+pub use scenario::{Loaded, MAX_SEEDS, Scenario, ScenarioError, Schedule, Seeds, load, parse};
 pub use suite::{SuiteResult, check_suite};

@@ -4,7 +4,7 @@ use lockstep_check::{History, Property, Validity, Verdict, check};
 use lockstep_models::system;
 use lockstep_sim::{Outcome, Time, TraceEntry, World, WorldConfig};
 
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, Schedule};
 
 /// What one run produced.
 #[derive(Debug)]
@@ -45,13 +45,23 @@ impl RunResult {
 /// # Panics
 /// If the models record a history the checker rejects: that is a harness bug, not a verdict.
 pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
+    run_schedule(scenario, seed, &scenario.schedule(seed), trace)
+}
+
+/// Runs `scenario` with `seed` under `schedule` instead of the schedule the scenario gives for
+/// that seed: how `hunt` tries a smaller schedule. Everything else (the system, the network,
+/// the clocks, every random stream) is as in [`run`].
+///
+/// # Panics
+/// As [`run`].
+pub fn run_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool) -> RunResult {
     let nodes = system::build(&scenario.system);
-    let end = Time::ZERO + scenario.duration;
+    let end = Time::ZERO + schedule.duration;
     let mut config = WorldConfig::new(seed, end, scenario.clocks.clone());
     config.max_events = scenario.max_events;
     config.link = scenario.link.clone();
     config.links = scenario.links.clone();
-    config.faults = scenario.faults.clone();
+    config.faults = schedule.faults.clone();
     config.trace = trace;
     let mut world = World::new(config, nodes.into_iter().map(|(_, node)| node).collect());
     let outcome = world.run();

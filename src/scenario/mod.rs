@@ -52,6 +52,27 @@ impl Scenario {
     pub fn node_names(&self) -> Vec<String> {
         self.clocks.iter().map(|c| c.name.clone()).collect()
     }
+
+    /// The whole fault schedule of the run with `seed`: the file's `[[fault]]` list followed
+    /// by what its chaos profile draws for that seed, and the run's duration.
+    pub fn schedule(&self, _seed: u64) -> Schedule {
+        Schedule {
+            faults: self.faults.clone(),
+            duration: self.duration,
+        }
+    }
+}
+
+/// What one run does to the system, written out: every fault and when, and how long the run
+/// lasts. [`Scenario::schedule`] gives it for a seed; `hunt` shrinks it and writes it back as
+/// a scenario file with no chaos profile, which replays the same run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Schedule {
+    /// The faults, in the order the world is given them (faults due at the same instant apply
+    /// in this order).
+    pub faults: Vec<ScheduledFault>,
+    /// How long the run lasts, in true time.
+    pub duration: Dur,
 }
 
 /// The most seeds one scenario may ask for, in its file or with `lockstep check --seeds`.
