@@ -128,6 +128,10 @@ pub enum When {
         mark: String,
         /// Which occurrence triggers the fault, from 1.
         occurrence: u32,
+        /// The trigger lapses at this true time: a mark reached at or after it fires nothing.
+        /// A chaos profile uses it to keep its faults out of the quiet tail of a run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<Time>,
     },
 }
 

@@ -334,6 +334,7 @@ struct Trigger {
     node: NodeId,
     mark: String,
     occurrence: u32,
+    before: Option<Time>,
     fault: Fault,
 }
 
@@ -658,7 +659,10 @@ impl<P: Process> Core<P> {
             let t = &self.triggers[i];
             if t.node == node && t.mark == mark && t.occurrence == count {
                 let t = self.triggers.remove(i);
-                self.fired.push(t.fault);
+                // A lapsed trigger is gone without a trace: it changes nothing in the run.
+                if t.before.is_none_or(|b| self.now < b) {
+                    self.fired.push(t.fault);
+                }
             } else {
                 i += 1;
             }
@@ -841,11 +845,13 @@ impl<P: Process> World<P> {
                 node,
                 mark,
                 occurrence,
+                before,
             } => {
                 self.core.triggers.push(Trigger {
                     node,
                     mark,
                     occurrence,
+                    before,
                     fault: sf.fault,
                 });
             }

@@ -244,6 +244,7 @@ fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node> {
             node: id("client-1"),
             mark: "validity-checked".into(),
             occurrence: 1,
+            before: None,
         },
         fault: Fault::Delay {
             from: vec![id("client-1")],

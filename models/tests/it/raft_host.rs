@@ -287,6 +287,7 @@ pub(crate) fn random_world(seed: u64, n: u32, hosts: Vec<Host>) -> World<Host> {
                 node,
                 mark: "voted".into(),
                 occurrence: r.between(1, 4) as u32,
+                before: None,
             },
             fault: Fault::Crash {
                 node,

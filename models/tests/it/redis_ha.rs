@@ -208,6 +208,7 @@ fn grant(occurrence: u32) -> When {
         node: CLIENT_1,
         mark: "granted".into(),
         occurrence,
+        before: None,
     }
 }
 

@@ -154,6 +154,7 @@ pub(crate) fn on_mark(node: NodeId, mark: &str, fault: Fault) -> ScheduledFault 
             node,
             mark: mark.into(),
             occurrence: 1,
+            before: None,
         },
         fault,
     }

@@ -85,6 +85,7 @@ fn a_crash_during_the_backlog_loses_the_rest_of_it() {
             node: NodeId(1),
             mark: "got-note".to_string(),
             occurrence: 1,
+            before: None,
         },
         fault: Fault::Crash {
             node: NodeId(1),
@@ -274,6 +275,7 @@ fn a_fault_on_a_mark_lands_between_the_decision_and_the_action() {
             node: NodeId(0),
             mark: "before-send".into(),
             occurrence: 3,
+            before: None,
         },
         fault: Fault::Pause {
             node: NodeId(0),
