@@ -299,6 +299,27 @@ pub struct Liveness {
     pub failover: Failover,
     /// Share of grants given in request order, in parts per million; `None` without grants.
     pub fairness_ppm: Option<u32>,
+    /// How soon the lock was granted once the faults stopped; `None` when the run has no
+    /// quiet tail ([`Options::quiet_from_ns`](crate::Options)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+}
+
+/// The quiet tail of a chaos run: from `quiet_from_ns` no fault is in force, and a live lock
+/// is granted again soon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// When the faults stopped (true time, ns).
+    pub quiet_from_ns: u64,
+    /// The first grant at or after it, if any.
+    pub first_grant_ns: Option<u64>,
+}
+
+impl Recovery {
+    /// From the faults stopping to the first grant; `None` when no grant came.
+    pub fn after_ns(&self) -> Option<u64> {
+        self.first_grant_ns.map(|g| g - self.quiet_from_ns)
+    }
 }
 
 /// Nearest-rank percentiles of a set of durations.

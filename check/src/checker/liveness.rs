@@ -7,13 +7,18 @@
 use std::collections::BTreeMap;
 
 use crate::history::{Event, ExitReason, FaultKind, History, NodeId};
-use crate::verdict::{Failover, Liveness, Percentiles};
+use crate::verdict::{Failover, Liveness, Percentiles, Recovery};
 
 use super::grants::{CsEnd, Grants};
 use super::safety::Replay;
 
 /// All liveness metrics of a history.
-pub(super) fn measure(history: &History, grants: &Grants, replay: &Replay) -> Liveness {
+pub(super) fn measure(
+    history: &History,
+    grants: &Grants,
+    replay: &Replay,
+    quiet_from_ns: Option<u64>,
+) -> Liveness {
     let waits = waits(history);
     let grant_count = grants.list.len() as u64;
     let released = CsEnd::Exit(ExitReason::Released);
@@ -35,6 +40,21 @@ pub(super) fn measure(history: &History, grants: &Grants, replay: &Replay) -> Li
         unavailable_ns: unavailable_ns(grants, &waits.waiting),
         failover: failover(history, grants),
         fairness_ppm,
+        recovery: quiet_from_ns.map(|quiet_from_ns| recovery(history, quiet_from_ns)),
+    }
+}
+
+/// The first grant at or after the faults stopped.
+fn recovery(history: &History, quiet_from_ns: u64) -> Recovery {
+    let first_grant_ns = history
+        .entries
+        .iter()
+        .filter(|e| e.time_ns >= quiet_from_ns)
+        .find(|e| matches!(e.event, Event::Grant { .. }))
+        .map(|e| e.time_ns);
+    Recovery {
+        quiet_from_ns,
+        first_grant_ns,
     }
 }
 

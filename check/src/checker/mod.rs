@@ -31,6 +31,10 @@ pub struct Options {
     pub initial_value: u64,
     /// How many examples of each kind of finding to keep; counts are always exact.
     pub example_limit: usize,
+    /// True time (ns) from which no fault is in force: the quiet tail of a chaos run. The
+    /// checker then measures how long the lock took to be granted again
+    /// ([`Liveness::recovery`](crate::Liveness)).
+    pub quiet_from_ns: Option<u64>,
 }
 
 impl Default for Options {
@@ -39,6 +43,7 @@ impl Default for Options {
             tokens_monotonic: false,
             initial_value: 0,
             example_limit: 10,
+            quiet_from_ns: None,
         }
     }
 }
@@ -96,7 +101,7 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
     let resource_harmed =
         stale.accepted.count > 0 || replay.lost_updates.count > 0 || token_order.count > 0;
     let overlapped = double_holders.pairs > 0;
-    let liveness = liveness::measure(history, &grants, &replay);
+    let liveness = liveness::measure(history, &grants, &replay, options.quiet_from_ns);
 
     Ok(Verdict {
         resource: Validity::judge(resource_harmed, history.complete),

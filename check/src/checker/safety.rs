@@ -193,9 +193,18 @@ pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion
     let mut found = Found::default();
     // The highest token so far and the first grant that had it.
     let mut highest: Option<(u64, GrantId)> = None;
+    // The grant just before, with its token.
+    let mut previous: Option<(u64, GrantId)> = None;
     for grant in &grants.list {
         let Some(token) = grant.token else { continue };
+        // A client that takes the lock again with the token of its own grant just before,
+        // the highest so far, re-entered an ownership the service never ended (etcd's Mutex
+        // on the same session while its key survives an unlock that failed): the same epoch,
+        // not an inversion. Its operations stay subject to the stale-op check.
+        let reentry = previous.is_some_and(|(t, g)| t == token && g.client == grant.id.client)
+            && highest.is_some_and(|(t, _)| t == token);
         match highest {
+            _ if reentry => {}
             Some((earlier_token, earlier)) if token <= earlier_token => {
                 let finding = TokenInversion {
                     earlier,
@@ -208,6 +217,7 @@ pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion
             }
             _ => highest = Some((token, grant.id)),
         }
+        previous = Some((token, grant.id));
     }
     found
 }

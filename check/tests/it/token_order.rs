@@ -47,6 +47,36 @@ fn equal_tokens_are_an_inversion() {
 }
 
 #[test]
+fn a_client_reentering_with_its_own_token_is_not_an_inversion_but_another_client_is() {
+    // client-1's unlock failed, its key survived, and it locked again on the same session:
+    // the same token, the same ownership.
+    let reentry = history()
+        .grant_token(0, C1, 1, 7)
+        .release(1, C1, 1)
+        .grant_token(2, C1, 2, 7)
+        .release(3, C1, 2)
+        .grant_token(4, C2, 1, 9)
+        .end(5);
+    assert_eq!(verdict_with(&reentry, &monotonic()).token_order.count, 0);
+    // Someone else's grant in between: the old token again is an inversion.
+    let between = history()
+        .grant_token(0, C1, 1, 7)
+        .release(1, C1, 1)
+        .grant_token(2, C2, 1, 8)
+        .release(3, C2, 1)
+        .grant_token(4, C1, 2, 7)
+        .end(5);
+    assert_eq!(verdict_with(&between, &monotonic()).token_order.count, 1);
+    // Its own earlier token below the highest: an inversion too.
+    let below = history()
+        .grant_token(0, C2, 1, 9)
+        .grant_token(1, C1, 1, 7)
+        .grant_token(2, C1, 2, 7)
+        .end(3);
+    assert_eq!(verdict_with(&below, &monotonic()).token_order.count, 2);
+}
+
+#[test]
 fn inversions_name_the_grant_holding_the_highest_earlier_token() {
     let history = history()
         .grant_token(0, C1, 1, 10)
