@@ -3,6 +3,7 @@
 use std::fmt;
 
 use lockstep_check::{Property, Validity, Verdict};
+use lockstep_sim::Dur;
 
 /// A count of the verdict a scenario can bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,21 +54,30 @@ impl fmt::Display for Count {
 pub struct Expect {
     /// The property the run's verdict is taken from.
     pub property: Property,
-    /// The verdict the scenario expects (`valid` when the file does not say).
-    pub verdict: Validity,
+    /// The verdict the scenario expects (`valid` when the file does not say; `None` for
+    /// `verdict = "any"`, when only the bounds matter).
+    pub verdict: Option<Validity>,
     /// Bounds `min..=max` on counts.
     pub bounds: Vec<(Count, u64, Option<u64>)>,
+    /// With a chaos profile: the lock is granted again within this long of the faults
+    /// stopping (the start of the quiet tail).
+    pub recovery: Option<Dur>,
 }
 
 impl Expect {
+    /// The expected verdict as text: its name, or `any`.
+    pub fn verdict_name(verdict: Option<Validity>) -> String {
+        verdict.map_or_else(|| "any".to_string(), |v| v.to_string())
+    }
+
     /// Every way `verdict` falls short of the expectation, as sentences; empty when it meets it.
     pub fn unmet(&self, verdict: &Verdict) -> Vec<String> {
         let mut unmet = Vec::new();
         let got = verdict.get(self.property);
-        if got != self.verdict {
+        if let Some(want) = self.verdict.filter(|&want| want != got) {
             unmet.push(format!(
-                "expected {} to be {}, got {got}",
-                self.property, self.verdict
+                "expected {} to be {want}, got {got}",
+                self.property
             ));
         }
         for &(count, min, max) in &self.bounds {
@@ -79,6 +89,18 @@ impl Expect {
                 Some(max) if n > max => unmet.push(format!("expected {count} <= {max}, got {n}")),
                 _ if n < min => unmet.push(format!("expected {count} >= {min}, got {n}")),
                 _ => {}
+            }
+        }
+        if let Some(bound) = self.recovery {
+            match verdict.liveness.recovery.map(|r| r.after_ns()) {
+                Some(Some(ns)) if ns <= bound.as_nanos() => {}
+                Some(Some(ns)) => unmet.push(format!(
+                    "expected a grant within {bound} of the faults stopping, got one after {}",
+                    Dur::from_nanos(ns)
+                )),
+                _ => unmet.push(format!(
+                    "expected a grant within {bound} of the faults stopping, got none"
+                )),
             }
         }
         unmet

@@ -49,7 +49,7 @@ pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
             if s.seeds == 1 { "" } else { "s" },
             s.passed,
             s.property,
-            s.expected_verdict,
+            crate::Expect::verdict_name(s.expected_verdict),
             s.property,
             v.valid,
             v.invalid,

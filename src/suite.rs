@@ -19,6 +19,7 @@ use serde::Serialize;
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
+use crate::Expect;
 use crate::run::{RunResult, run};
 use crate::scenario::{Loaded, Seeds};
 
@@ -156,8 +157,8 @@ pub struct ScenarioResult {
     pub failed: u64,
     /// The property the scenario judges.
     pub property: Property,
-    /// The verdict `[expect]` asks for.
-    pub expected_verdict: Validity,
+    /// The verdict `[expect]` asks for; `None` (JSON `null`) for `verdict = "any"`.
+    pub expected_verdict: Option<Validity>,
     /// The verdicts of the property over all seeds.
     pub verdict_counts: VerdictCounts,
     /// Runs cut short by `max_events`.
@@ -342,7 +343,11 @@ impl SuiteResult {
                 s.name.clone(),
                 s.file.clone(),
                 s.seeds.to_string(),
-                format!("{} {}", s.property, s.expected_verdict),
+                format!(
+                    "{} {}",
+                    s.property,
+                    Expect::verdict_name(s.expected_verdict)
+                ),
                 format!("{}/{}", s.passed, s.seeds),
                 if s.ok { "ok" } else { "FAIL" }.to_string(),
                 s.events.to_string(),
