@@ -9,6 +9,7 @@
 //! rules between them are in ARCHITECTURE.md.
 #![deny(missing_docs)]
 
+pub mod chaos;
 pub mod expect;
 pub mod junit;
 pub mod run;

@@ -260,6 +260,43 @@ pub fn sentinel_count(family: &Family) -> usize {
     }
 }
 
+/// Which nodes reach a mark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkSite {
+    /// Workload clients.
+    Client,
+    /// Lock servers (Redis instances, etcd or ZooKeeper members).
+    Server,
+}
+
+/// The marks the family's nodes reach: the points where real code could be interrupted,
+/// where a chaos profile places faults at the worst moment. Every workload client reaches
+/// `granted`, `validity-checked` (before its write; the K1 window), `read-done` and
+/// `work-done`; the families add their own.
+pub fn marks(family: &Family) -> Vec<(&'static str, MarkSite)> {
+    let mut v = vec![
+        ("granted", MarkSite::Client),
+        ("validity-checked", MarkSite::Client),
+        ("read-done", MarkSite::Client),
+        ("work-done", MarkSite::Client),
+    ];
+    match family {
+        Family::Redis { .. } => {}
+        Family::Redlock { .. } => v.push(("acquire-sent", MarkSite::Client)),
+        Family::Etcd { .. } => {
+            v.push(("lock-waiting", MarkSite::Client));
+            v.push(("leader-ready", MarkSite::Server));
+        }
+        Family::ZooKeeper { .. } => {
+            v.push(("lock-create-sent", MarkSite::Client));
+            v.push(("lock-waiting", MarkSite::Client));
+            v.push(("suspended", MarkSite::Client));
+            v.push(("zk-leader-ready", MarkSite::Server));
+        }
+    }
+    v
+}
+
 /// True when the family's fencing tokens are promised to increase with every grant (the
 /// checker's token-order check applies). Redis `INCR` tokens increase on one instance with
 /// no failover, but the promise is not the lock's: the counter sits outside the lock

@@ -14,6 +14,7 @@ use lockstep_sim::{Dur, LinkConfig, NodeConfig, NodeId, ScheduledFault};
 
 pub use error::{Problem, ScenarioError};
 
+use crate::chaos::Chaos;
 use crate::expect::Expect;
 
 /// A checked scenario, ready to run with any seed.
@@ -41,6 +42,8 @@ pub struct Scenario {
     pub links: Vec<(NodeId, NodeId, LinkConfig)>,
     /// The fault schedule.
     pub faults: Vec<ScheduledFault>,
+    /// The chaos profile, which adds faults drawn from each run's seed.
+    pub chaos: Option<Chaos>,
     /// What the run is expected to show.
     pub expect: Expect,
     /// How the checker judges it.
@@ -55,9 +58,13 @@ impl Scenario {
 
     /// The whole fault schedule of the run with `seed`: the file's `[[fault]]` list followed
     /// by what its chaos profile draws for that seed, and the run's duration.
-    pub fn schedule(&self, _seed: u64) -> Schedule {
+    pub fn schedule(&self, seed: u64) -> Schedule {
+        let mut faults = self.faults.clone();
+        if let Some(chaos) = &self.chaos {
+            faults.extend(chaos.generate(seed));
+        }
         Schedule {
-            faults: self.faults.clone(),
+            faults,
             duration: self.duration,
         }
     }

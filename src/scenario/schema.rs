@@ -23,8 +23,44 @@ pub(crate) struct File {
     pub(crate) clock: Vec<ClockSection>,
     #[serde(default)]
     pub(crate) fault: Vec<FaultSection>,
+    pub(crate) chaos: Option<ChaosSection>,
     #[serde(default)]
     pub(crate) expect: ExpectSection,
+}
+
+/// `[chaos]`: a named profile and overrides of its settings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChaosSection {
+    pub(crate) profile: Option<String>,
+    pub(crate) start_ms: Option<f64>,
+    pub(crate) quiet_tail_ms: Option<f64>,
+    pub(crate) liveness_ms: Option<f64>,
+    pub(crate) faults_per_minute: Option<f64>,
+    pub(crate) on_mark: Option<f64>,
+    pub(crate) max_occurrence: Option<u32>,
+    pub(crate) weights: Option<WeightsSection>,
+    pub(crate) pause_ms: Option<DistSpec>,
+    pub(crate) partition_ms: Option<DistSpec>,
+    pub(crate) hold: Option<f64>,
+    pub(crate) restart_ms: Option<DistSpec>,
+    pub(crate) max_step_ms: Option<f64>,
+    pub(crate) max_drift_ppm: Option<i64>,
+    pub(crate) slew_rate_ppm: Option<u32>,
+    pub(crate) delay_ms: Option<DistSpec>,
+    pub(crate) slow_for_ms: Option<DistSpec>,
+}
+
+/// `[chaos.weights]`: relative weights of the fault kinds; a kind not given keeps the
+/// profile's weight.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WeightsSection {
+    pub(crate) partition: Option<u32>,
+    pub(crate) pause: Option<u32>,
+    pub(crate) crash: Option<u32>,
+    pub(crate) clock: Option<u32>,
+    pub(crate) network: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -403,6 +439,7 @@ pub(crate) struct TriggerSection {
     pub(crate) mark: String,
     #[serde(default = "default_occurrence")]
     pub(crate) occurrence: u32,
+    pub(crate) before_ms: Option<f64>,
 }
 
 fn default_occurrence() -> u32 {
@@ -500,6 +537,7 @@ pub(crate) struct ExpectSection {
     pub(crate) lost_updates: Option<Bound>,
     pub(crate) token_order: Option<Bound>,
     pub(crate) grants: Option<Bound>,
+    pub(crate) recovers: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -516,6 +554,7 @@ pub(crate) enum VerdictName {
     Valid,
     Invalid,
     Unknown,
+    Any,
 }
 
 /// A bound on a count: an exact number, or `{ min = .., max = .. }`.
