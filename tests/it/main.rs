@@ -2,6 +2,7 @@
 
 mod architecture;
 mod catalogue;
+mod chaos;
 mod check_cmd;
 mod cli;
 mod scenario_errors;

@@ -208,3 +208,31 @@ fn completed_sections_wrote_and_released() {
         "only client-1's first grant wrote and released"
     );
 }
+
+#[test]
+fn recovery_is_measured_from_the_quiet_tail_to_the_first_grant_at_or_after_it() {
+    let h = history()
+        .grant(0, C1, 1)
+        .release(10, C1, 1)
+        .grant(20, C2, 1)
+        .release(30, C2, 1)
+        .grant(45, C1, 2)
+        .end(100);
+    let with_tail = |ms_from: u64| {
+        let options = lockstep_check::Options {
+            quiet_from_ns: Some(ms(ms_from)),
+            ..lockstep_check::Options::default()
+        };
+        lockstep_check::check(&h, &options)
+            .expect("valid history")
+            .liveness
+            .recovery
+            .expect("measured")
+    };
+    assert_eq!(with_tail(20).after_ns(), Some(0));
+    assert_eq!(with_tail(21).after_ns(), Some(ms(24)));
+    let never = with_tail(46);
+    assert_eq!((never.quiet_from_ns, never.after_ns()), (ms(46), None));
+    // Without a quiet tail nothing is measured.
+    assert_eq!(verdict(&h).liveness.recovery, None);
+}

@@ -1,6 +1,6 @@
 //! Pause, crash and restart semantics, and faults triggered by marks.
 
-use lockstep_sim::{ClockKind, Dur, Fault, NodeId, Outcome, ScheduledFault, Status, When};
+use lockstep_sim::{ClockKind, Dur, Fault, NodeId, Outcome, ScheduledFault, Status, Time, When};
 
 use crate::support::*;
 
@@ -289,6 +289,35 @@ fn a_fault_on_a_mark_lands_between_the_decision_and_the_action() {
     let times: Vec<u64> = records(&w, 1).iter().map(|(t, _)| *t).collect();
     // The third send decided at 300 ms happens only after the 2 s pause.
     assert_eq!(times, vec![100, 200, 2_300, 2_400, 2_500]);
+}
+
+#[test]
+fn a_mark_trigger_lapses_at_its_before_time() {
+    // The third mark comes at 300 ms: a trigger that lapses at 300 ms fires nothing, one
+    // that lapses a nanosecond later fires.
+    let run = |before_ms: u64, extra_ns: u64| {
+        let mut cfg = config(1, 10, 2);
+        cfg.faults.push(ScheduledFault {
+            when: When::OnMark {
+                node: NodeId(0),
+                mark: "before-send".into(),
+                occurrence: 3,
+                before: Some(Time::from_millis(before_ms) + Dur::from_nanos(extra_ns)),
+            },
+            fault: Fault::Pause {
+                node: NodeId(0),
+                duration: Some(Dur::from_secs(2)),
+            },
+        });
+        let mut sender = Probe::sender(1, 100, 5);
+        sender.yield_before_send = true;
+        let mut w = world_with(cfg, vec![sender, Probe::default()]);
+        w.run();
+        let times: Vec<u64> = records(&w, 1).iter().map(|(t, _)| *t).collect();
+        (times, w.fault_log().len())
+    };
+    assert_eq!(run(300, 0), (vec![100, 200, 300, 400, 500], 0));
+    assert_eq!(run(300, 1), (vec![100, 200, 2_300, 2_400, 2_500], 2));
 }
 
 #[test]

@@ -1,0 +1,322 @@
+//! Chaos profiles: schedules drawn from the seed alone, every fault over before the quiet
+//! tail, faults at marks the family really reaches, and clear errors for bad `[chaos]` keys.
+
+use std::collections::BTreeSet;
+
+use lockstep::chaos::Chaos;
+use lockstep::{Scenario, load, run};
+use lockstep_check::Event;
+use lockstep_models::system;
+use lockstep_sim::{Dur, Fault, TraceKind, When};
+
+use crate::support::{lockstep, scenario_files, stderr, temp_scenario};
+
+fn chaos_scenarios() -> Vec<Scenario> {
+    let files = scenario_files("scenarios/chaos");
+    assert!(files.len() >= 7, "{files:?}");
+    files
+        .iter()
+        .map(|f| load(f).unwrap_or_else(|e| panic!("{e}")).scenario)
+        .collect()
+}
+
+fn chaos_of(s: &Scenario) -> &Chaos {
+    s.chaos.as_ref().expect("a [chaos] section")
+}
+
+/// How long a fault stays in force once applied, as the nemesis promises it.
+fn in_force(f: &Fault) -> Dur {
+    match f {
+        Fault::Pause { duration, .. }
+        | Fault::Partition { duration, .. }
+        | Fault::Delay { duration, .. } => duration.expect("chaos faults are timed"),
+        Fault::Crash { restart_after, .. } => restart_after.expect("chaos crashes restart"),
+        Fault::ClockSlew {
+            delta_ns, rate_ppm, ..
+        } => Dur::from_nanos(delta_ns.unsigned_abs() * 1_000_000 / u64::from(*rate_ppm)),
+        _ => Dur::ZERO,
+    }
+}
+
+#[test]
+fn a_schedule_is_a_function_of_the_seed_alone() {
+    for s in chaos_scenarios() {
+        let c = chaos_of(&s);
+        let a = s.schedule(7);
+        assert_eq!(a, s.schedule(7), "{}", s.name);
+        assert_ne!(a.faults, s.schedule(8).faults, "{}", s.name);
+        assert!(!a.faults.is_empty(), "{}", s.name);
+        // The profile's stream is its own: a generated schedule does not depend on the
+        // scenario's hand-placed faults, and equals the profile's draw.
+        assert_eq!(a.faults, c.generate(7), "{}", s.name);
+    }
+}
+
+#[test]
+fn every_drawn_fault_is_over_before_the_quiet_tail() {
+    for s in chaos_scenarios() {
+        let c = chaos_of(&s);
+        let quiet = c.quiet_from;
+        for seed in 1..=200 {
+            for f in s.schedule(seed).faults {
+                let end_at = match f.when {
+                    When::At(t) => {
+                        assert!(t >= c.start && t < quiet, "{}: {f:?}", s.name);
+                        t
+                    }
+                    When::OnMark { before, .. } => before.expect("a chaos trigger lapses"),
+                };
+                assert!(
+                    end_at + in_force(&f.fault) <= quiet,
+                    "{} seed {seed}: {f:?} runs into the quiet tail at {quiet}",
+                    s.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn runs_apply_no_fault_in_the_quiet_tail_and_measure_recovery_from_it() {
+    for s in chaos_scenarios() {
+        let quiet_ns = chaos_of(&s).quiet_from.as_nanos();
+        let mut faults = 0;
+        for seed in 1..=5 {
+            let r = run(&s, seed, false);
+            for e in &r.history.entries {
+                if let Event::Fault(f) = &e.event {
+                    faults += 1;
+                    // Resumes, heals and restarts included: nothing after the tail starts.
+                    assert!(
+                        e.time_ns <= quiet_ns,
+                        "{} seed {seed}: {f:?} at {} ns, tail from {quiet_ns}",
+                        s.name,
+                        e.time_ns
+                    );
+                }
+            }
+            let rec = r
+                .verdict
+                .liveness
+                .recovery
+                .expect("a chaos run measures recovery");
+            assert_eq!(rec.quiet_from_ns, quiet_ns);
+        }
+        assert!(faults > 5, "{}: {faults} faults in 5 runs", s.name);
+    }
+}
+
+#[test]
+fn the_marks_a_profile_aims_at_are_marks_the_family_reaches() {
+    // Every mark of the family's list is reached in some run of its chaos scenarios (in the
+    // quiet-free runs of the catalogue `suspended` needs a partition, which chaos brings).
+    let mut reached: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for s in chaos_scenarios() {
+        let debug = format!("{:?}", s.system.family);
+        let family = debug.split_whitespace().next().unwrap_or("").to_string();
+        let mut marks = BTreeSet::new();
+        for seed in 1..=6 {
+            let r = run(&s, seed, true);
+            for t in r.trace.expect("trace") {
+                if t.kind == TraceKind::Mark {
+                    marks.insert(t.text.trim_start_matches("mark ").to_string());
+                }
+            }
+        }
+        for (mark, _) in system::marks(&s.system.family) {
+            assert!(
+                marks.contains(mark)
+                    || reached
+                        .iter()
+                        .any(|(f, m)| *f == family && m.contains(mark)),
+                "{}: mark {mark} never reached (reached: {marks:?})",
+                s.name
+            );
+        }
+        reached.push((family, marks));
+    }
+}
+
+#[test]
+fn chaos_runs_are_deterministic() {
+    for s in chaos_scenarios() {
+        let a = run(&s, 11, false);
+        let b = run(&s, 11, false);
+        assert_eq!(a.trace_hash, b.trace_hash, "{}", s.name);
+        assert_eq!(a.history, b.history, "{}", s.name);
+    }
+}
+
+#[test]
+fn bad_chaos_keys_are_named_with_their_paths() {
+    let path = temp_scenario(
+        "chaos-short",
+        r#"
+[scenario]
+name = "t"
+duration_ms = 10_000
+
+[model]
+kind = "redis"
+ttl_ms = 1_000
+
+[chaos.weights]
+pause = 2
+crashes = 1
+"#,
+    );
+    let out = lockstep(&["run", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("chaos.weights.crashes: unknown field `crashes`"),
+        "{err}"
+    );
+
+    let path = temp_scenario(
+        "chaos-bad",
+        r#"
+[scenario]
+name = "t"
+duration_ms = 10_000
+
+[model]
+kind = "redis"
+ttl_ms = 1_000
+
+[chaos]
+profile = "gentle"
+"#,
+    );
+    let err = stderr(&lockstep(&["run", path.to_str().expect("utf-8")]));
+    assert!(
+        err.contains("chaos.profile: no profile named `gentle` (profiles: default)"),
+        "{err}"
+    );
+
+    let path = temp_scenario(
+        "chaos-values",
+        r#"
+[scenario]
+name = "t"
+duration_ms = 10_000
+
+[model]
+kind = "redis"
+ttl_ms = 1_000
+
+[chaos]
+on_mark = 1.5
+faults_per_minute = 0
+max_drift_ppm = -1
+liveness_ms = 5_000
+quiet_tail_ms = 4_000
+
+[expect]
+recovers = true
+"#,
+    );
+    let out = lockstep(&["run", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    for want in [
+        "chaos.on_mark: must be a probability between 0 and 1, not 1.5",
+        "chaos.faults_per_minute: must be greater than 0",
+        "chaos.max_drift_ppm: must be between 0 and",
+        "chaos.quiet_tail_ms: must be at least chaos.liveness_ms (5000 ms)",
+    ] {
+        assert!(err.contains(want), "missing `{want}` in:\n{err}");
+    }
+
+    // A 10 s run cannot hold the default tail (2 x TTL + 10 s + 1 s).
+    let path = temp_scenario(
+        "chaos-room",
+        r#"
+[scenario]
+name = "t"
+duration_ms = 10_000
+
+[model]
+kind = "redis"
+ttl_ms = 1_000
+
+[chaos]
+"#,
+    );
+    let err = stderr(&lockstep(&["run", path.to_str().expect("utf-8")]));
+    assert!(err.contains("chaos: leaves no time for faults"), "{err}");
+}
+
+#[test]
+fn recovers_needs_a_chaos_section() {
+    let path = temp_scenario(
+        "recovers",
+        r#"
+[scenario]
+name = "t"
+duration_ms = 10_000
+
+[model]
+kind = "redis"
+ttl_ms = 1_000
+
+[expect]
+recovers = true
+"#,
+    );
+    let err = stderr(&lockstep(&["run", path.to_str().expect("utf-8")]));
+    assert!(
+        err.contains("expect.recovers: needs a [chaos] section"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_run_that_never_recovers_fails_its_expectation_and_can_opt_out() {
+    // Five Redlock instances, three of them dead for the whole run: no quorum, no grant,
+    // before or after the faults stop.
+    let text = |recovers: &str| {
+        format!(
+            r#"
+[scenario]
+name = "t"
+duration_ms = 40_000
+
+[model]
+kind = "redlock"
+ttl_ms = 2_000
+
+[chaos]
+faults_per_minute = 1
+weights = {{ partition = 0, pause = 1, crash = 0, clock = 0, network = 0 }}
+
+[[fault]]
+at_ms = 0
+crash = {{ node = "redis-1" }}
+[[fault]]
+at_ms = 0
+crash = {{ node = "redis-2" }}
+[[fault]]
+at_ms = 0
+crash = {{ node = "redis-3" }}
+
+[expect]
+verdict = "any"
+{recovers}
+"#
+        )
+    };
+    let s = lockstep::parse(&text(""), std::path::Path::new("t.toml")).expect("parses");
+    let r = run(&s, 1, false);
+    assert_eq!(r.verdict.liveness.grants, 0);
+    assert!(
+        r.unmet
+            .iter()
+            .any(|u| u.starts_with("expected a grant within 14s of the faults stopping, got none")),
+        "{:?}",
+        r.unmet
+    );
+    let s =
+        lockstep::parse(&text("recovers = false"), std::path::Path::new("t.toml")).expect("parses");
+    assert!(run(&s, 1, false).expected());
+}
