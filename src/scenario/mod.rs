@@ -5,6 +5,7 @@
 pub mod error;
 mod resolve;
 mod schema;
+mod variant;
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,7 @@ use lockstep_models::system::SystemSpec;
 use lockstep_sim::{Dur, LinkConfig, NodeConfig, NodeId, ScheduledFault};
 
 pub use error::{Problem, ScenarioError};
+pub use variant::with_chaos;
 
 use crate::chaos::Chaos;
 use crate::expect::Expect;

@@ -320,3 +320,30 @@ verdict = "any"
         lockstep::parse(&text("recovers = false"), std::path::Path::new("t.toml")).expect("parses");
     assert!(run(&s, 1, false).expected());
 }
+
+#[test]
+fn a_catalogue_file_under_a_chaos_profile_keeps_its_system_and_drops_its_faults() {
+    let path = crate::support::root().join("scenarios/catalogue/k1-gc-pause-unfenced.toml");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let original = lockstep::parse(&text, &path).expect("parses");
+    let variant = lockstep::scenario::with_chaos(&text, &path, "default").expect("toml");
+    let s = lockstep::parse(&variant, &path).expect("the variant parses");
+    assert!(s.faults.is_empty());
+    assert_eq!(chaos_of(&s).profile, "default");
+    assert_eq!(format!("{:?}", s.system), format!("{:?}", original.system));
+    let e = (&s.expect, &original.expect);
+    assert_eq!((&e.0.bounds, e.0.verdict), (&e.1.bounds, e.1.verdict));
+    assert_eq!(s.expect.recovery, Some(Dur::from_secs(30)));
+    // 60 s was too short for a minute of faults and the 31 s tail a 10 s TTL asks for.
+    assert_eq!(s.duration, Dur::from_millis(92_000));
+    assert_eq!(
+        chaos_of(&s).quiet_from.as_nanos(),
+        Dur::from_millis(61_000).as_nanos()
+    );
+
+    let err = lockstep::scenario::with_chaos("[scenario\n", &path, "default").unwrap_err();
+    assert!(
+        err.to_string().contains("k1-gc-pause-unfenced.toml"),
+        "{err}"
+    );
+}
