@@ -4,6 +4,7 @@ mod architecture;
 mod catalogue;
 mod check_cmd;
 mod cli;
+mod fault_keys;
 mod scenario_errors;
 mod support;
 mod tidy;
