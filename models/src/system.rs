@@ -404,10 +404,12 @@ fn fault_event(f: &AppliedFault) -> Event {
         Fault::Restart { .. } => FaultKind::Restart,
         Fault::Partition { .. } => FaultKind::Partition,
         Fault::Heal => FaultKind::Heal,
-        Fault::ClockStep { .. } => FaultKind::ClockStep,
+        // A strobe is a run of wall clock steps; its start and end are logged, its steps are
+        // in the trace.
+        Fault::ClockStep { .. } | Fault::ClockStrobe { .. } => FaultKind::ClockStep,
         Fault::ClockSlew { .. } => FaultKind::ClockSlew,
         Fault::ClockDrift { .. } => FaultKind::ClockDrift,
-        Fault::Delay { .. } => FaultKind::Network,
+        Fault::Delay { .. } | Fault::Degrade { .. } => FaultKind::Network,
     };
     let nodes = f.nodes.iter().map(|n| HistNode(n.0)).collect();
     Event::Fault(HistFault {

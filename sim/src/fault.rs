@@ -87,6 +87,42 @@ pub enum Fault {
         /// How long the links stay slow; `None` keeps them slow for the rest of the run.
         duration: Option<Dur>,
     },
+    /// Make every link from any of `from` to any of `to` lossier and duplicate more: a flaky
+    /// NIC, a congested switch, a retransmitting middlebox. A message sent on such a link is
+    /// lost with probability `loss_ppm` on top of the link's own loss, and independently of it,
+    /// so the chances combine as `1 - (1 - a)(1 - b)` (in integer ppm, see
+    /// [`crate::net::combine_ppm`]); duplication likewise. Overlapping degrades on one link
+    /// combine the same way, and each one's end takes away only its own share.
+    Degrade {
+        /// Senders.
+        from: Vec<NodeId>,
+        /// Receivers.
+        to: Vec<NodeId>,
+        /// Extra probability of loss, per million.
+        loss_ppm: u32,
+        /// Extra probability of duplication, per million.
+        duplicate_ppm: u32,
+        /// How long the links stay degraded; `None` keeps them so for the rest of the run.
+        duration: Option<Dur>,
+    },
+    /// Jepsen's clock strobe: the node's wall clock steps by `+delta_ns`, then back by
+    /// `-delta_ns`, alternately every `period`, for `duration`. Steps fall at the start and
+    /// at every whole period after it that is still before the end; if the last of them left
+    /// the clock off, it steps back at the end, so afterwards the clock reads what it would
+    /// have without the strobe. Each step re-arms wall timers as [`Fault::ClockStep`] does
+    /// (and, like any step, cancels a slew in progress). The clock belongs to the machine, so
+    /// a crash of the node does not stop the strobe. Two strobes on one node stack: each
+    /// steps by its own delta on its own beat and takes back only its own steps.
+    ClockStrobe {
+        /// The node.
+        node: NodeId,
+        /// Signed size of each step away from the unstrobed clock, in nanoseconds.
+        delta_ns: i64,
+        /// Time between steps; must be positive.
+        period: Dur,
+        /// How long the strobe lasts.
+        duration: Dur,
+    },
 }
 
 impl Fault {
@@ -99,10 +135,11 @@ impl Fault {
             | Fault::Restart { node }
             | Fault::ClockStep { node, .. }
             | Fault::ClockSlew { node, .. }
-            | Fault::ClockDrift { node, .. } => vec![*node],
+            | Fault::ClockDrift { node, .. }
+            | Fault::ClockStrobe { node, .. } => vec![*node],
             Fault::Partition { shape, .. } => shape.nodes(),
             Fault::Heal => Vec::new(),
-            Fault::Delay { from, to, .. } => {
+            Fault::Delay { from, to, .. } | Fault::Degrade { from, to, .. } => {
                 let mut v: Vec<NodeId> = from.iter().chain(to).copied().collect();
                 v.sort();
                 v.dedup();
@@ -159,9 +196,9 @@ pub struct AppliedFault {
     pub nodes: Vec<NodeId>,
     /// A short description with names resolved.
     pub detail: String,
-    /// True when this entry is the end of a timed fault rather than its start (only the end
-    /// of a [`Fault::Delay`] is logged this way; heals, resumes and restarts are faults of
-    /// their own).
+    /// True when this entry is the end of a timed fault rather than its start (only the ends
+    /// of a [`Fault::Delay`], a [`Fault::Degrade`] and a [`Fault::ClockStrobe`] are logged this
+    /// way; heals, resumes and restarts are faults of their own).
     pub ended: bool,
     /// How many history records the world held when the fault was applied, so the fault can
     /// be placed exactly among them.

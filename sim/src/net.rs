@@ -1,7 +1,8 @@
 //! The network: per directed link latency, loss and duplication, and partitions.
 //!
 //! A message's fate is decided in two places. At send time the sender's link draws loss,
-//! duplication and a latency for each copy (reordering follows from independent delays). At
+//! duplication (its own chances combined with any degrade in force on it) and a latency for
+//! each copy (reordering follows from independent delays). At
 //! arrival time the world asks whether the link is blocked by a partition: in drop mode the
 //! message is lost (a datagram, or iptables DROP); in hold mode it waits in the link's queue
 //! and is delivered in order after the heal (a TCP connection that retransmits).
@@ -203,6 +204,16 @@ pub struct Cut {
     pub cut_off: Vec<NodeId>,
 }
 
+/// The probability that at least one of two independent chances happens, `1 - (1 - a)(1 - b)`,
+/// in parts per million. The product of the complements rounds down, so the result rounds up,
+/// and a zero on either side gives the other exactly.
+pub fn combine_ppm(a: u32, b: u32) -> u32 {
+    const M: u64 = 1_000_000;
+    let (a, b) = (u64::from(a).min(M), u64::from(b).min(M));
+    let neither = (M - a) * (M - b) / M;
+    (M - neither) as u32
+}
+
 /// The state of every directed link: configuration and how many partitions block it.
 #[derive(Clone, Debug)]
 pub(crate) struct Links {
@@ -212,6 +223,19 @@ pub(crate) struct Links {
     extra: Vec<Dur>,
     drop_blocks: Vec<u16>,
     hold_blocks: Vec<u16>,
+    /// Degrades in force, in the order they began. Few at a time, so a send looks each up
+    /// rather than keeping per-link sums, and every end removes exactly its own share.
+    degrades: Vec<Degrade>,
+}
+
+/// One degrade in force: extra loss and duplication on its links.
+#[derive(Clone, Debug)]
+struct Degrade {
+    id: u32,
+    /// Sorted, without self-links.
+    links: Vec<(NodeId, NodeId)>,
+    loss_ppm: u32,
+    duplicate_ppm: u32,
 }
 
 /// What a partition does to one arriving message.
@@ -230,6 +254,7 @@ impl Links {
             extra: vec![Dur::ZERO; n * n],
             drop_blocks: vec![0; n * n],
             hold_blocks: vec![0; n * n],
+            degrades: Vec::new(),
         }
     }
 
@@ -257,6 +282,46 @@ impl Links {
         } else {
             self.extra[i].saturating_sub(d)
         };
+    }
+
+    /// The loss and duplication chances of a message sent now from `from` to `to`, in ppm:
+    /// the link's own, combined with every degrade in force on it. Without a degrade on the
+    /// link these are exactly the configured values, so sends draw as they always did.
+    pub(crate) fn loss_and_duplicate(&self, from: NodeId, to: NodeId) -> (u32, u32) {
+        let config = self.config(from, to);
+        let (mut loss, mut duplicate) = (config.loss_ppm, config.duplicate_ppm);
+        for d in &self.degrades {
+            if d.links.binary_search(&(from, to)).is_ok() {
+                loss = combine_ppm(loss, d.loss_ppm);
+                duplicate = combine_ppm(duplicate, d.duplicate_ppm);
+            }
+        }
+        (loss, duplicate)
+    }
+
+    /// Puts a degrade in force on `links` under `id`.
+    pub(crate) fn add_degrade(
+        &mut self,
+        id: u32,
+        mut links: Vec<(NodeId, NodeId)>,
+        loss_ppm: u32,
+        duplicate_ppm: u32,
+    ) {
+        links.sort();
+        links.dedup();
+        self.degrades.push(Degrade {
+            id,
+            links,
+            loss_ppm,
+            duplicate_ppm,
+        });
+    }
+
+    /// Ends the degrade `id`; false if it is not in force.
+    pub(crate) fn remove_degrade(&mut self, id: u32) -> bool {
+        let before = self.degrades.len();
+        self.degrades.retain(|d| d.id != id);
+        self.degrades.len() != before
     }
 
     pub(crate) fn gate(&self, from: NodeId, to: NodeId) -> Gate {
@@ -293,6 +358,42 @@ mod tests {
 
     fn ids(v: &[u32]) -> Vec<NodeId> {
         v.iter().map(|&i| NodeId(i)).collect()
+    }
+
+    #[test]
+    fn combined_chances_are_independent_and_exact_at_the_edges() {
+        assert_eq!(combine_ppm(0, 0), 0);
+        assert_eq!(combine_ppm(0, 123_456), 123_456);
+        assert_eq!(combine_ppm(123_456, 0), 123_456);
+        assert_eq!(combine_ppm(1_000_000, 5), 1_000_000);
+        // 1 - 0.9 * 0.8 = 0.28; 1 - 0.5 * 0.5 = 0.75.
+        assert_eq!(combine_ppm(100_000, 200_000), 280_000);
+        assert_eq!(combine_ppm(500_000, 500_000), 750_000);
+        // 1 - (1 - 1e-6)^2 = 1.999999e-6: the complement's product rounds down, so this rounds
+        // up to 2 ppm rather than down to 1.
+        assert_eq!(combine_ppm(1, 1), 2);
+    }
+
+    #[test]
+    fn degrades_stack_on_their_links_and_each_end_removes_its_own() {
+        let base = LinkConfig {
+            loss_ppm: 100_000,
+            duplicate_ppm: 0,
+            ..LinkConfig::default()
+        };
+        let mut links = Links::new(3, &base);
+        let (a, b, c) = (NodeId(0), NodeId(1), NodeId(2));
+        links.add_degrade(7, vec![(a, b), (a, c)], 200_000, 50_000);
+        links.add_degrade(8, vec![(a, b)], 500_000, 0);
+        assert_eq!(links.loss_and_duplicate(a, b), (640_000, 50_000));
+        assert_eq!(links.loss_and_duplicate(a, c), (280_000, 50_000));
+        assert_eq!(links.loss_and_duplicate(b, a), (100_000, 0));
+        assert!(links.remove_degrade(7));
+        assert_eq!(links.loss_and_duplicate(a, b), (550_000, 0));
+        assert_eq!(links.loss_and_duplicate(a, c), (100_000, 0));
+        assert!(!links.remove_degrade(7), "already ended");
+        assert!(links.remove_degrade(8));
+        assert_eq!(links.loss_and_duplicate(a, b), (100_000, 0));
     }
 
     #[test]

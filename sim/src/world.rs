@@ -330,6 +330,25 @@ struct Delay {
     fault: Fault,
 }
 
+/// A degrade in force; its links and chances live in [`Links`].
+struct Degradation {
+    id: u32,
+    fault: Fault,
+}
+
+/// A clock strobe in progress.
+struct Strobe {
+    id: u32,
+    node: NodeId,
+    delta_ns: i64,
+    period: Dur,
+    /// True time at which it ends.
+    end: Time,
+    /// Whether its last step left the clock `delta_ns` away from where it would be.
+    off: bool,
+    fault: Fault,
+}
+
 struct Trigger {
     node: NodeId,
     mark: String,
@@ -365,6 +384,16 @@ enum Action<P: Process> {
     },
     EndSlew {
         node: NodeId,
+    },
+    EndDegrade {
+        id: u32,
+    },
+    /// The next step of a clock strobe.
+    StrobeStep {
+        id: u32,
+    },
+    EndStrobe {
+        id: u32,
     },
 }
 
@@ -419,6 +448,8 @@ struct Core<P: Process> {
     released_until: BTreeMap<(NodeId, NodeId), (Time, u64)>,
     partitions: Vec<Partition>,
     delays: Vec<Delay>,
+    degrades: Vec<Degradation>,
+    strobes: Vec<Strobe>,
     next_id: u32,
     /// Messages sent so far.
     sends: u64,
@@ -446,6 +477,7 @@ mod code {
     pub(super) const DROP: u8 = 7;
     pub(super) const HOLD: u8 = 8;
     pub(super) const DEFER: u8 = 9;
+    pub(super) const STROBE: u8 = 10;
 }
 
 /// Why a message was lost, for the trace.
@@ -496,8 +528,7 @@ impl<P: Process> Core<P> {
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, msg: P::Msg) {
-        let link = self.links.config(from, to);
-        let (loss_ppm, duplicate_ppm) = (link.loss_ppm, link.duplicate_ppm);
+        let (loss_ppm, duplicate_ppm) = self.links.loss_and_duplicate(from, to);
         if self.net_rng.chance_ppm(loss_ppm) {
             self.lose(from, to, &msg, Loss::Link);
             return;
@@ -800,6 +831,8 @@ impl<P: Process> World<P> {
             released_until: BTreeMap::new(),
             partitions: Vec::new(),
             delays: Vec::new(),
+            degrades: Vec::new(),
+            strobes: Vec::new(),
             next_id: 0,
             sends: 0,
             net_rng: Rng::fork(config.seed, "network"),
@@ -942,6 +975,18 @@ impl<P: Process> World<P> {
                     self.core.events += 1;
                     self.core.rearm(node, true);
                 }
+            }
+            Action::EndDegrade { id } => {
+                self.core.events += 1;
+                self.end_degrade(id);
+            }
+            Action::StrobeStep { id } => {
+                self.core.events += 1;
+                self.strobe_step(id);
+            }
+            Action::EndStrobe { id } => {
+                self.core.events += 1;
+                self.end_strobe(id);
             }
         }
     }
@@ -1182,6 +1227,8 @@ impl<P: Process> World<P> {
                     fault,
                 });
             }
+            Fault::Degrade { .. } => self.degrade(fault),
+            Fault::ClockStrobe { .. } => self.strobe(fault),
         }
     }
 
@@ -1351,6 +1398,162 @@ impl<P: Process> World<P> {
         }
     }
 
+    fn degrade(&mut self, fault: Fault) {
+        let Fault::Degrade {
+            ref from,
+            ref to,
+            loss_ppm,
+            duplicate_ppm,
+            duration,
+        } = fault
+        else {
+            unreachable!("degrade() is given a degrade");
+        };
+        let links: Vec<(NodeId, NodeId)> = from
+            .iter()
+            .flat_map(|&a| to.iter().map(move |&b| (a, b)))
+            .filter(|(a, b)| a != b)
+            .collect();
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        self.core
+            .links
+            .add_degrade(id, links, loss_ppm, duplicate_ppm);
+        if let Some(d) = duration {
+            self.core
+                .push(self.core.now.saturating_add(d), Action::EndDegrade { id });
+        }
+        let detail = format!(
+            "degrade {} -> {}: loss +{}, duplicate +{}{}",
+            self.core.names_of(from),
+            self.core.names_of(to),
+            percent(loss_ppm),
+            percent(duplicate_ppm),
+            duration.map(|d| format!(" for {d}")).unwrap_or_default()
+        );
+        let nodes = fault.nodes();
+        self.core.log_fault(&fault, nodes, detail);
+        self.core.degrades.push(Degradation { id, fault });
+    }
+
+    fn end_degrade(&mut self, id: u32) {
+        if let Some(pos) = self.core.degrades.iter().position(|d| d.id == id) {
+            let degrade = self.core.degrades.remove(pos);
+            assert!(self.core.links.remove_degrade(id), "degrade {id} in force");
+            let detail = match &degrade.fault {
+                Fault::Degrade { from, to, .. } => format!(
+                    "degrade {} -> {} ends",
+                    self.core.names_of(from),
+                    self.core.names_of(to)
+                ),
+                other => unreachable!("a degrade, not {other:?}"),
+            };
+            let nodes = degrade.fault.nodes();
+            self.core.log(&degrade.fault, nodes, detail, true);
+        }
+    }
+
+    /// Starts a clock strobe: logs it and takes its first step now.
+    fn strobe(&mut self, fault: Fault) {
+        let Fault::ClockStrobe {
+            node,
+            delta_ns,
+            period,
+            duration,
+        } = fault
+        else {
+            unreachable!("strobe() is given a clock strobe");
+        };
+        assert!(
+            period > Dur::ZERO,
+            "a clock strobe needs a positive period (the scenario loader checks it)"
+        );
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        let detail = format!(
+            "{} wall clock strobes {} every {period} for {duration}",
+            self.core.name(node),
+            signed(delta_ns)
+        );
+        self.core.log_fault(&fault, vec![node], detail);
+        let end = self.core.now.saturating_add(duration);
+        self.core.strobes.push(Strobe {
+            id,
+            node,
+            delta_ns,
+            period,
+            end,
+            off: false,
+            fault,
+        });
+        if self.core.now < end {
+            self.strobe_step(id);
+        } else {
+            self.core.push(end, Action::EndStrobe { id });
+        }
+    }
+
+    /// Takes one step of strobe `id` (away, or back) and schedules the next step, or the end
+    /// when the next whole period would not fall before it.
+    fn strobe_step(&mut self, id: u32) {
+        let now = self.core.now;
+        let s = self
+            .core
+            .strobes
+            .iter_mut()
+            .find(|s| s.id == id)
+            .expect("a strobe step belongs to a strobe in progress");
+        let delta = if s.off { -s.delta_ns } else { s.delta_ns };
+        s.off = !s.off;
+        let (node, next, end) = (s.node, now.saturating_add(s.period), s.end);
+        self.step_wall(node, delta);
+        if next < end {
+            self.core.push(next, Action::StrobeStep { id });
+        } else {
+            self.core.push(end, Action::EndStrobe { id });
+        }
+    }
+
+    /// Ends strobe `id`: steps the clock back if its last step left it off, and logs the end.
+    fn end_strobe(&mut self, id: u32) {
+        let pos = self
+            .core
+            .strobes
+            .iter()
+            .position(|s| s.id == id)
+            .expect("a strobe ends once");
+        let s = self.core.strobes.remove(pos);
+        if s.off {
+            self.step_wall(s.node, -s.delta_ns);
+        }
+        let detail = format!(
+            "{} wall clock strobe ends, {}",
+            self.core.name(s.node),
+            if s.off {
+                "stepped back"
+            } else {
+                "back already"
+            }
+        );
+        self.core.log(&s.fault, vec![s.node], detail, true);
+    }
+
+    /// One step of a strobe: the wall clock moves and wall timers are re-armed, as for
+    /// [`Fault::ClockStep`], whatever the node's status (the clock belongs to the machine).
+    fn step_wall(&mut self, node: NodeId, delta_ns: i64) {
+        let now = self.core.now;
+        self.core.nodes[node.index()].clocks.step(now, delta_ns);
+        self.core.rearm(node, true);
+        self.core.hash_event(code::STROBE, (node, delta_ns));
+        self.core.trace_line(TraceKind::Fault, node, |c| {
+            format!(
+                "{} wall clock strobe steps {}",
+                c.name(node),
+                signed(delta_ns)
+            )
+        });
+    }
+
     fn describe_partition(
         &self,
         cut_off: &[NodeId],
@@ -1385,6 +1588,17 @@ fn cut_nodes(links: &[(NodeId, NodeId)]) -> Vec<NodeId> {
     v.sort();
     v.dedup();
     v
+}
+
+/// A chance in ppm as a percentage: `20%`, `0.5%`, `0.0001%`.
+fn percent(ppm: u32) -> String {
+    let (whole, frac) = (ppm / 10_000, ppm % 10_000);
+    if frac == 0 {
+        format!("{whole}%")
+    } else {
+        let frac = format!("{frac:04}");
+        format!("{whole}.{}%", frac.trim_end_matches('0'))
+    }
 }
 
 /// `+1.5s` or `-250ms`.

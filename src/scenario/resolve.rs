@@ -35,6 +35,11 @@ use crate::expect::{Count, Expect};
 /// overflow in nanoseconds.
 const MAX_MS: f64 = 1e12;
 
+/// The most steps one clock strobe may take: each is an event of the world, so a strobe of a
+/// nanosecond period over a long run would spend the event bound on nothing else. Jepsen's
+/// strobes (period 1 ms to 1 s, up to 32 s) take at most 32,000.
+const MAX_STROBE_STEPS: u64 = 1_000_000;
+
 struct Resolver {
     problems: Problems,
     names: Vec<String>,
@@ -990,13 +995,15 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
         ("clock_slew", f.clock_slew.is_some()),
         ("clock_drift", f.clock_drift.is_some()),
         ("delay", f.delay.is_some()),
+        ("degrade", f.degrade.is_some()),
+        ("clock_strobe", f.clock_strobe.is_some()),
     ]
     .into_iter()
     .filter_map(|(k, present)| present.then_some(k))
     .collect();
     if given.len() != 1 {
         let msg = if given.is_empty() {
-            "needs one action: pause, resume, crash, restart, partition, heal, clock_step, clock_slew, clock_drift or delay".to_string()
+            "needs one action: pause, resume, crash, restart, partition, heal, clock_step, clock_slew, clock_drift, clock_strobe, delay or degrade".to_string()
         } else {
             format!(
                 "has {} actions ({}); give one per [[fault]]",
@@ -1078,6 +1085,29 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
             drift_ppm,
         });
     }
+    if let Some(x) = &f.clock_strobe {
+        return clock_strobe(r, &format!("{p}.clock_strobe"), x);
+    }
+    if let Some(x) = &f.degrade {
+        let from = r.nodes(&format!("{p}.degrade.from"), &x.from);
+        let to = r.nodes(&format!("{p}.degrade.to"), &x.to);
+        let loss_ppm = r.probability(&format!("{p}.degrade.loss"), x.loss);
+        let duplicate_ppm = r.probability(&format!("{p}.degrade.duplicate"), x.duplicate);
+        if x.loss == 0.0 && x.duplicate == 0.0 {
+            r.problems.push(
+                format!("{p}.degrade"),
+                "changes nothing: give `loss` or `duplicate` above 0",
+            );
+        }
+        let duration = opt_ms(r, format!("{p}.degrade.for_ms"), x.for_ms);
+        return Some(Fault::Degrade {
+            from,
+            to,
+            loss_ppm,
+            duplicate_ppm,
+            duration,
+        });
+    }
     let x = f.delay.as_ref().expect("one action is given");
     let from = r.nodes(&format!("{p}.delay.from"), &x.from);
     let to = r.nodes(&format!("{p}.delay.to"), &x.to);
@@ -1087,6 +1117,56 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
         from,
         to,
         extra,
+        duration,
+    })
+}
+
+/// A clock strobe at key path `p`: a non-zero step, a positive period and length, and no more
+/// than [`MAX_STROBE_STEPS`] steps.
+fn clock_strobe(r: &mut Resolver, p: &str, x: &ClockStrobeSection) -> Option<Fault> {
+    let node = r.node(&format!("{p}.node"), &x.node);
+    let delta_ns = r.signed_ms(&format!("{p}.delta_ms"), x.delta_ms);
+    if delta_ns == 0 && x.delta_ms.is_finite() {
+        r.problems.push(
+            format!("{p}.delta_ms"),
+            format!(
+                "must not be 0 (at least a nanosecond either way), not {}",
+                x.delta_ms
+            ),
+        );
+    }
+    // Positive, and still so in whole nanoseconds.
+    let mut at_least_1ns = |key: &str, v: f64| {
+        let path = format!("{p}.{key}");
+        let d = r.positive_ms(&path, v);
+        if d == Dur::ZERO && v > 0.0 && v <= MAX_MS {
+            r.problems.push(path, "must be at least a nanosecond");
+        }
+        d
+    };
+    let period = at_least_1ns("period_ms", x.period_ms);
+    let duration = at_least_1ns("for_ms", x.for_ms);
+    if period == Dur::ZERO || duration == Dur::ZERO {
+        return None; // The problem is noted.
+    }
+    // Steps at every whole period before the end, plus one back if that count is odd.
+    let steps = duration.as_nanos().div_ceil(period.as_nanos());
+    let steps = steps + steps % 2;
+    if steps > MAX_STROBE_STEPS {
+        r.problems.push(
+            p,
+            format!(
+                "takes {steps} steps ({} ms every {} ms); at most {MAX_STROBE_STEPS}: \
+                 lengthen period_ms or shorten for_ms",
+                x.for_ms, x.period_ms
+            ),
+        );
+        return None;
+    }
+    Some(Fault::ClockStrobe {
+        node: node?,
+        delta_ns,
+        period,
         duration,
     })
 }

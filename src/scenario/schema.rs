@@ -430,6 +430,8 @@ pub(crate) struct FaultSection {
     pub(crate) clock_slew: Option<ClockSlewSection>,
     pub(crate) clock_drift: Option<ClockDriftSection>,
     pub(crate) delay: Option<DelaySection>,
+    pub(crate) degrade: Option<DegradeSection>,
+    pub(crate) clock_strobe: Option<ClockStrobeSection>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -523,6 +525,27 @@ pub(crate) struct DelaySection {
     pub(crate) to: Names,
     pub(crate) extra_ms: f64,
     pub(crate) for_ms: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DegradeSection {
+    pub(crate) from: Names,
+    pub(crate) to: Names,
+    #[serde(default)]
+    pub(crate) loss: f64,
+    #[serde(default)]
+    pub(crate) duplicate: f64,
+    pub(crate) for_ms: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClockStrobeSection {
+    pub(crate) node: String,
+    pub(crate) delta_ms: f64,
+    pub(crate) period_ms: f64,
+    pub(crate) for_ms: f64,
 }
 
 #[derive(Debug, Default, Deserialize)]

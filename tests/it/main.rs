@@ -5,6 +5,7 @@ mod catalogue;
 mod chaos;
 mod check_cmd;
 mod cli;
+mod fault_keys;
 mod scenario_errors;
 mod support;
 mod tidy;

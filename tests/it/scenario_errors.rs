@@ -505,3 +505,51 @@ fn renewal_modes_are_checked() {
         lines[0]
     );
 }
+
+#[test]
+fn degrade_and_clock_strobe_keys_are_checked_with_their_paths() {
+    let faults = [
+        r#"degrade = { from = "clients", to = "redis", loss = 1.5 }"#,
+        r#"degrade = { from = "clients", to = "client-9", duplicate = 0.1 }"#,
+        r#"degrade = { from = "clients", to = "redis", for_ms = 100 }"#,
+        r#"clock_strobe = { node = "redis", delta_ms = 0, period_ms = 10, for_ms = 100 }"#,
+        r#"clock_strobe = { node = "redis", delta_ms = 5, period_ms = 0, for_ms = 100 }"#,
+        r#"clock_strobe = { node = "redis", delta_ms = 5, period_ms = 10, for_ms = -1 }"#,
+        r#"clock_strobe = { node = "redis", delta_ms = 5, period_ms = 0.001, for_ms = 2000 }"#,
+        r#"clock_strobe = { node = "redis", delta_ms = 5, period_ms = 1e-9, for_ms = 2000 }"#,
+    ];
+    let mut text = GOOD.to_string();
+    for f in faults {
+        text.push_str(&format!("\n[[fault]]\nat_ms = 100\n{f}\n"));
+    }
+    let lines = errors_of("degrade-strobe", &text);
+    let joined = lines.join("\n");
+    let expect = [
+        "fault[0].degrade.loss: must be a probability between 0 and 1, not 1.5",
+        "fault[1].degrade.to: no node named `client-9`",
+        "fault[2].degrade: changes nothing: give `loss` or `duplicate` above 0",
+        "fault[3].clock_strobe.delta_ms: must not be 0",
+        "fault[4].clock_strobe.period_ms: must be greater than 0",
+        "fault[5].clock_strobe.for_ms: must be a non-negative number of milliseconds",
+        "fault[6].clock_strobe: takes 2000000 steps (2000 ms every 0.001 ms); at most 1000000",
+        "fault[7].clock_strobe.period_ms: must be at least a nanosecond",
+    ];
+    for e in expect {
+        assert!(joined.contains(e), "missing `{e}` in:\n{joined}");
+    }
+    assert_eq!(lines.len(), expect.len(), "{joined}");
+}
+
+#[test]
+fn an_unknown_key_in_a_degrade_is_named() {
+    let text = format!(
+        "{GOOD}\n[[fault]]\nat_ms = 100\ndegrade = {{ from = \"all\", to = \"all\", loss_ppm = 5 }}\n"
+    );
+    let lines = errors_of("degrade-key", &text);
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].contains("fault[0].degrade.loss_ppm: unknown field `loss_ppm`"),
+        "{}",
+        lines[0]
+    );
+}

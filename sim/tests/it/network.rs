@@ -193,3 +193,177 @@ fn messages_sent_after_a_heal_do_not_overtake_the_released_ones() {
         "a note sent after the heal overtook a held one: {got:?}"
     );
 }
+
+fn degrade(from: u32, to: u32, loss_ppm: u32, duplicate_ppm: u32, ms: Option<u64>) -> Fault {
+    Fault::Degrade {
+        from: vec![NodeId(from)],
+        to: vec![NodeId(to)],
+        loss_ppm,
+        duplicate_ppm,
+        duration: ms.map(Dur::from_millis),
+    }
+}
+
+/// How many of `notes` there are, and how many of them are repeats.
+fn delivered_and_duplicated(notes: &[u32]) -> (usize, usize) {
+    let mut distinct = notes.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    (notes.len(), notes.len() - distinct.len())
+}
+
+#[test]
+fn a_degrade_loses_and_duplicates_about_its_share() {
+    // 10,000 notes on a perfect link degraded for the whole run by 20% loss and 10%
+    // duplication: about 8,000 arrive, about 800 of them twice.
+    let mut cfg = config(9, 200, 2);
+    cfg.link = latency(const_ms(1));
+    cfg.faults
+        .push(at_ms(0, degrade(0, 1, 200_000, 100_000, None)));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 10, 10_000), Probe::default()]);
+    w.run();
+    let (got, twice) = delivered_and_duplicated(&notes(&w, 1));
+    let distinct = got - twice;
+    assert!(
+        (7_800..8_200).contains(&distinct),
+        "{distinct} distinct notes"
+    );
+    assert!((720..880).contains(&twice), "{twice} duplicated");
+    // The count is a function of the seed.
+    assert_eq!((distinct, twice), (7_932, 798), "seed 9");
+}
+
+#[test]
+fn a_degrade_combines_with_the_links_own_loss_as_independent_chances() {
+    // The link loses 50% on its own and the degrade another 50%: 1 - 0.5 * 0.5 = 75% lost.
+    let mut cfg = config(3, 200, 2);
+    cfg.link = LinkConfig {
+        latency: const_ms(1),
+        loss_ppm: 500_000,
+        duplicate_ppm: 0,
+    };
+    cfg.faults.push(at_ms(0, degrade(0, 1, 500_000, 0, None)));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 10, 10_000), Probe::default()]);
+    w.run();
+    let got = notes(&w, 1).len();
+    assert!((2_350..2_650).contains(&got), "{got} delivered");
+}
+
+#[test]
+fn overlapping_degrades_stack_and_each_ends_at_its_own_time() {
+    // A note every ms (note k sent at k + 1 ms). Degrade A loses 50% from 1 s to 3 s, B 50%
+    // from 2 s to 4 s: about half is lost in [1, 2) s, three quarters in [2, 3), half in
+    // [3, 4), and nothing before or after.
+    let mut cfg = config(5, 10, 2);
+    cfg.link = latency(const_ms(1));
+    cfg.faults
+        .push(at_ms(1_000, degrade(0, 1, 500_000, 0, Some(2_000))));
+    cfg.faults
+        .push(at_ms(2_000, degrade(0, 1, 500_000, 0, Some(2_000))));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 1, 6_000), Probe::default()]);
+    w.run();
+    let got = notes(&w, 1);
+    // Notes sent in [s, s + 1) seconds, by send time.
+    let per_second: Vec<usize> = (0..6u32)
+        .map(|s| {
+            got.iter()
+                .filter(|&&k| (s * 1_000..(s + 1) * 1_000).contains(&(k + 1)))
+                .count()
+        })
+        .collect();
+    // Exactly on time: the last undegraded note is sent at 999 ms, the first after at 4 s.
+    assert_eq!(per_second[0], 999, "note 0 is sent at 1 ms");
+    assert!(got.contains(&998) && got.contains(&3_999), "{got:?}");
+    assert_eq!(per_second[4], 1_000);
+    assert_eq!(per_second[5], 1_000);
+    for (s, lo, hi) in [(1, 450, 550), (2, 200, 300), (3, 450, 550)] {
+        let n = per_second[s];
+        assert!((lo..hi).contains(&n), "second {s}: {n} of 1,000 arrived");
+    }
+    assert_eq!(&per_second[1..4], &[509, 262, 488], "seed 5");
+    let log: Vec<(u64, bool, &str)> = w
+        .fault_log()
+        .iter()
+        .map(|f| (f.time.as_nanos() / 1_000_000, f.ended, f.detail.as_str()))
+        .collect();
+    assert_eq!(
+        log,
+        vec![
+            (
+                1_000,
+                false,
+                "degrade {n0} -> {n1}: loss +50%, duplicate +0% for 2s"
+            ),
+            (
+                2_000,
+                false,
+                "degrade {n0} -> {n1}: loss +50%, duplicate +0% for 2s"
+            ),
+            (3_000, true, "degrade {n0} -> {n1} ends"),
+            (4_000, true, "degrade {n0} -> {n1} ends"),
+        ]
+    );
+}
+
+#[test]
+fn a_full_loss_degrade_cuts_only_its_own_direction_for_its_duration() {
+    // n1 echoes every note; n0 -> n1 loses everything from 100 ms for 200 ms, n1 -> n0 is
+    // untouched. Notes sent at 100..=299 ms are lost, and only they.
+    let mut cfg = config(1, 2, 2);
+    cfg.link = latency(const_ms(1));
+    cfg.faults
+        .push(at_ms(100, degrade(0, 1, 1_000_000, 0, Some(200))));
+    let echo = Probe {
+        echo: true,
+        ..Probe::default()
+    };
+    let mut w = world_with(cfg, vec![Probe::sender(1, 10, 50), echo]);
+    w.run();
+    let expect: Vec<u32> = (0..50).filter(|k| !(9..=28).contains(k)).collect();
+    assert_eq!(notes(&w, 1), expect);
+    let pongs = records(&w, 0)
+        .iter()
+        .filter(|(_, e)| {
+            matches!(
+                e,
+                Ev::Got {
+                    msg: Msg::Pong(_),
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(pongs, expect.len(), "every note that arrived was answered");
+}
+
+#[test]
+fn a_degrade_on_other_links_draws_nothing_for_this_one() {
+    // A lossy, duplicating n0 -> n1 link gives the same deliveries whether or not another
+    // link (n2 -> n1, which carries nothing) is degraded: the degrade draws nothing extra.
+    let run = |degraded: bool| {
+        let mut cfg = config(4, 20, 3);
+        cfg.link = LinkConfig {
+            latency: Distribution::Uniform {
+                lo: Dur::from_millis(1),
+                hi: Dur::from_millis(20),
+            },
+            loss_ppm: 100_000,
+            duplicate_ppm: 100_000,
+        };
+        if degraded {
+            cfg.faults
+                .push(at_ms(50, degrade(2, 1, 300_000, 300_000, Some(5_000))));
+        }
+        let probes = vec![
+            Probe::sender(1, 5, 2_000),
+            Probe::default(),
+            Probe::default(),
+        ];
+        let mut w = world_with(cfg, probes);
+        w.run();
+        records(&w, 1)
+    };
+    let (plain, degraded) = (run(false), run(true));
+    assert!(plain.len() > 1_500, "{} records", plain.len());
+    assert_eq!(plain, degraded);
+}
