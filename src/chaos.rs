@@ -54,8 +54,12 @@ pub struct Chaos {
     pub slew_rate_ppm: u32,
     /// Extra one-way delay of a slow link.
     pub delay: Distribution,
-    /// How long a link stays slow.
+    /// How long a link stays slow or lossy.
     pub slow_for: Distribution,
+    /// Bound on the extra loss of a lossy link, in ppm (VOPR: up to 30 %).
+    pub max_loss_ppm: u32,
+    /// Bound on the extra duplication of a lossy link, in ppm (VOPR: up to 50 %).
+    pub max_duplicate_ppm: u32,
     /// Who the faults may strike.
     pub targets: Targets,
 }
@@ -69,9 +73,9 @@ pub struct Weights {
     pub pause: u32,
     /// Crashes, each with a restart.
     pub crash: u32,
-    /// Clock steps, slews and drift changes.
+    /// Clock steps, slews, strobes and drift changes.
     pub clock: u32,
-    /// Slow links.
+    /// Slow links and lossy links.
     pub network: u32,
 }
 
@@ -248,7 +252,7 @@ impl Chaos {
             }
             Kind::Clock => {
                 let node = process(rng);
-                match rng.below(4) {
+                match rng.below(5) {
                     0 | 1 => Fault::ClockStep {
                         node,
                         delta_ns: self.bump(rng),
@@ -259,6 +263,24 @@ impl Chaos {
                             node,
                             delta_ns,
                             rate_ppm: self.slew_rate_ppm,
+                        }
+                    }
+                    3 => {
+                        // Jepsen's strobe: delta 2^(2..18) ms, period 2^(0..10) ms, for up
+                        // to 32 s.
+                        let delta = Dur::from_millis(1 << rng.between(2, 18)).min(self.max_step);
+                        let delta_ns = i64::try_from(delta.as_nanos().max(1)).unwrap_or(i64::MAX);
+                        let period = Dur::from_millis(1 << rng.between(0, 10));
+                        let duration = Dur::from_nanos(rng.between(1, 32_000_000_000));
+                        Fault::ClockStrobe {
+                            node,
+                            delta_ns: if rng.below(2) == 0 {
+                                delta_ns
+                            } else {
+                                -delta_ns
+                            },
+                            period,
+                            duration,
                         }
                     }
                     _ => {
@@ -273,17 +295,33 @@ impl Chaos {
                 let node = at.unwrap_or_else(|| *pick(rng, &all).expect("nodes"));
                 let others: Vec<NodeId> = all.iter().copied().filter(|&n| n != node).collect();
                 let d = self.slow_for.sample(rng).max(Dur::from_millis(1));
-                let extra = self.delay.sample(rng);
                 let (from, to) = if rng.below(2) == 0 {
                     (vec![node], others)
                 } else {
                     (others, vec![node])
                 };
-                Fault::Delay {
-                    from,
-                    to,
-                    extra,
-                    duration: Some(d),
+                if rng.below(2) == 0 {
+                    Fault::Delay {
+                        from,
+                        to,
+                        extra: self.delay.sample(rng),
+                        duration: Some(d),
+                    }
+                } else {
+                    // At least one of the two, so the fault changes something.
+                    let loss_ppm = rng.between(0, u64::from(self.max_loss_ppm)) as u32;
+                    let duplicate_ppm = rng.between(0, u64::from(self.max_duplicate_ppm)) as u32;
+                    Fault::Degrade {
+                        from,
+                        to,
+                        loss_ppm: if loss_ppm == 0 && duplicate_ppm == 0 {
+                            1
+                        } else {
+                            loss_ppm
+                        },
+                        duplicate_ppm,
+                        duration: Some(d),
+                    }
                 }
             }
         }
@@ -360,7 +398,9 @@ fn in_force(fault: &Fault) -> Dur {
     match fault {
         Fault::Pause { duration, .. }
         | Fault::Partition { duration, .. }
-        | Fault::Delay { duration, .. } => duration.unwrap_or(Dur::MAX),
+        | Fault::Delay { duration, .. }
+        | Fault::Degrade { duration, .. } => duration.unwrap_or(Dur::MAX),
+        Fault::ClockStrobe { duration, .. } => *duration,
         Fault::Crash { restart_after, .. } => restart_after.unwrap_or(Dur::MAX),
         Fault::ClockSlew {
             delta_ns, rate_ppm, ..
@@ -410,6 +450,30 @@ fn clip(fault: Fault, room: Dur) -> Fault {
             to,
             extra,
             duration: Some(cap(d).max(Dur::from_nanos(1))),
+        },
+        Fault::Degrade {
+            from,
+            to,
+            loss_ppm,
+            duplicate_ppm,
+            duration: Some(d),
+        } => Fault::Degrade {
+            from,
+            to,
+            loss_ppm,
+            duplicate_ppm,
+            duration: Some(cap(d).max(Dur::from_nanos(1))),
+        },
+        Fault::ClockStrobe {
+            node,
+            delta_ns,
+            period,
+            duration,
+        } => Fault::ClockStrobe {
+            node,
+            delta_ns,
+            period,
+            duration: cap(duration).max(Dur::from_nanos(1)),
         },
         Fault::ClockSlew {
             node,

@@ -287,13 +287,15 @@ struct ProfileDefaults {
     slew_rate_ppm: u32,
     delay_ms: DistSpec,
     slow_for_ms: DistSpec,
+    max_loss: f64,
+    max_duplicate: f64,
 }
 
 /// The named profiles. `default`: about ten faults a minute of every kind, half of them at
 /// a mark; GC-shaped pauses (Pareto from 20 ms, alpha 0.5, up to 60 s: half under 80 ms,
 /// one in seven over a second, one in twenty over 10 s); partitions from 200 ms with a
-/// tail to 30 s, a third of them holding messages; Jepsen clock bumps capped at 60 s, drift
-/// up to ±500 ppm, ntpd's 500 ppm slews; VOPR-like clogged links.
+/// tail to 30 s, a third of them holding messages; Jepsen clock bumps capped at 60 s and
+/// strobes, drift up to ±500 ppm, ntpd's 500 ppm slews; VOPR-like clogged and lossy links.
 fn profile_defaults(name: &str) -> Option<ProfileDefaults> {
     match name {
         "default" => Some(ProfileDefaults {
@@ -323,6 +325,8 @@ fn profile_defaults(name: &str) -> Option<ProfileDefaults> {
                 max: 20_000.0,
             },
             slow_for_ms: DistSpec::Uniform(100.0, 10_000.0),
+            max_loss: 0.3,
+            max_duplicate: 0.5,
         }),
         _ => None,
     }
@@ -430,6 +434,11 @@ fn chaos(
     }
     let delay = r.dist("chaos.delay_ms", c.delay_ms.unwrap_or(d.delay_ms));
     let slow_for = r.dist("chaos.slow_for_ms", c.slow_for_ms.unwrap_or(d.slow_for_ms));
+    let max_loss_ppm = r.probability("chaos.max_loss", c.max_loss.unwrap_or(d.max_loss));
+    let max_duplicate_ppm = r.probability(
+        "chaos.max_duplicate",
+        c.max_duplicate.unwrap_or(d.max_duplicate),
+    );
     let storage = r
         .names
         .iter()
@@ -453,6 +462,8 @@ fn chaos(
         slew_rate_ppm: slew_rate_ppm.max(1),
         delay,
         slow_for,
+        max_loss_ppm,
+        max_duplicate_ppm,
         targets: Targets {
             clients: r.clients.clone(),
             servers: r.servers.clone(),

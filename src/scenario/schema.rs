@@ -49,6 +49,8 @@ pub(crate) struct ChaosSection {
     pub(crate) slew_rate_ppm: Option<u32>,
     pub(crate) delay_ms: Option<DistSpec>,
     pub(crate) slow_for_ms: Option<DistSpec>,
+    pub(crate) max_loss: Option<f64>,
+    pub(crate) max_duplicate: Option<f64>,
 }
 
 /// `[chaos.weights]`: relative weights of the fault kinds; a kind not given keeps the

@@ -29,7 +29,9 @@ fn in_force(f: &Fault) -> Dur {
     match f {
         Fault::Pause { duration, .. }
         | Fault::Partition { duration, .. }
-        | Fault::Delay { duration, .. } => duration.expect("chaos faults are timed"),
+        | Fault::Delay { duration, .. }
+        | Fault::Degrade { duration, .. } => duration.expect("chaos faults are timed"),
+        Fault::ClockStrobe { duration, .. } => *duration,
         Fault::Crash { restart_after, .. } => restart_after.expect("chaos crashes restart"),
         Fault::ClockSlew {
             delta_ns, rate_ppm, ..
