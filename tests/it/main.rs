@@ -5,5 +5,6 @@ mod catalogue;
 mod check_cmd;
 mod cli;
 mod scenario_errors;
+mod shrink;
 mod support;
 mod tidy;
