@@ -5,6 +5,7 @@
 pub mod error;
 mod resolve;
 mod schema;
+pub mod write;
 
 use std::path::{Path, PathBuf};
 

@@ -1,12 +1,16 @@
-//! The library half of `lockstep hunt`: shrinking a failing fault schedule
-//! (`lockstep::shrink`).
+//! The two library halves of `lockstep hunt`: shrinking a failing fault schedule
+//! (`lockstep::shrink`) and writing a schedule back as a standalone scenario file
+//! (`lockstep::scenario::write`).
 
+use std::path::Path;
+
+use lockstep::scenario::write::write_scenario;
 use lockstep::shrink::{ShrinkError, ShrinkLimits, shrink};
-use lockstep::{Schedule, parse, run_schedule};
+use lockstep::{Schedule, load, parse, run, run_schedule};
 use lockstep_check::Validity;
 use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When};
 
-use crate::support::root;
+use crate::support::{root, scenario_files};
 
 fn n(i: u32) -> NodeId {
     NodeId(i)
@@ -526,7 +530,368 @@ fn k1_with_irrelevant_faults_shrinks_back_to_its_single_pause_and_reproduces() {
     assert!(shrunk.complete);
     assert!(shrunk.tries <= 60, "{shrunk:?}");
 
-    // It reproduces.
+    // It reproduces: as a schedule, and as the file `hunt` would write.
     let again = run_schedule(&scenario, seed, &shrunk.schedule, false);
     assert_eq!(again.judged, Validity::Invalid);
+    let note = format!(
+        "written by lockstep hunt from {} seed {seed}; 1 fault",
+        path.display()
+    );
+    let written =
+        write_scenario(&text, &path, &names, &shrunk.schedule, seed, &note).expect("it writes");
+    let replayed = parse(&written, Path::new("min.toml")).expect("it loads");
+    let r = run(&replayed, replayed.seed, false);
+    assert_eq!(r.judged, Validity::Invalid);
+    assert_eq!(r.trace_hash, again.trace_hash);
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing a schedule back as a scenario file.
+
+/// The fields of a scenario other than its faults, seeds and duration, which a written file
+/// must keep.
+fn kept(s: &lockstep::Scenario) -> String {
+    format!(
+        "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+        s.name,
+        s.description,
+        s.max_events,
+        s.system,
+        s.clocks,
+        s.link,
+        s.links,
+        s.expect,
+        s.check_options
+    )
+}
+
+#[test]
+fn every_catalogue_file_written_back_replays_its_schedule() {
+    for path in scenario_files("scenarios/catalogue") {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let original = parse(&text, &path).unwrap_or_else(|e| panic!("{e}"));
+        let seed = 1_000_003;
+        let schedule = original.schedule(seed);
+        let written = write_scenario(
+            &text,
+            &path,
+            &original.node_names(),
+            &schedule,
+            seed,
+            "round trip",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let back = parse(&written, &path).unwrap_or_else(|e| panic!("{e}\n{written}"));
+        assert_eq!(back.schedule(seed), schedule, "{}", path.display());
+        assert_eq!(kept(&back), kept(&original), "{}", path.display());
+        assert_eq!(back.seed, seed);
+        assert_eq!(back.seeds, lockstep::Seeds::List(vec![seed]));
+        assert!(written.starts_with("# round trip\n"), "{written}");
+    }
+}
+
+#[test]
+fn a_written_file_runs_as_its_original_does() {
+    for file in [
+        "k1-gc-pause-unfenced.toml",
+        "k4-redlock-clock-jump.toml",
+        "j8-zk-client-partition.toml",
+    ] {
+        let path = root().join("scenarios/catalogue").join(file);
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let original = load(&path).expect("loads").scenario;
+        let seed = 7;
+        let schedule = original.schedule(seed);
+        let written = write_scenario(
+            &text,
+            &path,
+            &original.node_names(),
+            &schedule,
+            seed,
+            "same run",
+        )
+        .expect("writes");
+        let back = parse(&written, &path).expect("loads");
+        assert_eq!(
+            run(&back, back.seed, false).trace_hash,
+            run(&original, seed, false).trace_hash,
+            "{file}"
+        );
+    }
+}
+
+/// A Redlock system with five instances: nodes `redis-1` .. `redis-5` (0-4), `storage` (5),
+/// `client-1` .. `client-3` (6-8).
+const REDLOCK: &str = r#"
+# A header comment that must survive.
+[scenario]
+name = "every-fault"
+duration_ms = 123_456.789_123  # awkward on purpose
+seed = 3
+seeds = { from = 1, count = 10 }
+
+[model]
+kind = "redlock"
+ttl_ms = 10_000
+
+[workload]
+clients = 3
+
+[[fault]]
+at_ms = 1
+pause = { node = "client-1", for_ms = 100 }
+
+[chaos]
+profile = "anything the lead adds"
+
+[expect]
+verdict = "valid"
+"#;
+
+#[test]
+fn every_fault_kind_and_shape_is_written_and_read_back() {
+    use PartitionMode::{Drop, Hold};
+    let path = Path::new("every-fault.toml");
+    let without_chaos = REDLOCK.replace("[chaos]\nprofile = \"anything the lead adds\"\n", "");
+    let scenario = parse(&without_chaos, path).unwrap_or_else(|e| panic!("{e}"));
+    let names = scenario.node_names();
+    assert_eq!(names[5], "storage");
+    let schedule = Schedule {
+        faults: vec![
+            at(0, pause(6, None)),
+            at_ns(1, pause(7, Some(Dur::from_nanos(1)))),
+            on(6, "validity-checked", 3, Fault::Resume { node: n(6) }),
+            on(
+                7,
+                "acquire-sent",
+                1,
+                Fault::Crash {
+                    node: n(0),
+                    restart_after: None,
+                },
+            ),
+            at(
+                10,
+                Fault::Crash {
+                    node: n(1),
+                    restart_after: Some(Dur::ZERO),
+                },
+            ),
+            at(
+                11,
+                Fault::Crash {
+                    node: n(2),
+                    restart_after: Some(Dur::from_nanos(123_456_789_123)),
+                },
+            ),
+            at(12, Fault::Restart { node: n(0) }),
+            at(20, partition(Shape::Isolate { node: n(3) }, Drop, None)),
+            at(
+                21,
+                partition(
+                    Shape::Split {
+                        groups: vec![ns(&[0, 1]), ns(&[2]), ns(&[3, 4, 5])],
+                    },
+                    Hold,
+                    Some(ms(5)),
+                ),
+            ),
+            at(
+                22,
+                partition(
+                    Shape::OneWay {
+                        from: ns(&[6]),
+                        to: ns(&[0, 1, 2]),
+                    },
+                    Drop,
+                    Some(ms(7)),
+                ),
+            ),
+            at(
+                23,
+                partition(
+                    Shape::OneWay {
+                        from: ns(&[0, 1]),
+                        to: ns(&[8]),
+                    },
+                    Hold,
+                    None,
+                ),
+            ),
+            at(
+                24,
+                partition(
+                    Shape::MajorityMinority {
+                        nodes: ns(&[0, 1, 2, 3, 4]),
+                    },
+                    Drop,
+                    Some(ms(1)),
+                ),
+            ),
+            at(
+                25,
+                partition(
+                    Shape::Bridge {
+                        nodes: ns(&[0, 1, 2, 3, 4]),
+                    },
+                    Hold,
+                    Some(ms(2)),
+                ),
+            ),
+            at(
+                26,
+                partition(
+                    Shape::MajoritiesRing {
+                        nodes: ns(&[0, 1, 2, 3, 4]),
+                    },
+                    Drop,
+                    Some(ms(3)),
+                ),
+            ),
+            at(27, Fault::Heal),
+            at(30, step(0, 1)),
+            at(31, step(1, -1)),
+            at(32, step(2, 123_456_789_123)),
+            at(33, step(3, -123_456_789_123)),
+            at(34, step(4, 0)),
+            at(
+                35,
+                Fault::ClockSlew {
+                    node: n(6),
+                    delta_ns: -999_999,
+                    rate_ppm: 1,
+                },
+            ),
+            at(
+                36,
+                Fault::ClockSlew {
+                    node: n(7),
+                    delta_ns: 1_000_001,
+                    rate_ppm: 500,
+                },
+            ),
+            at(
+                40,
+                Fault::ClockDrift {
+                    node: n(5),
+                    drift_ppm: -250_000,
+                },
+            ),
+            at(
+                41,
+                Fault::ClockDrift {
+                    node: n(8),
+                    drift_ppm: 37,
+                },
+            ),
+            at(
+                50,
+                Fault::Delay {
+                    from: ns(&[6, 7, 8]),
+                    to: ns(&[5]),
+                    extra: Dur::from_nanos(3),
+                    duration: None,
+                },
+            ),
+            at(
+                51,
+                Fault::Delay {
+                    from: ns(&[5]),
+                    to: ns(&[6]),
+                    extra: ms(90_000),
+                    duration: Some(Dur::from_nanos(999_999_999)),
+                },
+            ),
+        ],
+        duration: Dur::from_nanos(123_456_789_123),
+    };
+    let written = write_scenario(
+        REDLOCK,
+        path,
+        &names,
+        &schedule,
+        42,
+        "every fault\n\nand shape",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let back = parse(&written, path).unwrap_or_else(|e| panic!("{e}\n{written}"));
+    assert_eq!(back.schedule(42), schedule, "{written}");
+    assert_eq!(kept(&back), kept(&scenario));
+    assert!(!written.contains("chaos"), "{written}");
+    assert!(
+        written.starts_with("# every fault\n#\n# and shape\n\n")
+            && written.contains("\n# A header comment that must survive.\n[scenario]\n"),
+        "{written}"
+    );
+    assert!(written.contains("seed = 42\nseeds = [42]\n"), "{written}");
+    // Whole milliseconds are integers; the rest the shortest decimal that reads back.
+    for line in [
+        "duration_ms = 123456.789123",
+        "pause = { node = \"client-2\", for_ms = 0.000001 }",
+        "crash = { node = \"redis-3\", restart_after_ms = 123456.789123 }",
+        "clock_step = { node = \"redis-4\", delta_ms = -123456.789123 }",
+        "clock_slew = { node = \"client-1\", delta_ms = -0.999999, rate_ppm = 1 }",
+        "partition = { groups = [[\"redis-1\", \"redis-2\"], [\"redis-3\"], [\"redis-4\", \"redis-5\", \"storage\"]], mode = \"hold\", for_ms = 5 }",
+        "delay = { from = [\"client-1\", \"client-2\", \"client-3\"], to = \"storage\", extra_ms = 0.000003 }",
+        "on = { node = \"client-1\", mark = \"validity-checked\", occurrence = 3 }",
+        "heal = true",
+    ] {
+        assert!(written.contains(line), "no `{line}` in\n{written}");
+    }
+    // The faults come before [expect], as in the catalogue.
+    assert!(
+        written.find("[[fault]]") < written.find("[expect]"),
+        "{written}"
+    );
+}
+
+#[test]
+fn times_that_no_file_can_say_exactly_are_refused() {
+    let path = Path::new("every-fault.toml");
+    let without_chaos = REDLOCK.replace("[chaos]\nprofile = \"anything the lead adds\"\n", "");
+    let names = parse(&without_chaos, path).expect("loads").node_names();
+    let write = |faults: Vec<ScheduledFault>| {
+        let schedule = Schedule {
+            faults,
+            duration: ms(60_000),
+        };
+        write_scenario(REDLOCK, path, &names, &schedule, 1, "").map_err(|e| e.to_string())
+    };
+    let unsorted = write(vec![at(
+        1,
+        partition(
+            Shape::Bridge {
+                nodes: ns(&[2, 0, 1]),
+            },
+            PartitionMode::Drop,
+            None,
+        ),
+    )]);
+    assert!(
+        unsorted
+            .as_ref()
+            .is_err_and(|e| e.contains("fault[0].partition.bridge") && e.contains("node order")),
+        "{unsorted:?}"
+    );
+    let unknown = write(vec![at(1, pause(99, None))]);
+    assert!(
+        unknown
+            .as_ref()
+            .is_err_and(|e| e.contains("fault[0].pause.node") && e.contains("node id 99")),
+        "{unknown:?}"
+    );
+    // A pause of 0 is no pause to the loader (`for_ms` must be positive): the file would not
+    // replay the schedule, so none is written.
+    let zero = write(vec![at(1, pause(6, Some(Dur::ZERO)))]);
+    assert!(
+        zero.as_ref()
+            .is_err_and(|e| e.contains("fault[0].pause.for_ms")),
+        "{zero:?}"
+    );
+    let late = write(vec![at(70_000, Fault::Heal)]);
+    assert!(
+        late.as_ref()
+            .is_err_and(|e| e.contains("after the end of the run")),
+        "{late:?}"
+    );
 }
