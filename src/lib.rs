@@ -14,6 +14,7 @@ pub mod expect;
 pub mod junit;
 pub mod run;
 pub mod scenario;
+pub mod shrink;
 pub mod suite;
 
 pub use expect::{Count, Expect};

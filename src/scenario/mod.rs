@@ -6,6 +6,7 @@ pub mod error;
 mod resolve;
 mod schema;
 mod variant;
+pub mod write;
 
 use std::path::{Path, PathBuf};
 

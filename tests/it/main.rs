@@ -7,5 +7,6 @@ mod check_cmd;
 mod cli;
 mod fault_keys;
 mod scenario_errors;
+mod shrink;
 mod support;
 mod tidy;
