@@ -1,16 +1,18 @@
 //! lockstep: a deterministic simulation and chaos-test harness for distributed locks and
 //! leader election.
 //!
-//! This package holds what touches the outside world: the scenario files ([`scenario`]), one
-//! run of a scenario ([`run`]), expectations ([`expect`]), checking many scenarios over many
-//! seeds ([`suite`]) and its JUnit XML ([`junit`]), and the command line (the `lockstep`
-//! binary). The simulator, the models, the checker and the reports are the crates
+//! This package holds what touches the outside world: the scenario files ([`scenario`]), chaos
+//! profiles ([`chaos`]), one run of a scenario ([`run`]), expectations ([`expect`]), checking
+//! many scenarios over many seeds ([`suite`]) and its JUnit XML ([`junit`]), shrinking a
+//! failing fault schedule ([`shrink`]) and hunting for one ([`hunt`]), and the command line
+//! (the `lockstep` binary). The simulator, the models, the checker and the reports are the crates
 //! `lockstep-sim`, `lockstep-models`, `lockstep-check` and `lockstep-reports`; the map and the
 //! rules between them are in ARCHITECTURE.md.
 #![deny(missing_docs)]
 
 pub mod chaos;
 pub mod expect;
+pub mod hunt;
 pub mod junit;
 pub mod run;
 pub mod scenario;

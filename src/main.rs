@@ -33,6 +33,43 @@ enum Command {
     /// table, JSON or JUnit XML for CI.
     #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
+    /// Search seeds for a run that violates the scenario's property, shrink its fault
+    /// schedule to a minimal one, and write a scenario file that replays it.
+    #[command(after_help = HUNT_EXIT_CODES)]
+    Hunt(HuntArgs),
+}
+
+const HUNT_EXIT_CODES: &str = "\
+Exit codes:
+  0  no seed of the range violated the property
+  1  a violation was found, shrunk and written to --out
+  2  a bad scenario file, bad usage, or an output file that cannot be written";
+
+#[derive(Debug, clap::Args)]
+struct HuntArgs {
+    /// The scenario file (TOML).
+    file: PathBuf,
+    /// Where to write the minimal scenario (replaced whole, never left half-written).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// How many seeds to search, from --from.
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
+    seeds: u64,
+    /// The first seed; defaults to the scenario's `seed`.
+    #[arg(long, value_name = "SEED")]
+    from: Option<u64>,
+    /// Worker threads for the search; defaults to the machine's cores. The seed found does
+    /// not depend on it.
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Replace the file's [[fault]] list and [chaos] section with this chaos profile.
+    #[arg(long, value_name = "PROFILE")]
+    chaos: Option<String>,
+    /// Bound on the runs the shrink may make.
+    #[arg(long, value_name = "N", default_value_t = 2_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_tries: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -80,6 +117,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => cmd_run(&args),
         Command::Check(args) => cmd_check(&args),
+        Command::Hunt(args) => cmd_hunt(&args),
     }
 }
 
@@ -151,7 +189,7 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     drop(written);
     if let Some(junit) = &args.junit {
         let xml = lockstep::junit::render(&result, &times);
-        if let Err(e) = write_atomically(junit, &xml) {
+        if let Err(e) = write_atomically(junit, &xml, "JUnit file") {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
@@ -161,6 +199,116 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+fn cmd_hunt(args: &HuntArgs) -> ExitCode {
+    let file = &args.file;
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{}: cannot read the file: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let text = match &args.chaos {
+        Some(profile) => match lockstep::scenario::with_chaos(&text, file, profile) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => text,
+    };
+    let scenario = match lockstep::parse(&text, file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = output_writable(&args.out, "minimal scenario") {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        |j| j as usize,
+    );
+    let options = lockstep::hunt::HuntOptions {
+        from: args.from.unwrap_or(scenario.seed),
+        seeds: args.seeds,
+        jobs,
+        max_tries: args.max_tries,
+    };
+    let profile = args
+        .chaos
+        .as_deref()
+        .map(|p| format!(" under chaos profile {p}"))
+        .unwrap_or_default();
+    let found = match lockstep::hunt::hunt(&text, file, &scenario, options) {
+        Ok(lockstep::hunt::Hunted::Clean { seeds }) => {
+            println!(
+                "hunt     {}{profile}\nclean    no violation of {} in {seeds} seeds from {}",
+                scenario.name, scenario.expect.property, options.from
+            );
+            return ExitCode::SUCCESS;
+        }
+        Ok(lockstep::hunt::Hunted::Found(found)) => found,
+        Err(e) => {
+            eprintln!("{}: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = write_atomically(&args.out, &found.text, "minimal scenario") {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
+    let out = args.out.display();
+    let faults: Vec<&str> = found
+        .text
+        .split("[[fault]]")
+        .skip(1)
+        .map(|f| f.split("\n\n").next().unwrap_or("").trim())
+        .collect();
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "hunt     {}{profile}", scenario.name);
+    let _ = writeln!(
+        o,
+        "found    seed {} (seed {} of the search): {} {}",
+        found.seed, found.seeds_tried, scenario.expect.property, found.replay.judged
+    );
+    let _ = writeln!(
+        o,
+        "shrunk   {} faults -> {}, run {} -> {}, in {} runs{}",
+        found.original.faults.len(),
+        found.shrunk.faults.len(),
+        found.original.duration,
+        found.shrunk.duration,
+        found.tries,
+        if found.complete {
+            ""
+        } else {
+            " (stopped at --max-tries)"
+        }
+    );
+    for f in faults {
+        let _ = writeln!(o, "  - {}", f.replace('\n', "; "));
+    }
+    let _ = writeln!(o, "wrote    {out}");
+    let _ = writeln!(
+        o,
+        "replay   lockstep run {out}   (trace {:016x}, {} events)",
+        found.replay.trace_hash, found.replay.events
+    );
+    let why = found.replay.verdict.explain(&found.replay.history);
+    if !why.is_empty() {
+        let _ = writeln!(o, "why:");
+        for w in why.iter().take(5) {
+            let _ = writeln!(o, "  - {w}");
+        }
+    }
+    ExitCode::from(1)
 }
 
 /// Finds and loads every scenario file under the paths and checks the JUnit file's path,
@@ -185,16 +333,20 @@ fn load_suite(args: &CheckArgs) -> Option<Vec<Loaded>> {
             }
         }
     }
-    if let Some(Err(e)) = args.junit.as_deref().map(junit_writable) {
+    if let Some(Err(e)) = args
+        .junit
+        .as_deref()
+        .map(|f| output_writable(f, "JUnit file"))
+    {
         eprintln!("{e}");
         bad = true;
     }
     (!bad).then_some(loaded)
 }
 
-/// Fails early, before any run, when the JUnit file could plainly not be written: its
+/// Fails early, before any run, when an output file (`what`) could plainly not be written: its
 /// directory does not exist, or it is a directory.
-fn junit_writable(file: &Path) -> Result<(), String> {
+fn output_writable(file: &Path, what: &str) -> Result<(), String> {
     let dir = parent_dir(file);
     let problem = if !dir.is_dir() {
         format!("no directory {}", dir.display())
@@ -204,7 +356,7 @@ fn junit_writable(file: &Path) -> Result<(), String> {
         return Ok(());
     };
     Err(format!(
-        "{}: cannot write the JUnit file: {problem}",
+        "{}: cannot write the {what}: {problem}",
         file.display()
     ))
 }
@@ -220,7 +372,7 @@ fn parent_dir(file: &Path) -> &Path {
 /// Writes `text` to a temporary file beside `file` and renames it over `file`, so that a
 /// reader (a CI server collecting reports) sees the old file or the whole new one, never a
 /// part.
-fn write_atomically(file: &Path, text: &str) -> Result<(), String> {
+fn write_atomically(file: &Path, text: &str, what: &str) -> Result<(), String> {
     let name = file
         .file_name()
         .ok_or_else(|| format!("{}: not a file name", file.display()))?;
@@ -235,7 +387,7 @@ fn write_atomically(file: &Path, text: &str) -> Result<(), String> {
     let renamed = written.and_then(|()| std::fs::rename(&tmp, file));
     renamed.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("{}: cannot write the JUnit file: {e}", file.display())
+        format!("{}: cannot write the {what}: {e}", file.display())
     })
 }
 

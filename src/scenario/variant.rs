@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use toml_edit::{DocumentMut, Item, Table, Value};
+
 use super::{ScenarioError, line_of};
 
 /// Faults the default profile gets at least this long to draw in, beyond its start and tail.
@@ -11,23 +13,24 @@ const CHAOS_WINDOW_MS: f64 = 60_000.0;
 /// The text of `text` with its `[[fault]]` list and any `[chaos]` section replaced by
 /// `[chaos] profile = PROFILE`, and the run made long enough for the profile: its start, a
 /// minute of faults and the quiet tail the profile derives from `model.ttl_ms`. The system,
-/// workload, storage, network, clocks and expectation are kept; the text is re-checked when it
-/// is parsed, so a bad file still gets errors naming its keys.
+/// workload, storage, network, clocks, expectation and comments are kept; the text is
+/// re-checked when it is parsed, so a bad file still gets errors naming its keys.
 ///
 /// # Errors
 /// A [`ScenarioError`] naming `path` when the text is not TOML.
 pub fn with_chaos(text: &str, path: &Path, profile: &str) -> Result<String, ScenarioError> {
-    let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         let line = e.span().map(|s| line_of(text, s.start));
         ScenarioError::one(path, "", line, e.message().to_string())
     })?;
     doc.remove("fault");
-    let mut chaos = toml::Table::new();
-    chaos.insert("profile".into(), toml::Value::String(profile.to_string()));
-    doc.insert("chaos".into(), toml::Value::Table(chaos));
-    let number = |v: Option<&toml::Value>| match v {
-        Some(toml::Value::Integer(i)) => Some(*i as f64),
-        Some(toml::Value::Float(f)) => Some(*f),
+    doc.remove("chaos");
+    let mut chaos = Table::new();
+    chaos["profile"] = toml_edit::value(profile);
+    doc.insert("chaos", Item::Table(chaos));
+    let number = |v: Option<&Item>| match v.and_then(Item::as_value) {
+        Some(Value::Integer(i)) => Some(*i.value() as f64),
+        Some(Value::Float(f)) => Some(*f.value()),
         _ => None,
     };
     let ttl_ms = doc
@@ -36,14 +39,11 @@ pub fn with_chaos(text: &str, path: &Path, profile: &str) -> Result<String, Scen
         .unwrap_or(0.0);
     // The default profile's start (1 s) and tail (liveness 2 x TTL + 10 s, plus 1 s).
     let needed_ms = 1_000.0 + CHAOS_WINDOW_MS + 2.0 * ttl_ms.max(0.0) + 11_000.0;
-    if let Some(toml::Value::Table(s)) = doc.get_mut("scenario") {
+    if let Some(s) = doc.get_mut("scenario").and_then(Item::as_table_like_mut) {
         let duration = number(s.get("duration_ms")).unwrap_or(0.0);
         if duration < needed_ms {
-            s.insert(
-                "duration_ms".into(),
-                toml::Value::Integer(needed_ms.ceil() as i64),
-            );
+            s.insert("duration_ms", toml_edit::value(needed_ms.ceil() as i64));
         }
     }
-    Ok(toml::to_string(&doc).expect("a TOML table serializes"))
+    Ok(doc.to_string())
 }

@@ -6,6 +6,7 @@ mod chaos;
 mod check_cmd;
 mod cli;
 mod fault_keys;
+mod hunt;
 mod scenario_errors;
 mod shrink;
 mod support;

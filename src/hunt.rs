@@ -1,0 +1,220 @@
+//! `lockstep hunt`: search seeds for a violation, shrink its fault schedule, and write a
+//! standalone scenario that replays it.
+//!
+//! The search runs seeds in order on worker threads (whole runs per thread; nothing inside a
+//! run is shared) and keeps the failing seed with the lowest index, so the seed found does not
+//! depend on the number of threads. The schedule of that seed's run (the file's faults and
+//! what its chaos profile drew) is then shrunk with proptest ([`crate::shrink`]) against the
+//! same seed: fewer faults, smaller magnitudes, a shorter run, as long as the run still
+//! violates the scenario's property. The result is written back into the original file
+//! ([`crate::scenario::write`]), without its chaos profile, and replayed from that text before
+//! it is handed out: a file `hunt` returns reproduces the violation.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lockstep_check::Validity;
+
+use crate::run::{RunResult, run, run_schedule};
+use crate::scenario::write::write_scenario;
+use crate::scenario::{Scenario, Schedule, parse};
+use crate::shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
+
+/// What to search and how hard.
+#[derive(Clone, Copy, Debug)]
+pub struct HuntOptions {
+    /// The first seed.
+    pub from: u64,
+    /// How many seeds to try, at most.
+    pub seeds: u64,
+    /// Worker threads for the search (1 or more).
+    pub jobs: usize,
+    /// Bound on the runs the shrink may make.
+    pub max_tries: u64,
+}
+
+/// A violation found and shrunk.
+#[derive(Debug)]
+pub struct Found {
+    /// The failing seed.
+    pub seed: u64,
+    /// How many seeds were tried up to and including it.
+    pub seeds_tried: u64,
+    /// The schedule of the failing run as the scenario gave it.
+    pub original: Schedule,
+    /// The shrunk schedule.
+    pub shrunk: Schedule,
+    /// Runs the shrink made.
+    pub tries: u64,
+    /// False when the shrink stopped at its bound rather than at a minimum.
+    pub complete: bool,
+    /// The standalone scenario file that replays the shrunk run.
+    pub text: String,
+    /// That file's run, replayed from the text.
+    pub replay: RunResult,
+}
+
+/// How a hunt ended.
+#[derive(Debug)]
+pub enum Hunted {
+    /// No seed of the range violated the property.
+    Clean {
+        /// Seeds tried.
+        seeds: u64,
+    },
+    /// A violation, shrunk and written.
+    Found(Box<Found>),
+}
+
+/// True when the run is a violation of the scenario's property (not merely short of a bound
+/// or of recovery).
+fn violates(r: &RunResult) -> bool {
+    r.judged == Validity::Invalid
+}
+
+/// Hunts over `scenario` (parsed from `text`, read from `path`).
+///
+/// # Errors
+/// A message when the shrunk schedule cannot be written back or the written file does not
+/// replay the violation: a harness bug, reported rather than hidden.
+pub fn hunt(
+    text: &str,
+    path: &Path,
+    scenario: &Scenario,
+    options: HuntOptions,
+) -> Result<Hunted, String> {
+    let Some(index) = first_failing(scenario, options) else {
+        return Ok(Hunted::Clean {
+            seeds: options.seeds,
+        });
+    };
+    let seed = options.from.wrapping_add(index);
+    let original = scenario.schedule(seed);
+    let mut fails = |s: &Schedule| violates(&run_schedule(scenario, seed, s, false));
+    let shrunk = shrink_to_fixpoint(&original, options.max_tries, &mut fails)
+        .map_err(|e| format!("seed {seed}: {e} (harness bug)"))?;
+    let names = scenario.node_names();
+    let note = format!(
+        "Written by `lockstep hunt` from {} (scenario {}), seed {seed}: {} of {} faults and {} of \
+         {} of the run are enough to make {} {}; shrunk in {} runs{}.\nReplay: lockstep run {{this file}}",
+        path.display(),
+        scenario.name,
+        shrunk.schedule.faults.len(),
+        original.faults.len(),
+        shrunk.schedule.duration,
+        original.duration,
+        scenario.expect.property,
+        Validity::Invalid,
+        shrunk.tries,
+        if shrunk.complete {
+            ""
+        } else {
+            " (stopped at the bound)"
+        },
+    );
+    let written = write_scenario(
+        &without_recovers(text),
+        path,
+        &names,
+        &shrunk.schedule,
+        seed,
+        &note,
+    )
+    .map_err(|e| format!("cannot write the shrunk schedule back: {e}"))?;
+    let replayed = parse(&written, path)
+        .map_err(|e| format!("the written scenario does not load (harness bug): {e}"))?;
+    let replay = run(&replayed, seed, false);
+    let expected = run_schedule(scenario, seed, &shrunk.schedule, false);
+    if !violates(&replay) || replay.trace_hash != expected.trace_hash {
+        return Err(format!(
+            "the written scenario does not replay the shrunk run (harness bug): trace {:016x}, verdict {}; expected {:016x}, invalid",
+            replay.trace_hash, replay.judged, expected.trace_hash
+        ));
+    }
+    Ok(Hunted::Found(Box::new(Found {
+        seed,
+        seeds_tried: index + 1,
+        original,
+        shrunk: shrunk.schedule,
+        tries: shrunk.tries,
+        complete: shrunk.complete,
+        text: written,
+        replay,
+    })))
+}
+
+/// Shrinks `original` again and again until a pass changes nothing or `max_tries` runs are
+/// spent. One pass of proptest's shrink drops each fault once, before the magnitudes shrink;
+/// a fault that was needed only for a longer pause or an earlier mark can go in a later pass.
+fn shrink_to_fixpoint(
+    original: &Schedule,
+    max_tries: u64,
+    fails: &mut impl FnMut(&Schedule) -> bool,
+) -> Result<Shrunk, ShrinkError> {
+    let mut shrunk = shrink(original, ShrinkLimits { max_tries }, &mut *fails)?;
+    loop {
+        let left = max_tries.saturating_sub(shrunk.tries);
+        if !shrunk.complete || left == 0 {
+            return Ok(shrunk);
+        }
+        let again = shrink(
+            &shrunk.schedule,
+            ShrinkLimits { max_tries: left },
+            &mut *fails,
+        )?;
+        let changed = again.schedule != shrunk.schedule;
+        shrunk = Shrunk {
+            tries: shrunk.tries + again.tries,
+            accepted: shrunk.accepted + again.accepted,
+            ..again
+        };
+        if !changed {
+            return Ok(shrunk);
+        }
+    }
+}
+
+/// The lowest index (from `options.from`) whose run violates the property, searched on
+/// `options.jobs` threads; the same answer for any number of threads.
+fn first_failing(scenario: &Scenario, options: HuntOptions) -> Option<u64> {
+    let next = AtomicU64::new(0);
+    let best = AtomicU64::new(u64::MAX);
+    let worker = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            // Indices past a failure found already cannot be the first.
+            if i >= options.seeds || i >= best.load(Ordering::Relaxed) {
+                return;
+            }
+            if violates(&run(scenario, options.from.wrapping_add(i), false)) {
+                best.fetch_min(i, Ordering::Relaxed);
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..options.jobs.max(1) {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+    let best = best.into_inner();
+    (best != u64::MAX).then_some(best)
+}
+
+/// The text without `[expect] recovers`, which needs the chaos profile the written file no
+/// longer has.
+fn without_recovers(text: &str) -> String {
+    let Ok(mut doc) = text.parse::<toml::Table>() else {
+        return text.to_string();
+    };
+    let removed = doc
+        .get_mut("expect")
+        .and_then(|e| e.as_table_mut())
+        .and_then(|e| e.remove("recovers"))
+        .is_some();
+    if removed {
+        toml::to_string(&doc).expect("a TOML table serializes")
+    } else {
+        text.to_string()
+    }
+}

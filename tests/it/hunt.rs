@@ -1,0 +1,147 @@
+//! `lockstep hunt`: every known-unsafe catalogue configuration, under the default chaos
+//! profile, yields a violation shrunk to at most three faults, in a file that replays it.
+
+use std::path::Path;
+
+use lockstep::hunt::{HuntOptions, Hunted, hunt};
+use lockstep::scenario::with_chaos;
+use lockstep::{parse, run};
+use lockstep_check::Validity;
+
+use crate::support::{lockstep, root, scenario_files, stderr, stdout};
+
+fn options(seeds: u64, jobs: usize) -> HuntOptions {
+    HuntOptions {
+        from: 1,
+        seeds,
+        jobs,
+        max_tries: 2_000,
+    }
+}
+
+#[test]
+fn every_unsafe_catalogue_configuration_shrinks_to_at_most_three_faults_that_replay() {
+    let mut unsafe_files = 0;
+    let mut report = Vec::new();
+    for file in scenario_files("scenarios/catalogue") {
+        let text = std::fs::read_to_string(&file).expect("read");
+        let original = parse(&text, &file).expect("catalogue parses");
+        if original.expect.verdict != Some(Validity::Invalid) {
+            continue;
+        }
+        unsafe_files += 1;
+        let text = with_chaos(&text, &file, "default").expect("toml");
+        let scenario = parse(&text, &file).expect("the chaos variant parses");
+        let found = match hunt(&text, &file, &scenario, options(2_000, 2)) {
+            Ok(Hunted::Found(found)) => found,
+            other => panic!("{}: {other:?}", file.display()),
+        };
+        let name = file
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .to_string();
+        report.push(format!(
+            "{name}: seed {}, {} -> {} faults",
+            found.seed,
+            found.original.faults.len(),
+            found.shrunk.faults.len()
+        ));
+        assert!(
+            found.shrunk.faults.len() <= 3,
+            "{name}: {} faults left: {:#?}",
+            found.shrunk.faults.len(),
+            found.shrunk.faults
+        );
+        // The written file stands alone: no chaos, the shrunk faults, and it replays.
+        let written = parse(&found.text, Path::new("min.toml")).expect("the file loads");
+        assert!(written.chaos.is_none(), "{name}");
+        assert_eq!(written.faults, found.shrunk.faults, "{name}");
+        assert_eq!(written.seed, found.seed);
+        let replay = run(&written, found.seed, false);
+        assert_eq!(replay.judged, Validity::Invalid, "{name}");
+        assert_eq!(replay.trace_hash, found.replay.trace_hash, "{name}");
+    }
+    assert_eq!(unsafe_files, 25, "{report:#?}");
+}
+
+#[test]
+fn the_seed_found_does_not_depend_on_the_number_of_threads() {
+    let file = root().join("scenarios/chaos/redis-unfenced.toml");
+    let text = std::fs::read_to_string(&file).expect("read");
+    let scenario = parse(&text, &file).expect("parses");
+    let seed = |jobs| match hunt(&text, &file, &scenario, options(500, jobs)) {
+        Ok(Hunted::Found(f)) => (f.seed, f.shrunk, f.text),
+        other => panic!("{other:?}"),
+    };
+    let one = seed(1);
+    assert_eq!(one, seed(2));
+    assert_eq!(one, seed(3));
+}
+
+#[test]
+fn the_command_writes_a_file_that_run_replays_and_exits_1() {
+    let dir = std::env::temp_dir().join(format!("lockstep-hunt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let out = dir.join("min-k1.toml");
+    let k1 = root().join("scenarios/catalogue/k1-gc-pause-unfenced.toml");
+    let k1 = k1.to_str().expect("utf-8");
+    let o = lockstep(&[
+        "hunt",
+        k1,
+        "--chaos",
+        "default",
+        "--seeds",
+        "200",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("found    seed 11 "), "{text}");
+    assert!(text.contains("shrunk   11 faults -> "), "{text}");
+    let replay = lockstep(&["run", out.to_str().expect("utf-8")]);
+    // The written file keeps K1's [expect] (invalid), which the replay meets.
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    assert!(stdout(&replay).contains("INVALID"), "{}", stdout(&replay));
+
+    // Seeds 1-10 hold nothing: a clean hunt exits 0 and writes nothing.
+    let clean = dir.join("clean.toml");
+    let o = lockstep(&[
+        "hunt",
+        k1,
+        "--chaos",
+        "default",
+        "--seeds",
+        "10",
+        "--out",
+        clean.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("no violation of resource in 10 seeds"));
+    assert!(!clean.exists());
+
+    // An output in a missing directory fails before any run.
+    let o = lockstep(&[
+        "hunt",
+        k1,
+        "--out",
+        dir.join("no/such/dir/min.toml").to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot write the minimal scenario: no directory"),
+        "{}",
+        stderr(&o)
+    );
+    let o = lockstep(&["hunt", k1, "--chaos", "wild", "--out", "x.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("chaos.profile: no profile named `wild`"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
