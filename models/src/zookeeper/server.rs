@@ -145,9 +145,13 @@ pub struct ZkServer {
     data_watches: BTreeMap<String, BTreeSet<NodeId>>,
     child_watches: BTreeMap<String, BTreeSet<NodeId>>,
     forwarded: Vec<Forwarded>,
-    /// The last `(conn, xid)` proposed per (origin, client): the learner's link to the
-    /// leader is a TCP stream, so a request it carried twice is proposed once.
-    last_proposed: BTreeMap<(NodeId, NodeId), (u64, u64)>,
+    /// The xids of the client requests proposed, per session (a `createSession` is xid 0 of
+    /// the session it creates): the learner's link to the leader is a TCP stream, so a
+    /// request the network carried twice is proposed once. A request is known by its
+    /// `(sessionId, cxid)`, as in ZooKeeper: a client's connection numbers and xids start
+    /// over when its process restarts, but then it has a new session, and within a session
+    /// the xids only grow. Cleared (but for the session's creation) when the session closes.
+    proposed: BTreeMap<SessionId, BTreeSet<u64>>,
     boots: u32,
     audit: Vec<Audit>,
 }
@@ -181,7 +185,7 @@ impl ZkServer {
             data_watches: BTreeMap::new(),
             child_watches: BTreeMap::new(),
             forwarded: Vec::new(),
-            last_proposed: BTreeMap::new(),
+            proposed: BTreeMap::new(),
             boots,
             audit,
         }
@@ -593,11 +597,15 @@ impl ZkServer {
             }
         }
         if p.client != self.me {
-            let last = self.last_proposed.entry((p.origin, p.client)).or_default();
-            if (p.conn, p.xid) <= *last && *last != (0, 0) {
+            let session = match &p.txn {
+                Txn::CreateSession { session, .. }
+                | Txn::CloseSession { session }
+                | Txn::Create { session, .. }
+                | Txn::Delete { session, .. } => *session,
+            };
+            if !self.proposed.entry(session).or_default().insert(p.xid) {
                 return; // A duplicate of a request already proposed.
             }
-            *last = (p.conn, p.xid);
         }
         let mut out = Outbox::default();
         match self.raft.propose(p.clone(), &mut out) {
@@ -794,6 +802,13 @@ impl ZkServer {
                     t.closing.remove(session);
                 }
                 Txn::Create { .. } | Txn::Delete { .. } => {}
+            }
+        }
+        if let Txn::CloseSession { session } = &p.txn {
+            // Its later requests are refused as expired; only a late copy of its creation
+            // still needs to be known as one.
+            if let Some(xids) = self.proposed.get_mut(session) {
+                xids.retain(|&xid| xid == 0);
             }
         }
         self.fire(ctx, events);
