@@ -20,7 +20,11 @@
 //!   client that reconnects with its session is revalidated by the leader: a session it no
 //!   longer tracks gets a zero timeout, and the client learns `Expired` only then. A member
 //!   refuses a client that has seen a later zxid than its own. Watches live on the member the
-//!   client is connected to and fire once.
+//!   client is connected to and fire once. The leader's tracker records each session's
+//!   owner, the member it was created or last revalidated through; a create or delete from
+//!   another member is a stray from a connection the client has left, refused as
+//!   `SessionMoved`, and that member closes the connection (`SessionTrackerImpl.checkSession`,
+//!   `FinalRequestProcessor`, ZOOKEEPER-710).
 //! - **Crash.** Only the broadcast's durable state survives; the tree is rebuilt by replay.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,6 +108,12 @@ struct Tracker {
     epoch: u64,
     expiry: BTreeMap<SessionId, LocalTime>,
     closing: BTreeSet<SessionId>,
+    /// The member whose client connection holds each session: set when the session is
+    /// created or revalidated, and by the first request of a session the tracker has no owner
+    /// for (after a leader change). A write from another member is refused as
+    /// `SessionMoved`: it is a stray from a connection the client has left
+    /// (`SessionTrackerImpl.checkSession`, `Leader.revalidateSession`, ZOOKEEPER-710).
+    owner: BTreeMap<SessionId, NodeId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -314,7 +324,7 @@ impl ZkServer {
                 session,
             } => {
                 if self.tracker.is_some() {
-                    let timeout = self.revalidate(ctx, session);
+                    let timeout = self.revalidate(ctx, session, from);
                     ctx.send(
                         from,
                         Msg::ZkPeer(Peer::Revalidated {
@@ -438,7 +448,7 @@ impl ZkServer {
                 self.submit(ctx, p);
             }
             Some(session) if self.tracker.is_some() => {
-                let timeout = self.revalidate(ctx, session);
+                let timeout = self.revalidate(ctx, session, self.me);
                 self.finish_connect(ctx, client, conn, session, timeout);
             }
             Some(session) => {
@@ -457,15 +467,18 @@ impl ZkServer {
     }
 
     /// The leader's check of a reconnecting session: valid (and touched) unless it is gone
-    /// or closing.
-    fn revalidate(&mut self, ctx: &mut Ctx<'_, Node>, session: SessionId) -> Option<Dur> {
-        let live = self
-            .tracker
-            .as_ref()
-            .is_some_and(|t| t.expiry.contains_key(&session) && !t.closing.contains(&session));
-        if !live {
+    /// or closing; the member the client reconnected to becomes its owner.
+    fn revalidate(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        session: SessionId,
+        owner: NodeId,
+    ) -> Option<Dur> {
+        let t = self.tracker.as_mut()?;
+        if !t.expiry.contains_key(&session) || t.closing.contains(&session) {
             return None;
         }
+        t.owner.insert(session, owner);
         self.touch(ctx, session);
         self.tree.sessions().get(&session).copied()
     }
@@ -582,19 +595,21 @@ impl ZkServer {
         }
     }
 
-    /// The leader's request processor: check the session, then propose.
+    /// The leader's request processor: check the session and its owner, then propose.
     fn leader_submit(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
-        let Some(tracker) = &self.tracker else {
+        let Some(tracker) = &mut self.tracker else {
             return self.refuse(ctx, p, ErrorCode::ConnectionLoss);
         };
-        let session = match &p.txn {
-            Txn::Create { session, .. } | Txn::Delete { session, .. } => Some(*session),
-            Txn::CreateSession { .. } | Txn::CloseSession { .. } => None,
-        };
-        if let Some(s) = session {
-            if !tracker.expiry.contains_key(&s) || tracker.closing.contains(&s) {
-                return self.refuse(ctx, p, ErrorCode::SessionExpired);
+        match &p.txn {
+            Txn::Create { session, .. } | Txn::Delete { session, .. } => {
+                if !tracker.expiry.contains_key(session) || tracker.closing.contains(session) {
+                    return self.refuse(ctx, p, ErrorCode::SessionExpired);
+                }
+                if *tracker.owner.entry(*session).or_insert(p.origin) != p.origin {
+                    return self.refuse(ctx, p, ErrorCode::SessionMoved);
+                }
             }
+            Txn::CreateSession { .. } | Txn::CloseSession { .. } => {}
         }
         if p.client != self.me {
             let session = match &p.txn {
@@ -771,6 +786,7 @@ impl ZkServer {
             epoch,
             expiry,
             closing: BTreeSet::new(),
+            owner: BTreeMap::new(),
         });
         self.audit.push(Audit::Leading { epoch });
         ctx.set_timer_at(
@@ -796,10 +812,12 @@ impl ZkServer {
                 Txn::CreateSession { session, timeout } => {
                     t.expiry
                         .insert(*session, round_to_next_tick(now + *timeout, tick));
+                    t.owner.insert(*session, p.origin);
                 }
                 Txn::CloseSession { session } => {
                     t.expiry.remove(session);
                     t.closing.remove(session);
+                    t.owner.remove(session);
                 }
                 Txn::Create { .. } | Txn::Delete { .. } => {}
             }

@@ -7,7 +7,7 @@ use lockstep_models::system::{Family, SystemSpec, build, counters, history};
 use lockstep_models::zookeeper::client::{Recipe, ZkLockConfig};
 use lockstep_models::zookeeper::server::ZkServerConfig;
 use lockstep_sim::{
-    Dur, Fault, NodeConfig, PartitionMode, ScheduledFault, Shape, Time, World, WorldConfig,
+    Dur, Fault, NodeConfig, PartitionMode, ScheduledFault, Shape, Time, When, World, WorldConfig,
 };
 
 use crate::support::*;
@@ -348,5 +348,61 @@ fn a_restarted_client_is_served_by_a_member_it_used_before_the_crash() {
         assert!(grants_after(&w, ZK_CLIENT_2, 21_000) > 0, "seed {seed}");
         let late = grants_after(&w, ZK_CLIENT_2, 35_000);
         assert!(late > 0, "seed {seed}: client-2 is never granted on zk-3");
+    }
+}
+
+/// A create held on the network from a connection the client has left arrives after the
+/// client reconnected elsewhere and created its node again. ZooKeeper refuses it: the
+/// session's owner is now the member the client reconnected to, and a request through any
+/// other member is `SessionMovedException` (ZOOKEEPER-710), which closes the stale
+/// connection. Applied, it made a second lock node the client never learns of, kept by its
+/// live session, that every later acquisition queued behind for good
+/// (chaos-zookeeper-czxid-fenced, seed 670).
+#[test]
+fn a_create_from_a_connection_the_client_left_is_refused_as_session_moved() {
+    for seed in 1..=3 {
+        // Client-2 starts on zk-3, the only server it can reach for the first 4 s.
+        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 40, |cfg| {
+            cfg.trace = true;
+            cfg.faults = vec![cut_client_2(0, 4_000, &[ZK_1, ZK_2])];
+        });
+        w.run_until(Time::from_millis(5_000));
+        let creates = w
+            .trace()
+            .expect("traced")
+            .iter()
+            .filter(|e| e.node == ZK_CLIENT_2 && e.kind == lockstep_sim::TraceKind::Mark)
+            .filter(|e| e.text == "mark lock-create-sent")
+            .count() as u32;
+        // Its next create is held on the way to zk-3 for 6 s: client-2 hears nothing,
+        // reconnects to zk-1 with its session, finds no node of its own, and creates it
+        // again; the held create reaches zk-3 afterwards, on the old connection.
+        w.schedule(ScheduledFault {
+            when: When::OnMark {
+                node: ZK_CLIENT_2,
+                mark: "lock-create-sent".into(),
+                occurrence: creates + 1,
+                before: None,
+            },
+            fault: Fault::Partition {
+                shape: Shape::OneWay {
+                    from: vec![ZK_CLIENT_2],
+                    to: vec![ZK_3],
+                },
+                mode: PartitionMode::Hold,
+                duration: Some(ms(6_000)),
+            },
+        });
+        w.run();
+        let held = w.fault_log().iter().any(|f| {
+            matches!(f.fault, Fault::Partition { .. }) && f.time > Time::from_millis(5_000)
+        });
+        assert!(held, "seed {seed}: the create was not held");
+        assert!(
+            grants_after(&w, lockstep_sim::NodeId(4), 25_000)
+                + grants_after(&w, ZK_CLIENT_2, 25_000)
+                > 0,
+            "seed {seed}: no grant after the heal"
+        );
     }
 }
