@@ -20,7 +20,11 @@
 //!   client that reconnects with its session is revalidated by the leader: a session it no
 //!   longer tracks gets a zero timeout, and the client learns `Expired` only then. A member
 //!   refuses a client that has seen a later zxid than its own. Watches live on the member the
-//!   client is connected to and fire once.
+//!   client is connected to and fire once. The leader's tracker records each session's
+//!   owner, the member it was created or last revalidated through; a create or delete from
+//!   another member is a stray from a connection the client has left, refused as
+//!   `SessionMoved`, and that member closes the connection (`SessionTrackerImpl.checkSession`,
+//!   `FinalRequestProcessor`, ZOOKEEPER-710).
 //! - **Crash.** Only the broadcast's durable state survives; the tree is rebuilt by replay.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,6 +108,12 @@ struct Tracker {
     epoch: u64,
     expiry: BTreeMap<SessionId, LocalTime>,
     closing: BTreeSet<SessionId>,
+    /// The member whose client connection holds each session: set when the session is
+    /// created or revalidated, and by the first request of a session the tracker has no owner
+    /// for (after a leader change). A write from another member is refused as
+    /// `SessionMoved`: it is a stray from a connection the client has left
+    /// (`SessionTrackerImpl.checkSession`, `Leader.revalidateSession`, ZOOKEEPER-710).
+    owner: BTreeMap<SessionId, NodeId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,9 +155,13 @@ pub struct ZkServer {
     data_watches: BTreeMap<String, BTreeSet<NodeId>>,
     child_watches: BTreeMap<String, BTreeSet<NodeId>>,
     forwarded: Vec<Forwarded>,
-    /// The last `(conn, xid)` proposed per (origin, client): the learner's link to the
-    /// leader is a TCP stream, so a request it carried twice is proposed once.
-    last_proposed: BTreeMap<(NodeId, NodeId), (u64, u64)>,
+    /// The xids of the client requests proposed, per session (a `createSession` is xid 0 of
+    /// the session it creates): the learner's link to the leader is a TCP stream, so a
+    /// request the network carried twice is proposed once. A request is known by its
+    /// `(sessionId, cxid)`, as in ZooKeeper: a client's connection numbers and xids start
+    /// over when its process restarts, but then it has a new session, and within a session
+    /// the xids only grow. Cleared (but for the session's creation) when the session closes.
+    proposed: BTreeMap<SessionId, BTreeSet<u64>>,
     boots: u32,
     audit: Vec<Audit>,
 }
@@ -181,7 +195,7 @@ impl ZkServer {
             data_watches: BTreeMap::new(),
             child_watches: BTreeMap::new(),
             forwarded: Vec::new(),
-            last_proposed: BTreeMap::new(),
+            proposed: BTreeMap::new(),
             boots,
             audit,
         }
@@ -310,7 +324,7 @@ impl ZkServer {
                 session,
             } => {
                 if self.tracker.is_some() {
-                    let timeout = self.revalidate(ctx, session);
+                    let timeout = self.revalidate(ctx, session, from);
                     ctx.send(
                         from,
                         Msg::ZkPeer(Peer::Revalidated {
@@ -434,7 +448,7 @@ impl ZkServer {
                 self.submit(ctx, p);
             }
             Some(session) if self.tracker.is_some() => {
-                let timeout = self.revalidate(ctx, session);
+                let timeout = self.revalidate(ctx, session, self.me);
                 self.finish_connect(ctx, client, conn, session, timeout);
             }
             Some(session) => {
@@ -453,15 +467,18 @@ impl ZkServer {
     }
 
     /// The leader's check of a reconnecting session: valid (and touched) unless it is gone
-    /// or closing.
-    fn revalidate(&mut self, ctx: &mut Ctx<'_, Node>, session: SessionId) -> Option<Dur> {
-        let live = self
-            .tracker
-            .as_ref()
-            .is_some_and(|t| t.expiry.contains_key(&session) && !t.closing.contains(&session));
-        if !live {
+    /// or closing; the member the client reconnected to becomes its owner.
+    fn revalidate(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        session: SessionId,
+        owner: NodeId,
+    ) -> Option<Dur> {
+        let t = self.tracker.as_mut()?;
+        if !t.expiry.contains_key(&session) || t.closing.contains(&session) {
             return None;
         }
+        t.owner.insert(session, owner);
         self.touch(ctx, session);
         self.tree.sessions().get(&session).copied()
     }
@@ -578,26 +595,32 @@ impl ZkServer {
         }
     }
 
-    /// The leader's request processor: check the session, then propose.
+    /// The leader's request processor: check the session and its owner, then propose.
     fn leader_submit(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
-        let Some(tracker) = &self.tracker else {
+        let Some(tracker) = &mut self.tracker else {
             return self.refuse(ctx, p, ErrorCode::ConnectionLoss);
         };
-        let session = match &p.txn {
-            Txn::Create { session, .. } | Txn::Delete { session, .. } => Some(*session),
-            Txn::CreateSession { .. } | Txn::CloseSession { .. } => None,
-        };
-        if let Some(s) = session {
-            if !tracker.expiry.contains_key(&s) || tracker.closing.contains(&s) {
-                return self.refuse(ctx, p, ErrorCode::SessionExpired);
+        match &p.txn {
+            Txn::Create { session, .. } | Txn::Delete { session, .. } => {
+                if !tracker.expiry.contains_key(session) || tracker.closing.contains(session) {
+                    return self.refuse(ctx, p, ErrorCode::SessionExpired);
+                }
+                if *tracker.owner.entry(*session).or_insert(p.origin) != p.origin {
+                    return self.refuse(ctx, p, ErrorCode::SessionMoved);
+                }
             }
+            Txn::CreateSession { .. } | Txn::CloseSession { .. } => {}
         }
         if p.client != self.me {
-            let last = self.last_proposed.entry((p.origin, p.client)).or_default();
-            if (p.conn, p.xid) <= *last && *last != (0, 0) {
+            let session = match &p.txn {
+                Txn::CreateSession { session, .. }
+                | Txn::CloseSession { session }
+                | Txn::Create { session, .. }
+                | Txn::Delete { session, .. } => *session,
+            };
+            if !self.proposed.entry(session).or_default().insert(p.xid) {
                 return; // A duplicate of a request already proposed.
             }
-            *last = (p.conn, p.xid);
         }
         let mut out = Outbox::default();
         match self.raft.propose(p.clone(), &mut out) {
@@ -763,6 +786,7 @@ impl ZkServer {
             epoch,
             expiry,
             closing: BTreeSet::new(),
+            owner: BTreeMap::new(),
         });
         self.audit.push(Audit::Leading { epoch });
         ctx.set_timer_at(
@@ -788,12 +812,21 @@ impl ZkServer {
                 Txn::CreateSession { session, timeout } => {
                     t.expiry
                         .insert(*session, round_to_next_tick(now + *timeout, tick));
+                    t.owner.insert(*session, p.origin);
                 }
                 Txn::CloseSession { session } => {
                     t.expiry.remove(session);
                     t.closing.remove(session);
+                    t.owner.remove(session);
                 }
                 Txn::Create { .. } | Txn::Delete { .. } => {}
+            }
+        }
+        if let Txn::CloseSession { session } = &p.txn {
+            // Its later requests are refused as expired; only a late copy of its creation
+            // still needs to be known as one.
+            if let Some(xids) = self.proposed.get_mut(session) {
+                xids.retain(|&xid| xid == 0);
             }
         }
         self.fire(ctx, events);

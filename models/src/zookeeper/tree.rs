@@ -71,6 +71,10 @@ pub enum ErrorCode {
     NodeExists,
     /// The session is gone or closing.
     SessionExpired,
+    /// The request came through a member that no longer owns the session: the client has
+    /// reconnected elsewhere since it sent it (never seen by clients; the member closes the
+    /// connection instead).
+    SessionMoved,
     /// The connection broke before an answer came.
     ConnectionLoss,
 }

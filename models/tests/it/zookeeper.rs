@@ -6,7 +6,9 @@ use lockstep_models::Node;
 use lockstep_models::system::{Family, SystemSpec, build, counters, history};
 use lockstep_models::zookeeper::client::{Recipe, ZkLockConfig};
 use lockstep_models::zookeeper::server::ZkServerConfig;
-use lockstep_sim::{Dur, NodeConfig, Time, World, WorldConfig};
+use lockstep_sim::{
+    Dur, Fault, NodeConfig, PartitionMode, ScheduledFault, Shape, Time, When, World, WorldConfig,
+};
 
 use crate::support::*;
 
@@ -279,4 +281,128 @@ fn zookeeper_invariants_hold_under_random_faults_seeds_0_to_499() {
 #[test]
 fn zookeeper_invariants_hold_under_random_faults_seeds_500_to_999() {
     random_runs(500..1_000);
+}
+
+// Node ids of `zk_spec(2, _)`: the three servers, storage, then the clients.
+const ZK_1: lockstep_sim::NodeId = lockstep_sim::NodeId(0);
+const ZK_2: lockstep_sim::NodeId = lockstep_sim::NodeId(1);
+const ZK_3: lockstep_sim::NodeId = lockstep_sim::NodeId(2);
+const ZK_CLIENT_2: lockstep_sim::NodeId = lockstep_sim::NodeId(5);
+
+/// Cuts client-2 off from `servers` (dropping) from `start_ms` for `for_ms`.
+fn cut_client_2(start_ms: u64, for_ms: u64, servers: &[lockstep_sim::NodeId]) -> ScheduledFault {
+    at(
+        start_ms,
+        Fault::Partition {
+            shape: Shape::Split {
+                groups: vec![vec![ZK_CLIENT_2], servers.to_vec()],
+            },
+            mode: PartitionMode::Drop,
+            duration: Some(ms(for_ms)),
+        },
+    )
+}
+
+/// The grants of `client` at or after `from_ms`.
+fn grants_after(w: &World<Node>, client: lockstep_sim::NodeId, from_ms: u64) -> usize {
+    w.history()
+        .iter()
+        .filter(|r| r.node == client && r.time >= Time::from_millis(from_ms))
+        .filter(|r| matches!(r.event, lockstep_check::Event::Grant { .. }))
+        .count()
+}
+
+/// A client process that crashes and restarts numbers its connections and xids from 1
+/// again, under a new session. The leader must know a request by its `(sessionId, cxid)`:
+/// one that took `(connection, xid)` as monotonic per client dropped the restarted client's
+/// requests as duplicates once it came back to a member it had used before with a higher
+/// connection number; a dropped release left its lock node in place under a live session,
+/// and every waiter behind it stuck (chaos-zookeeper-czxid-fenced, seeds 186, 514, 596).
+#[test]
+fn a_restarted_client_is_served_by_a_member_it_used_before_the_crash() {
+    for seed in 1..=3 {
+        let faults = vec![
+            // Before the crash client-2 can only use zk-3, and is cut off twice, so that
+            // it cycles through the other servers and reaches zk-3 again on connection 7
+            // or later.
+            cut_client_2(0, 20_000, &[ZK_1, ZK_2]),
+            cut_client_2(3_000, 3_000, &[ZK_3]),
+            cut_client_2(11_000, 3_000, &[ZK_3]),
+            at(
+                20_000,
+                Fault::Crash {
+                    node: ZK_CLIENT_2,
+                    restart_after: Some(ms(1_000)),
+                },
+            ),
+            // The restarted client makes its session through zk-1 (connection 3 at most),
+            // then moves to zk-3 (two connections later).
+            cut_client_2(20_000, 8_000, &[ZK_2, ZK_3]),
+            cut_client_2(28_000, 22_000, &[ZK_1, ZK_2]),
+        ];
+        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 50, |cfg| {
+            cfg.faults = faults
+        });
+        assert_eq!(w.names()[ZK_CLIENT_2.index()], "client-2");
+        w.run();
+        assert!(grants_after(&w, ZK_CLIENT_2, 21_000) > 0, "seed {seed}");
+        let late = grants_after(&w, ZK_CLIENT_2, 35_000);
+        assert!(late > 0, "seed {seed}: client-2 is never granted on zk-3");
+    }
+}
+
+/// A create held on the network from a connection the client has left arrives after the
+/// client reconnected elsewhere and created its node again. ZooKeeper refuses it: the
+/// session's owner is now the member the client reconnected to, and a request through any
+/// other member is `SessionMovedException` (ZOOKEEPER-710), which closes the stale
+/// connection. Applied, it made a second lock node the client never learns of, kept by its
+/// live session, that every later acquisition queued behind for good
+/// (chaos-zookeeper-czxid-fenced, seed 670).
+#[test]
+fn a_create_from_a_connection_the_client_left_is_refused_as_session_moved() {
+    for seed in 1..=3 {
+        // Client-2 starts on zk-3, the only server it can reach for the first 4 s.
+        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 40, |cfg| {
+            cfg.trace = true;
+            cfg.faults = vec![cut_client_2(0, 4_000, &[ZK_1, ZK_2])];
+        });
+        w.run_until(Time::from_millis(5_000));
+        let creates = w
+            .trace()
+            .expect("traced")
+            .iter()
+            .filter(|e| e.node == ZK_CLIENT_2 && e.kind == lockstep_sim::TraceKind::Mark)
+            .filter(|e| e.text == "mark lock-create-sent")
+            .count() as u32;
+        // Its next create is held on the way to zk-3 for 6 s: client-2 hears nothing,
+        // reconnects to zk-1 with its session, finds no node of its own, and creates it
+        // again; the held create reaches zk-3 afterwards, on the old connection.
+        w.schedule(ScheduledFault {
+            when: When::OnMark {
+                node: ZK_CLIENT_2,
+                mark: "lock-create-sent".into(),
+                occurrence: creates + 1,
+                before: None,
+            },
+            fault: Fault::Partition {
+                shape: Shape::OneWay {
+                    from: vec![ZK_CLIENT_2],
+                    to: vec![ZK_3],
+                },
+                mode: PartitionMode::Hold,
+                duration: Some(ms(6_000)),
+            },
+        });
+        w.run();
+        let held = w.fault_log().iter().any(|f| {
+            matches!(f.fault, Fault::Partition { .. }) && f.time > Time::from_millis(5_000)
+        });
+        assert!(held, "seed {seed}: the create was not held");
+        assert!(
+            grants_after(&w, lockstep_sim::NodeId(4), 25_000)
+                + grants_after(&w, ZK_CLIENT_2, 25_000)
+                > 0,
+            "seed {seed}: no grant after the heal"
+        );
+    }
 }
