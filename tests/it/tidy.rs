@@ -39,6 +39,11 @@ fn every_flag_of_run_is_in_the_readme() {
 }
 
 #[test]
+fn every_flag_of_hunt_is_in_the_readme() {
+    flags_are_in_the_readme("hunt", &["--out", "--chaos", "--max-tries"]);
+}
+
+#[test]
 fn the_architecture_page_maps_every_crate() {
     let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     for krate in [
