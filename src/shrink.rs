@@ -18,9 +18,11 @@
 //!    is undone. One pass.
 //! 2. **Smaller magnitudes**, fault by fault, each with proptest's `u64` [`BinarySearch`]
 //!    toward its floor: a pause's length, a crash's `restart_after`, a partition's length, a
-//!    delay's `extra` and length, a clock step's or slew's |delta| (the sign kept), a drift's
-//!    |ppm| (the sign kept), and a mark trigger's `occurrence` toward 1. Trigger times
-//!    (`When::At`), nodes, shapes, partition modes and slew rates are left alone.
+//!    delay's `extra` and length, a degrade's loss (down to 1 ppm, so it still changes
+//!    something), duplication and length, a clock step's, slew's or strobe's |delta| (the
+//!    sign kept) and a strobe's length, a drift's |ppm| (the sign kept), and a mark trigger's
+//!    `occurrence` toward 1. Trigger times (`When::At`) and lapse times, nodes, shapes,
+//!    partition modes, slew rates and strobe periods are left alone.
 //! 3. **A shorter run**, toward the latest `When::At` time of the faults that remain (a file
 //!    may not place a fault after its run's end).
 //!
