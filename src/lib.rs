@@ -3,7 +3,8 @@
 //!
 //! This package holds what touches the outside world: the scenario files ([`scenario`]), one
 //! run of a scenario ([`run`]), expectations ([`expect`]), checking many scenarios over many
-//! seeds ([`suite`]) and its JUnit XML ([`junit`]), and the command line (the `lockstep`
+//! seeds ([`suite`]) and its JUnit XML ([`junit`]), the statistics of sweeps ([`stats`]), and the
+//! command line (the `lockstep`
 //! binary). The simulator, the models, the checker and the reports are the crates
 //! `lockstep-sim`, `lockstep-models`, `lockstep-check` and `lockstep-reports`; the map and the
 //! rules between them are in ARCHITECTURE.md.
@@ -13,6 +14,7 @@ pub mod expect;
 pub mod junit;
 pub mod run;
 pub mod scenario;
+pub mod stats;
 pub mod suite;
 
 pub use expect::{Count, Expect};
