@@ -16,7 +16,7 @@ const SUB: u64 = 1 << SUB_BITS;
 /// Buckets: `SUB` exact ones, then `SUB` for each leading-one position from `SUB_BITS` to 63.
 const BUCKETS: usize = ((64 - SUB_BITS + 1) as usize) * SUB as usize;
 
-/// A histogram of `u64` values in logarithmic buckets, after HdrHistogram: values below 64
+/// A histogram of `u64` values in logarithmic buckets, after HdrHistogram: values below 128
 /// have a bucket each; above, each range `[2^k, 2^(k+1))` is split into 64 equal buckets.
 ///
 /// Every count is exact and the buckets are fixed, so histograms merge by adding counts, in

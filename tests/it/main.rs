@@ -6,4 +6,5 @@ mod check_cmd;
 mod cli;
 mod scenario_errors;
 mod support;
+mod sweep_cmd;
 mod tidy;
