@@ -427,7 +427,10 @@ impl SuiteResult {
             self.runs,
             plural(self.runs)
         );
-        if self.passed {
+        let twice = self.scenarios.iter().any(|s| s.determinism.is_some());
+        if self.passed && twice {
+            format!("{head}: all expectations hold, every seed ran twice alike")
+        } else if self.passed {
             format!("{head}: all expectations hold")
         } else {
             let f = self.failed_scenarios;

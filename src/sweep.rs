@@ -426,6 +426,29 @@ impl SweepSummary {
         self.failed == 0 && self.nondeterministic == 0
     }
 
+    /// Checks what a hand-edited or truncated file could get wrong, so that a merge of it is
+    /// refused rather than wrong.
+    fn consistent(&self) -> Result<(), String> {
+        let c = &self.verdict_counts;
+        if self.passed + self.failed != self.runs || c.valid + c.invalid + c.unknown != self.runs {
+            return Err("its counts do not add up to `runs`".to_string());
+        }
+        if self.grants_per_run.count() != self.runs {
+            return Err("`grants_per_run` does not count every run".to_string());
+        }
+        if let Some(sh) = &self.shard {
+            let increasing = sh.included.windows(2).all(|w| w[0] < w[1]);
+            let in_range = sh.included.iter().all(|i| (1..=sh.count).contains(i));
+            if sh.count < 2 || sh.included.is_empty() || !increasing || !in_range {
+                return Err(format!(
+                    "`shard` must list shards from 1 to its count ({}) once each, in order",
+                    sh.count
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The position in the range of `seed`.
     fn position(&self, seed: u64) -> u64 {
         seed.wrapping_sub(self.seeds.from)
@@ -527,6 +550,7 @@ impl SweepSummary {
         if s.format != FORMAT {
             return Err(format!("format `{}`, expected `{FORMAT}`", s.format));
         }
+        s.consistent()?;
         Ok(s)
     }
 }
@@ -937,7 +961,7 @@ impl SweepSummary {
     fn rates_table(&self) -> String {
         let n = self.runs;
         let mut b = Builder::default();
-        b.push_record(["runs", "seeds", "rate", "95% interval (Wilson)"]);
+        b.push_record(["runs", "count", "rate", "95% interval (Wilson)"]);
         let counts = &self.verdict_counts;
         let rows = [
             ("did not meet [expect]", self.failed),
