@@ -1,6 +1,7 @@
 //! Throughput benchmarks (`cargo bench`): simulated events per second of the raw engine on a
-//! ping-pong, and of the K1 catalogue scenario over 10,000 seeds. Figures, not assertions:
-//! targets are checked by reading them (ARCHITECTURE.md, "Testing").
+//! ping-pong, of the K1 catalogue scenario over 10,000 seeds, and seeds per second on one core
+//! of one scenario per lock family through `lockstep sweep`'s library half. Figures, not
+//! assertions: targets are checked by reading them (ARCHITECTURE.md, "Testing").
 #![allow(
     clippy::disallowed_methods,
     reason = "a benchmark measures the host's time; it is outside every run"
@@ -77,6 +78,65 @@ fn report(name: &str, events: u64, secs: f64) {
     );
 }
 
+/// One scenario per lock family for the seeds-per-second figures: each family's default
+/// scenario under the default chaos profile (scenarios/chaos/).
+const FAMILIES: &[(&str, &str)] = &[
+    ("Redis", "scenarios/chaos/redis-unfenced.toml"),
+    ("Redlock", "scenarios/chaos/redlock-unfenced.toml"),
+    ("etcd", "scenarios/chaos/etcd-unfenced.toml"),
+    ("ZooKeeper", "scenarios/chaos/zookeeper-unfenced.toml"),
+];
+
+/// Seeds each family's scenario runs for its figure.
+const FAMILY_SEEDS: u64 = 2_000;
+
+/// CPU time this process has used, from /proc/self/stat (Linux; `None` elsewhere). On a
+/// machine shared with other work, seeds per CPU-second is the steadier figure per core.
+fn cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces): utime and
+    // stime are the 12th and 13th, in clock ticks (100 per second on Linux).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
+/// Seeds per second on one core: `lockstep sweep FILE --seeds FAMILY_SEEDS --jobs 1`, as a
+/// library call, per family.
+fn seeds_per_core() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (family, file) in FAMILIES {
+        let target = lockstep::sweep::load(&root.join(file), None).expect("the scenario loads");
+        let config = lockstep::sweep::SweepConfig {
+            from: 1,
+            count: FAMILY_SEEDS,
+            shard: None,
+            jobs: 1,
+            check_determinism: false,
+        };
+        let (cpu, start) = (cpu_secs(), Instant::now());
+        let summary = black_box(lockstep::sweep::sweep(&target, &config, |_| {}));
+        let secs = start.elapsed().as_secs_f64();
+        let per_cpu = cpu
+            .zip(cpu_secs())
+            .map(|(a, b)| {
+                format!(
+                    "{:>6.0} seeds/CPU-s",
+                    summary.runs as f64 / (b - a).max(0.01)
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "{:<44} {:>12} seeds   {secs:>7.3} s  {:>6.0} seeds/s  {per_cpu}  ({:.0} events/seed)",
+            format!("{family}: {}", target.scenario.name),
+            summary.runs,
+            summary.runs as f64 / secs,
+            summary.events as f64 / summary.runs as f64,
+        );
+    }
+}
+
 fn main() {
     // Warm up caches and the allocator once.
     ping_pong(1_000_000, Distribution::Constant(Dur::from_micros(50)));
@@ -107,4 +167,7 @@ fn main() {
         "",
         seeds as f64 / secs
     );
+
+    println!("\nseeds per second on one core (sweep, 1 thread, {FAMILY_SEEDS} seeds each):");
+    seeds_per_core();
 }

@@ -3,11 +3,12 @@
 //!
 //! This package holds what touches the outside world: the scenario files ([`scenario`]), chaos
 //! profiles ([`chaos`]), one run of a scenario ([`run`]), expectations ([`expect`]), checking
-//! many scenarios over many seeds ([`suite`]) and its JUnit XML ([`junit`]), shrinking a
-//! failing fault schedule ([`shrink`]) and hunting for one ([`hunt`]), and the command line
-//! (the `lockstep` binary). The simulator, the models, the checker and the reports are the crates
-//! `lockstep-sim`, `lockstep-models`, `lockstep-check` and `lockstep-reports`; the map and the
-//! rules between them are in ARCHITECTURE.md.
+//! many scenarios over many seeds ([`suite`]) and its JUnit XML ([`junit`]), one scenario over
+//! many seeds on several threads and the merge of its shards ([`sweep`], with its [`stats`]),
+//! shrinking a failing fault schedule ([`shrink`]) and hunting for one ([`hunt`]), and the
+//! command line (the `lockstep` binary). The simulator, the models, the checker and the
+//! reports are the crates `lockstep-sim`, `lockstep-models`, `lockstep-check` and
+//! `lockstep-reports`; the map and the rules between them are in ARCHITECTURE.md.
 #![deny(missing_docs)]
 
 pub mod chaos;
@@ -17,7 +18,9 @@ pub mod junit;
 pub mod run;
 pub mod scenario;
 pub mod shrink;
+pub mod stats;
 pub mod suite;
+pub mod sweep;
 
 pub use expect::{Count, Expect};
 pub use run::{RunResult, run, run_schedule};

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use lockstep::suite::{self, WallTimes, run_report};
+use lockstep::sweep::{self, Shard, SweepConfig, SweepSummary, WallTime};
 use lockstep::{Loaded, MAX_SEEDS, load, run};
 
 const EXIT_CODES: &str = "\
@@ -33,6 +34,15 @@ enum Command {
     /// table, JSON or JUnit XML for CI.
     #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
+    /// Run one scenario over many consecutive seeds on several threads: rates of each
+    /// verdict and violation with confidence intervals, liveness percentiles, the first
+    /// failing seeds with reproduce commands.
+    #[command(after_help = EXIT_CODES)]
+    Sweep(SweepArgs),
+    /// Combine the JSON summaries of the shards of one sweep (`sweep --shard I/N --format
+    /// json`) into the summary of the whole.
+    #[command(after_help = EXIT_CODES)]
+    Merge(MergeArgs),
     /// Search seeds for a run that violates the scenario's property, shrink its fault
     /// schedule to a minimal one, and write a scenario file that replays it.
     #[command(after_help = HUNT_EXIT_CODES)]
@@ -85,6 +95,9 @@ struct RunArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Run the seed twice and compare the trace hashes; a difference exits 1.
+    #[arg(long)]
+    check_determinism: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -99,6 +112,46 @@ struct CheckArgs {
     /// Also write the result as JUnit XML to FILE (replaced whole, never left half-written).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Run every seed twice and compare the trace hashes; a difference fails the scenario.
+    #[arg(long)]
+    check_determinism: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct SweepArgs {
+    /// The scenario file (TOML).
+    file: PathBuf,
+    /// How many consecutive seeds to run.
+    #[arg(long, value_name = "N", value_parser = seed_count)]
+    seeds: u64,
+    /// The first seed; defaults to the scenario's `seed`.
+    #[arg(long, value_name = "S")]
+    from: Option<u64>,
+    /// Worker threads; defaults to the available cores. The results do not depend on it.
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Run only shard I of N (from 1): the seeds at positions i (from 0) with i % N = I - 1.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// Output format; the JSON is what `lockstep merge` reads.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Run every seed twice and compare the trace hashes; a difference exits 1.
+    #[arg(long)]
+    check_determinism: bool,
+    /// Replace the file's [[fault]] list and [chaos] section with this chaos profile.
+    #[arg(long, value_name = "PROFILE")]
+    chaos: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct MergeArgs {
+    /// JSON summaries written by `lockstep sweep --format json`, one per shard.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -118,6 +171,8 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd_run(&args),
         Command::Check(args) => cmd_check(&args),
         Command::Hunt(args) => cmd_hunt(&args),
+        Command::Sweep(args) => cmd_sweep(&args),
+        Command::Merge(args) => cmd_merge(&args),
     }
 }
 
@@ -132,6 +187,9 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
     let scenario = &loaded.scenario;
     let seed = args.seed.unwrap_or(scenario.seed);
     let result = run(scenario, seed, args.trace);
+    let determinism = args
+        .check_determinism
+        .then(|| lockstep::run::rerun_matches(scenario, &result, args.trace));
     let mut report = run_report(&args.file.display().to_string(), &scenario.name, &result);
     let trace = result
         .trace
@@ -146,16 +204,28 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
                 }
                 let _ = writeln!(out);
             }
-            write!(out, "{}", report.table())
+            let written = write!(out, "{}", report.table());
+            match &determinism {
+                Some(Ok(())) => writeln!(
+                    out,
+                    "determinism: ran twice, trace {:016x} both times",
+                    result.trace_hash
+                ),
+                Some(Err(mismatch)) => writeln!(out, "{mismatch}"),
+                None => written,
+            }
         }
         Format::Json => {
             report.trace = trace;
+            if let Some(Err(mismatch)) = &determinism {
+                eprintln!("{mismatch}");
+            }
             writeln!(out, "{}", report.json())
         }
     };
     // A closed pipe (`| head`) is not an error of the run.
     drop(written);
-    if result.expected() {
+    if result.expected() && determinism.is_none_or(|d| d.is_ok()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -174,7 +244,11 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     };
     let mut times = WallTimes::default();
     let mut last = now();
-    let result = suite::check_suite_observed(&loaded, args.seeds, |_| {
+    let options = suite::CheckOptions {
+        seeds: args.seeds,
+        check_determinism: args.check_determinism,
+    };
+    let result = suite::check_suite_with(&loaded, options, |_| {
         let t = now();
         times.scenarios.push(t - last);
         last = t;
@@ -195,6 +269,118 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
         }
     }
     if result.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn cmd_sweep(args: &SweepArgs) -> ExitCode {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "wall-clock time of the whole sweep, for people; no run reads it"
+    )]
+    let start = std::time::Instant::now();
+    let target = match sweep::load(&args.file, args.chaos.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let config = SweepConfig {
+        from: args.from.unwrap_or(target.scenario.seed),
+        count: args.seeds,
+        shard: args.shard,
+        jobs: args.jobs.map_or(cores, |j| j as usize),
+        check_determinism: args.check_determinism,
+    };
+    // Drawn on stderr, and hidden when stderr is not a terminal (CI logs, pipes).
+    let bar = indicatif::ProgressBar::new(config.runs());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}  {msg}",
+        )
+        .expect("a valid progress template"),
+    );
+    let mut failed = 0u64;
+    let summary = sweep::sweep(&target, &config, |o| {
+        if !o.expected {
+            failed += 1;
+            bar.set_message(format!("{failed} failed"));
+        }
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    let wall = WallTime {
+        elapsed: start.elapsed(),
+        jobs: config.jobs,
+    };
+    let mut out = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Table => write!(out, "{}", summary.table(Some(wall))),
+        Format::Json => {
+            let secs = wall.elapsed.as_secs_f64();
+            eprintln!(
+                "{} seeds in {secs:.2}s on {} thread{} ({:.0} seeds/s)",
+                summary.runs,
+                wall.jobs,
+                if wall.jobs == 1 { "" } else { "s" },
+                summary.runs as f64 / secs.max(1e-9)
+            );
+            writeln!(out, "{}", summary.json())
+        }
+    };
+    // A closed pipe (`| head`) is not an error of the sweep.
+    drop(written);
+    exit_code(&summary)
+}
+
+fn cmd_merge(args: &MergeArgs) -> ExitCode {
+    let mut inputs = Vec::new();
+    let mut bad = false;
+    for file in &args.files {
+        let name = file.display().to_string();
+        let read = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"));
+        match read.and_then(|text| SweepSummary::from_json(&text)) {
+            Ok(s) => inputs.push((name, s)),
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                bad = true;
+            }
+        }
+    }
+    if bad {
+        return ExitCode::from(2);
+    }
+    let summary = match sweep::merge(&inputs) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Table => write!(out, "{}", summary.table(None)),
+        Format::Json => writeln!(out, "{}", summary.json()),
+    };
+    drop(written);
+    exit_code(&summary)
+}
+
+/// `--seeds N` of a sweep: any count from 1 (a range is never expanded into a list).
+fn seed_count(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("a sweep runs at least 1 seed".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a seed count: {e}")),
+    }
+}
+
+fn exit_code(summary: &SweepSummary) -> ExitCode {
+    if summary.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

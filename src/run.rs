@@ -89,3 +89,45 @@ pub fn run_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: 
         counters,
     }
 }
+
+/// A seed whose two runs differ: the harness is not deterministic for this scenario.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Mismatch {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// The trace hash of the first run, as 16 hex digits.
+    pub first_trace_hash: String,
+    /// The trace hash of the second run.
+    pub second_trace_hash: String,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "not deterministic: scenario {} seed {}: trace hash {}, then {} on the same seed",
+            self.scenario, self.seed, self.first_trace_hash, self.second_trace_hash
+        )
+    }
+}
+
+/// The determinism check (`--check-determinism`): runs `first`'s seed of `scenario` again,
+/// with the same `trace` setting, and compares the trace hashes.
+///
+/// # Errors
+/// The [`Mismatch`] when the two runs' trace hashes differ.
+pub fn rerun_matches(scenario: &Scenario, first: &RunResult, trace: bool) -> Result<(), Mismatch> {
+    let second = run(scenario, first.seed, trace);
+    if second.trace_hash == first.trace_hash {
+        Ok(())
+    } else {
+        Err(Mismatch {
+            scenario: scenario.name.clone(),
+            seed: first.seed,
+            first_trace_hash: format!("{:016x}", first.trace_hash),
+            second_trace_hash: format!("{:016x}", second.trace_hash),
+        })
+    }
+}

@@ -15,12 +15,12 @@ use std::time::Duration;
 use lockstep_check::{Property, Validity};
 use lockstep_reports::{Counter, RunReport, RunSource};
 use lockstep_sim::Outcome;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
 use crate::Expect;
-use crate::run::{RunResult, run};
+use crate::run::{Mismatch, RunResult, rerun_matches, run};
 use crate::scenario::{Loaded, Seeds};
 
 /// How many failing seeds a scenario's result keeps, with their sentences and reproduce
@@ -103,7 +103,7 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), FindError> {
 }
 
 /// How many runs judged the scenario's property valid, invalid and unknown.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictCounts {
     /// Runs judged valid.
     pub valid: u64,
@@ -114,7 +114,8 @@ pub struct VerdictCounts {
 }
 
 impl VerdictCounts {
-    fn add(&mut self, v: Validity) {
+    /// Counts one run's verdict.
+    pub fn add(&mut self, v: Validity) {
         match v {
             Validity::Valid => self.valid += 1,
             Validity::Invalid => self.invalid += 1,
@@ -124,7 +125,7 @@ impl VerdictCounts {
 }
 
 /// One seed whose run did not meet the scenario's `[expect]`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeedFailure {
     /// The seed.
     pub seed: u64,
@@ -167,6 +168,28 @@ pub struct ScenarioResult {
     pub events: u64,
     /// The first [`KEPT_FAILURES`] failing seeds, in the order they ran.
     pub failures: Vec<SeedFailure>,
+    /// With `--check-determinism`, the seeds whose second run differed; absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub determinism: Option<DeterminismCheck>,
+}
+
+/// What the determinism check (every seed run twice) found in one scenario.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeterminismCheck {
+    /// Seeds whose two runs had different trace hashes.
+    pub mismatched: u64,
+    /// The first [`KEPT_FAILURES`] of them, in the order run.
+    pub mismatches: Vec<Mismatch>,
+}
+
+/// How `lockstep check` runs the scenarios.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Run each scenario with this many seeds from its `seed` instead of the seeds it
+    /// declares (`--seeds N`).
+    pub seeds: Option<u64>,
+    /// Run every seed twice and compare the trace hashes (`--check-determinism`).
+    pub check_determinism: bool,
 }
 
 /// Every scenario checked: the JSON of `lockstep check --format json`.
@@ -237,12 +260,25 @@ pub fn check_suite(loaded: &[Loaded], seeds_override: Option<u64>) -> SuiteResul
 pub fn check_suite_observed(
     loaded: &[Loaded],
     seeds_override: Option<u64>,
+    done: impl FnMut(&ScenarioResult),
+) -> SuiteResult {
+    let options = CheckOptions {
+        seeds: seeds_override,
+        check_determinism: false,
+    };
+    check_suite_with(loaded, options, done)
+}
+
+/// [`check_suite_observed`] with every option of `lockstep check`.
+pub fn check_suite_with(
+    loaded: &[Loaded],
+    options: CheckOptions,
     mut done: impl FnMut(&ScenarioResult),
 ) -> SuiteResult {
     let scenarios = loaded
         .iter()
         .map(|l| {
-            let r = check_scenario(l, seeds_override);
+            let r = check_scenario_with(l, options);
             done(&r);
             r
         })
@@ -252,6 +288,16 @@ pub fn check_suite_observed(
 
 /// One scenario over its seeds (see [`check_suite`]).
 pub fn check_scenario(loaded: &Loaded, seeds_override: Option<u64>) -> ScenarioResult {
+    let options = CheckOptions {
+        seeds: seeds_override,
+        check_determinism: false,
+    };
+    check_scenario_with(loaded, options)
+}
+
+/// [`check_scenario`] with every option of `lockstep check`.
+pub fn check_scenario_with(loaded: &Loaded, options: CheckOptions) -> ScenarioResult {
+    let seeds_override = options.seeds;
     let s = &loaded.scenario;
     let file = loaded.path.display().to_string();
     // A declared list is borrowed, not copied: it may hold millions of seeds.
@@ -276,9 +322,18 @@ pub fn check_scenario(loaded: &Loaded, seeds_override: Option<u64>) -> ScenarioR
         exhausted: 0,
         events: 0,
         failures: Vec::new(),
+        determinism: options.check_determinism.then(DeterminismCheck::default),
     };
     for seed in seeds {
         let r = run(s, seed, false);
+        if let Some(check) = &mut result.determinism {
+            if let Err(mismatch) = rerun_matches(s, &r, false) {
+                check.mismatched += 1;
+                if check.mismatches.len() < KEPT_FAILURES {
+                    check.mismatches.push(mismatch);
+                }
+            }
+        }
         result.seeds += 1;
         result.events = result.events.saturating_add(r.events);
         result.verdict_counts.add(r.judged);
@@ -302,7 +357,11 @@ pub fn check_scenario(loaded: &Loaded, seeds_override: Option<u64>) -> ScenarioR
             }
         }
     }
-    result.ok = result.failed == 0 && result.seeds > 0;
+    let deterministic = result
+        .determinism
+        .as_ref()
+        .is_none_or(|d| d.mismatched == 0);
+    result.ok = result.failed == 0 && deterministic && result.seeds > 0;
     result
 }
 
@@ -373,7 +432,10 @@ impl SuiteResult {
             self.runs,
             plural(self.runs)
         );
-        if self.passed {
+        let twice = self.scenarios.iter().any(|s| s.determinism.is_some());
+        if self.passed && twice {
+            format!("{head}: all expectations hold, every seed ran twice alike")
+        } else if self.passed {
             format!("{head}: all expectations hold")
         } else {
             let f = self.failed_scenarios;
@@ -387,6 +449,15 @@ impl ScenarioResult {
     pub fn failure_message(&self) -> String {
         if self.seeds == 0 {
             return "no seeds were run".to_string();
+        }
+        let first_mismatch = self.determinism.as_ref().and_then(|d| d.mismatches.first());
+        if let (0, Some(d), Some(first)) = (self.failed, &self.determinism, first_mismatch) {
+            return format!(
+                "{} of {} seed{} ran differently the second time; {first}",
+                d.mismatched,
+                self.seeds,
+                plural(self.seeds)
+            );
         }
         let mut m = format!(
             "{} of {} seed{} did not meet [expect]",
@@ -429,6 +500,19 @@ impl ScenarioResult {
         let more = self.failed.saturating_sub(self.failures.len() as u64);
         if more > 0 {
             let _ = writeln!(out, "  ... and {more} more failing seed{}", plural(more));
+        }
+        if let Some(d) = &self.determinism {
+            for m in &d.mismatches {
+                let _ = writeln!(out, "  {m}");
+            }
+            let more = d.mismatched.saturating_sub(d.mismatches.len() as u64);
+            if more > 0 {
+                let _ = writeln!(
+                    out,
+                    "  ... and {more} more nondeterministic seed{}",
+                    plural(more)
+                );
+            }
         }
         out.truncate(out.trim_end().len());
         out

@@ -10,4 +10,5 @@ mod hunt;
 mod scenario_errors;
 mod shrink;
 mod support;
+mod sweep_cmd;
 mod tidy;

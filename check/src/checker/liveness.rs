@@ -58,6 +58,13 @@ fn recovery(history: &History, quiet_from_ns: u64) -> Recovery {
     }
 }
 
+/// Every acquire latency of a history, in history order: from a client's `Request` to its
+/// `Grant`, in nanoseconds, exactly the samples behind [`Liveness::acquire_latency`]. A sweep
+/// pools them over many runs.
+pub fn acquire_latencies_ns(history: &History) -> Vec<u64> {
+    waits(history).latencies_ns
+}
+
 /// What the walk over requests and grants found.
 #[derive(Debug, Default)]
 struct Waits {

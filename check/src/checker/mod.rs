@@ -19,6 +19,7 @@ use crate::history::History;
 use crate::verdict::{Found, Validity, Verdict};
 
 use grants::Grants;
+pub use liveness::acquire_latencies_ns;
 
 /// What the checker needs to know beyond the history.
 #[derive(Clone, Debug, PartialEq, Eq)]

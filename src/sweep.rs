@@ -1,0 +1,1228 @@
+//! `lockstep sweep`: one scenario over many consecutive seeds, on several threads, summed up
+//! in memory that does not grow with the number of seeds; and `lockstep merge`: the summaries
+//! of the shards of one sweep combined into the summary of the whole.
+//!
+//! Start at [`sweep`]. Threads run whole runs, never parts of one: each worker takes chunks of
+//! seed positions from an atomic counter, runs each seed alone and sends a [`SeedOutcome`]
+//! over a bounded channel to the calling thread, which folds it into a [`SweepSummary`] (and
+//! shows it to an observer). Everything a summary holds is independent of the order of
+//! arrival: counts and histograms add up, the failing seeds kept are the first by position in
+//! the range, and the digest is a wrapping sum. So the number of threads and the sharding
+//! change nothing in it, and [`merge`] of the shards' summaries gives the unsharded summary
+//! bit for bit. It reads no clock: the binary measures wall-clock time around it.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use lockstep_check::{Property, Validity, acquire_latencies_ns};
+use lockstep_sim::Outcome;
+use serde::{Deserialize, Serialize};
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+use crate::run::{Mismatch, rerun_matches, run};
+use crate::scenario::{Scenario, ScenarioError, parse};
+use crate::stats::{Histogram, wilson};
+use crate::suite::{SeedFailure, VerdictCounts, run_report};
+
+/// How many failing seeds (and nondeterministic seeds) a summary keeps in detail: the first
+/// in the range. The rest are counted.
+pub const KEPT_FAILURES: usize = 10;
+
+/// The `format` of a summary's JSON; `merge` reads only this one.
+pub const FORMAT: &str = "lockstep-sweep/1";
+
+/// A scenario file loaded for a sweep, with the hash of its text that keeps the shards of
+/// different files from being merged.
+#[derive(Clone, Debug)]
+pub struct SweepTarget {
+    /// The file, as given.
+    pub path: PathBuf,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// [`text_hash`] of the file's text.
+    pub text_hash: u64,
+}
+
+/// Reads and checks a scenario file, as [`crate::load`], and hashes its text; with `chaos`,
+/// the file's system under that chaos profile instead of its own faults
+/// ([`crate::scenario::with_chaos`]), whose text is the one hashed.
+///
+/// # Errors
+/// As [`crate::load`].
+pub fn load(path: &Path, chaos: Option<&str>) -> Result<SweepTarget, ScenarioError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError::one(path, "", None, format!("cannot read the file: {e}")))?;
+    // Under `--chaos` the sweep is of the variant: its text, its hash.
+    let text = match chaos {
+        Some(profile) => crate::scenario::with_chaos(&text, path, profile)?,
+        None => text,
+    };
+    Ok(SweepTarget {
+        path: path.to_path_buf(),
+        scenario: parse(&text, path)?,
+        text_hash: text_hash(&text),
+    })
+}
+
+/// A 64-bit hash of a scenario file's text (FNV-1a, then a final mix): equal texts, equal
+/// hashes, on every machine.
+pub fn text_hash(text: &str) -> u64 {
+    let fnv = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    mix(fnv ^ text.len() as u64)
+}
+
+/// splitmix64's finaliser: a bijection of `u64` that spreads every input bit over the output.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// One seed's term of the digest: a strong mix of its seed, trace hash and verdict. The digest
+/// of a sweep is the wrapping sum of its seeds' terms, so it does not depend on the order the
+/// seeds finished in, and two sweeps with the same per-seed results have the same digest.
+pub fn digest_term(seed: u64, trace_hash: u64, judged: Validity) -> u64 {
+    let verdict = match judged {
+        Validity::Valid => 1,
+        Validity::Unknown => 2,
+        Validity::Invalid => 3,
+    };
+    mix(mix(mix(seed) ^ trace_hash) ^ verdict)
+}
+
+/// One shard of a range of seeds: the seeds at positions `i` (from 0) with
+/// `i % count == index - 1`. Written `index/count`, from `1/count` to `count/count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// Which shard, from 1.
+    pub index: u64,
+    /// How many shards the range is cut into.
+    pub count: u64,
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let bad = || format!("`{text}`: expected I/N, shard I of N shards (as 2/4)");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let index: u64 = i.trim().parse().map_err(|_| bad())?;
+        let count: u64 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 {
+            return Err(format!("`{text}`: there must be at least 1 shard"));
+        }
+        if index == 0 || index > count {
+            return Err(format!(
+                "`{text}`: the shards are numbered from 1 to {count}"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// The whole range as one shard.
+    const ALL: Shard = Shard { index: 1, count: 1 };
+
+    /// How many of `total` positions fall in this shard.
+    fn len_of(self, total: u64) -> u64 {
+        let first = self.index - 1;
+        if first >= total {
+            0
+        } else {
+            (total - first).div_ceil(self.count)
+        }
+    }
+
+    /// The position in the range of this shard's `k`-th seed.
+    fn position(self, k: u64) -> u64 {
+        (self.index - 1) + k * self.count
+    }
+}
+
+/// What a sweep runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SweepConfig {
+    /// The first seed of the range.
+    pub from: u64,
+    /// Seeds in the range (wrapping from `u64::MAX` to 0).
+    pub count: u64,
+    /// Only this shard of the range; `None` runs every seed.
+    pub shard: Option<Shard>,
+    /// Worker threads, at least 1. The summary does not depend on it.
+    pub jobs: usize,
+    /// Run every seed twice and compare the trace hashes.
+    pub check_determinism: bool,
+}
+
+impl SweepConfig {
+    /// How many seeds the sweep runs: the range's, or its shard's.
+    pub fn runs(&self) -> u64 {
+        self.shard.unwrap_or(Shard::ALL).len_of(self.count)
+    }
+}
+
+/// What one seed's run gave, as the aggregating thread receives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedOutcome {
+    /// Position of the seed in the range, from 0.
+    pub position: u64,
+    /// The seed.
+    pub seed: u64,
+    /// The run's trace hash.
+    pub trace_hash: u64,
+    /// The verdict of the scenario's property.
+    pub judged: Validity,
+    /// True when the run met `[expect]`.
+    pub expected: bool,
+    /// True when the run hit `max_events` before its end.
+    pub exhausted: bool,
+    /// Events handled.
+    pub events: u64,
+    /// Which violations the run showed.
+    pub violations: Violations,
+    /// Grants in the run.
+    pub grants: u64,
+    /// With a chaos profile, from the quiet tail's start to the next grant, if one came.
+    pub recovery_ns: Option<u64>,
+    /// Every acquire latency of the run, in nanoseconds.
+    pub acquire_latencies_ns: Vec<u64>,
+    /// The failure in detail, when the run did not meet `[expect]` and might be among the
+    /// first [`KEPT_FAILURES`] failing seeds; `None` otherwise.
+    pub failure: Option<SeedFailure>,
+    /// With the determinism check, the second run's difference, if any.
+    pub mismatch: Option<Mismatch>,
+}
+
+/// Which violations a run showed, or in how many runs each occurred.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violations {
+    /// Two clients inside their critical sections at once.
+    pub double_holders: u64,
+    /// Storage accepted a stale op.
+    pub stale_accepted: u64,
+    /// An update was lost.
+    pub lost_updates: u64,
+    /// A fencing token went backwards.
+    pub token_order: u64,
+    /// The run ran out of events (`max_events`): its verdict is at best unknown.
+    pub exhausted: u64,
+    /// With a chaos profile: no grant within its liveness bound of the quiet tail's start.
+    pub no_recovery: u64,
+}
+
+impl Violations {
+    fn add(&mut self, other: &Violations) {
+        self.double_holders += other.double_holders;
+        self.stale_accepted += other.stale_accepted;
+        self.lost_updates += other.lost_updates;
+        self.token_order += other.token_order;
+        self.exhausted += other.exhausted;
+        self.no_recovery += other.no_recovery;
+    }
+
+    /// Each kind with its name in JSON and in the table.
+    fn kinds(&self) -> [(&'static str, &'static str, u64); 6] {
+        [
+            ("double_holders", "double holders", self.double_holders),
+            ("stale_accepted", "stale accepted", self.stale_accepted),
+            ("lost_updates", "lost updates", self.lost_updates),
+            ("token_order", "token order", self.token_order),
+            ("exhausted", "out of events", self.exhausted),
+            ("no_recovery", "no recovery", self.no_recovery),
+        ]
+    }
+}
+
+/// The seeds of a summary: `count` consecutive seeds from `from`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedRange {
+    /// The first seed.
+    pub from: u64,
+    /// How many.
+    pub count: u64,
+}
+
+/// Which shards of the range a summary covers, when not all.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shards {
+    /// How many shards the range is cut into.
+    pub count: u64,
+    /// The shards covered, from 1, in increasing order.
+    pub included: Vec<u64>,
+}
+
+impl Shards {
+    /// The shards not covered, in increasing order.
+    pub fn missing(&self) -> Vec<u64> {
+        (1..=self.count)
+            .filter(|i| !self.included.contains(i))
+            .collect()
+    }
+}
+
+/// A sweep's result, or the merge of several: everything `lockstep merge` needs, and the
+/// JSON of `lockstep sweep --format json` (with the figures derived from it, see
+/// [`SweepSummary::json`]). It holds no wall-clock time, so equal work gives equal bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepSummary {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario file as given on the command line (of the first input, after a merge).
+    pub file: String,
+    /// [`text_hash`] of the file (16 hex digits in JSON).
+    #[serde(with = "hex64")]
+    pub scenario_hash: u64,
+    /// The property the scenario judges.
+    pub property: Property,
+    /// The verdict `[expect]` asks for; `None` (JSON `null`) for `verdict = "any"`.
+    pub expected_verdict: Option<Validity>,
+    /// The whole range of seeds, of which this summary covers `shard`.
+    pub seeds: SeedRange,
+    /// The shards covered; `None` when the summary covers every seed of the range.
+    pub shard: Option<Shards>,
+    /// True when every seed ran twice and the trace hashes were compared.
+    pub determinism_checked: bool,
+    /// Seeds run.
+    pub runs: u64,
+    /// Runs that met `[expect]`.
+    pub passed: u64,
+    /// Runs that did not.
+    pub failed: u64,
+    /// The verdicts of the property.
+    pub verdict_counts: VerdictCounts,
+    /// For each kind of violation, the runs that showed it.
+    pub violations: Violations,
+    /// Events handled, summed over the runs.
+    pub events: u64,
+    /// Every acquire latency of every run, in nanoseconds.
+    pub acquire_latency_ns: Histogram,
+    /// Grants per run.
+    pub grants_per_run: Histogram,
+    /// With a chaos profile: from the start of each run's quiet tail to its next grant, over
+    /// the runs that had one.
+    pub recovery_ns: Histogram,
+    /// The wrapping sum of [`digest_term`] over the runs (16 hex digits in JSON).
+    #[serde(with = "hex64")]
+    pub digest: u64,
+    /// The first [`KEPT_FAILURES`] failing seeds by position in the range.
+    pub failures: Vec<SeedFailure>,
+    /// Seeds whose two runs differed (with the determinism check).
+    pub nondeterministic: u64,
+    /// The first [`KEPT_FAILURES`] of them by position in the range.
+    pub mismatches: Vec<Mismatch>,
+}
+
+/// The figures derived from a summary's counts, for people and dashboards: rates with their
+/// 95% Wilson intervals, and quantiles.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct Derived {
+    ok: bool,
+    missing_shards: Vec<u64>,
+    rates: Rates,
+    acquire_latency_ms: Option<Quantiles<f64>>,
+    recovery_ms: Option<Quantiles<f64>>,
+    grants: Option<Quantiles<u64>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct Rates {
+    failed: Option<Rate>,
+    valid: Option<Rate>,
+    invalid: Option<Rate>,
+    unknown: Option<Rate>,
+    double_holders: Option<Rate>,
+    stale_accepted: Option<Rate>,
+    lost_updates: Option<Rate>,
+    token_order: Option<Rate>,
+    exhausted: Option<Rate>,
+    no_recovery: Option<Rate>,
+}
+
+/// `seeds` of the runs, as a rate with its 95% Wilson score interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+struct Rate {
+    seeds: u64,
+    rate: f64,
+    ci95: (f64, f64),
+}
+
+impl Rate {
+    fn of(k: u64, n: u64) -> Option<Rate> {
+        let ci95 = wilson(k, n)?;
+        Some(Rate {
+            seeds: k,
+            rate: k as f64 / n as f64,
+            ci95,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+struct Quantiles<T> {
+    p50: T,
+    p99: T,
+    max: T,
+}
+
+impl Quantiles<u64> {
+    fn of(h: &Histogram) -> Option<Quantiles<u64>> {
+        Some(Quantiles {
+            p50: h.quantile(500)?,
+            p99: h.quantile(990)?,
+            max: h.max()?,
+        })
+    }
+
+    fn ms(self) -> Quantiles<f64> {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        Quantiles {
+            p50: ms(self.p50),
+            p99: ms(self.p99),
+            max: ms(self.max),
+        }
+    }
+}
+
+/// A summary's JSON: the summary, then what is derived from it.
+#[derive(Serialize)]
+struct Json<'a> {
+    #[serde(flatten)]
+    summary: &'a SweepSummary,
+    #[serde(flatten)]
+    derived: Derived,
+}
+
+impl SweepSummary {
+    /// An empty summary of `target` over `config`'s seeds.
+    fn new(target: &SweepTarget, config: &SweepConfig) -> SweepSummary {
+        let s = &target.scenario;
+        SweepSummary {
+            format: FORMAT.to_string(),
+            scenario: s.name.clone(),
+            file: target.path.display().to_string(),
+            scenario_hash: target.text_hash,
+            property: s.expect.property,
+            expected_verdict: s.expect.verdict,
+            seeds: SeedRange {
+                from: config.from,
+                count: config.count,
+            },
+            shard: config.shard.filter(|sh| sh.count > 1).map(|sh| Shards {
+                count: sh.count,
+                included: vec![sh.index],
+            }),
+            determinism_checked: config.check_determinism,
+            runs: 0,
+            passed: 0,
+            failed: 0,
+            verdict_counts: VerdictCounts::default(),
+            violations: Violations::default(),
+            events: 0,
+            acquire_latency_ns: Histogram::new(),
+            grants_per_run: Histogram::new(),
+            recovery_ns: Histogram::new(),
+            digest: 0,
+            failures: Vec::new(),
+            nondeterministic: 0,
+            mismatches: Vec::new(),
+        }
+    }
+
+    /// True when every run met `[expect]` and, with the determinism check, ran the same twice.
+    /// The exit code follows it.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.nondeterministic == 0
+    }
+
+    /// Checks what a hand-edited or truncated file could get wrong, so that a merge of it is
+    /// refused rather than wrong.
+    fn consistent(&self) -> Result<(), String> {
+        let c = &self.verdict_counts;
+        if self.passed + self.failed != self.runs || c.valid + c.invalid + c.unknown != self.runs {
+            return Err("its counts do not add up to `runs`".to_string());
+        }
+        if self.grants_per_run.count() != self.runs {
+            return Err("`grants_per_run` does not count every run".to_string());
+        }
+        if let Some(sh) = &self.shard {
+            let increasing = sh.included.windows(2).all(|w| w[0] < w[1]);
+            let in_range = sh.included.iter().all(|i| (1..=sh.count).contains(i));
+            if sh.count < 2 || sh.included.is_empty() || !increasing || !in_range {
+                return Err(format!(
+                    "`shard` must list shards from 1 to its count ({}) once each, in order",
+                    sh.count
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The position in the range of `seed`.
+    fn position(&self, seed: u64) -> u64 {
+        seed.wrapping_sub(self.seeds.from)
+    }
+
+    /// Folds one seed's outcome in.
+    fn add(&mut self, o: &SeedOutcome) {
+        self.runs += 1;
+        if o.expected {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+        }
+        self.verdict_counts.add(o.judged);
+        self.violations.add(&o.violations);
+        self.events = self.events.saturating_add(o.events);
+        for &ns in &o.acquire_latencies_ns {
+            self.acquire_latency_ns.add(ns);
+        }
+        self.grants_per_run.add(o.grants);
+        if let Some(ns) = o.recovery_ns {
+            self.recovery_ns.add(ns);
+        }
+        self.digest = self
+            .digest
+            .wrapping_add(digest_term(o.seed, o.trace_hash, o.judged));
+        if let Some(f) = &o.failure {
+            self.failures.push(f.clone());
+            self.keep_first_failures();
+        }
+        if let Some(m) = &o.mismatch {
+            self.nondeterministic += 1;
+            self.mismatches.push(m.clone());
+            self.keep_first_mismatches();
+        }
+    }
+
+    fn keep_first_failures(&mut self) {
+        let from = self.seeds.from;
+        self.failures.sort_by_key(|f| f.seed.wrapping_sub(from));
+        self.failures.truncate(KEPT_FAILURES);
+    }
+
+    fn keep_first_mismatches(&mut self) {
+        let from = self.seeds.from;
+        self.mismatches.sort_by_key(|m| m.seed.wrapping_sub(from));
+        self.mismatches.truncate(KEPT_FAILURES);
+    }
+
+    /// The position past which a failing seed cannot be among the first kept: the last kept
+    /// one's, once the list is full.
+    fn failure_cutoff(&self) -> u64 {
+        if self.failures.len() < KEPT_FAILURES {
+            u64::MAX
+        } else {
+            self.failures
+                .last()
+                .map_or(u64::MAX, |f| self.position(f.seed))
+        }
+    }
+
+    fn derived(&self) -> Derived {
+        let n = self.runs;
+        let v = &self.violations;
+        Derived {
+            ok: self.ok(),
+            missing_shards: self.shard.as_ref().map(Shards::missing).unwrap_or_default(),
+            rates: Rates {
+                failed: Rate::of(self.failed, n),
+                valid: Rate::of(self.verdict_counts.valid, n),
+                invalid: Rate::of(self.verdict_counts.invalid, n),
+                unknown: Rate::of(self.verdict_counts.unknown, n),
+                double_holders: Rate::of(v.double_holders, n),
+                stale_accepted: Rate::of(v.stale_accepted, n),
+                lost_updates: Rate::of(v.lost_updates, n),
+                token_order: Rate::of(v.token_order, n),
+                exhausted: Rate::of(v.exhausted, n),
+                no_recovery: Rate::of(v.no_recovery, n),
+            },
+            acquire_latency_ms: Quantiles::of(&self.acquire_latency_ns).map(Quantiles::ms),
+            recovery_ms: Quantiles::of(&self.recovery_ns).map(Quantiles::ms),
+            grants: Quantiles::of(&self.grants_per_run),
+        }
+    }
+
+    /// The summary as one line of JSON (docs/report-format.md): the summary's fields, then
+    /// `ok`, `missing_shards`, `rates`, `acquire_latency_ms` and `grants`, derived from them.
+    pub fn json(&self) -> String {
+        let json = Json {
+            summary: self,
+            derived: self.derived(),
+        };
+        serde_json::to_string(&json).expect("a sweep summary always serialises")
+    }
+
+    /// Reads a summary from the JSON of [`SweepSummary::json`]; the derived figures are
+    /// ignored (they are computed again from the counts).
+    ///
+    /// # Errors
+    /// The JSON does not parse, lacks a field, or is of another format.
+    pub fn from_json(text: &str) -> Result<SweepSummary, String> {
+        let s: SweepSummary = serde_json::from_str(text)
+            .map_err(|e| format!("not the JSON of `lockstep sweep --format json`: {e}"))?;
+        if s.format != FORMAT {
+            return Err(format!("format `{}`, expected `{FORMAT}`", s.format));
+        }
+        s.consistent()?;
+        Ok(s)
+    }
+}
+
+/// Runs `target`'s scenario over the seeds of `config` on `config.jobs` threads and sums the
+/// runs up; `observe` sees each seed's outcome, on the calling thread, in the order they
+/// finish (the binary drives its progress bar with it).
+///
+/// The summary is the same for any number of jobs and equals the [`merge`] of the summaries of
+/// the shards of the same range.
+///
+/// # Panics
+/// If a run panics (a harness bug, see [`run`](crate::run())): the panic is propagated once
+/// the other workers have stopped.
+pub fn sweep(
+    target: &SweepTarget,
+    config: &SweepConfig,
+    mut observe: impl FnMut(&SeedOutcome),
+) -> SweepSummary {
+    let mut summary = SweepSummary::new(target, config);
+    let shard = config.shard.unwrap_or(Shard::ALL);
+    let total = shard.len_of(config.count);
+    let jobs = config.jobs.max(1);
+    // Small chunks keep the threads busy to the end; large ones keep the counter cold.
+    let chunk = (total / (jobs as u64 * 16)).clamp(1, 64);
+    let next = AtomicU64::new(0);
+    // Failing seeds at or past this position cannot be among the first kept, so workers
+    // need not explain them. It only decreases; a stale read just explains one seed too many.
+    let cutoff = AtomicU64::new(u64::MAX);
+    let file = summary.file.clone();
+    let work = Work {
+        target,
+        config,
+        file: &file,
+        shard,
+        total,
+        chunk,
+        next: &next,
+        cutoff: &cutoff,
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::sync_channel::<SeedOutcome>(jobs * 64);
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let work = &work;
+            scope.spawn(move || work.run(&tx));
+        }
+        drop(tx);
+        for outcome in rx {
+            summary.add(&outcome);
+            cutoff.store(summary.failure_cutoff(), Ordering::Relaxed);
+            observe(&outcome);
+        }
+    });
+    summary
+}
+
+/// What every worker shares.
+struct Work<'a> {
+    target: &'a SweepTarget,
+    config: &'a SweepConfig,
+    file: &'a str,
+    shard: Shard,
+    total: u64,
+    chunk: u64,
+    next: &'a AtomicU64,
+    cutoff: &'a AtomicU64,
+}
+
+impl Work<'_> {
+    /// Takes chunks of positions until none are left, running each seed and sending its
+    /// outcome; stops early if the receiver is gone.
+    fn run(&self, tx: &mpsc::SyncSender<SeedOutcome>) {
+        loop {
+            let start = self.next.fetch_add(self.chunk, Ordering::Relaxed);
+            if start >= self.total {
+                return;
+            }
+            for k in start..(start + self.chunk).min(self.total) {
+                if tx.send(self.seed(self.shard.position(k))).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs the seed at `position` of the range.
+    fn seed(&self, position: u64) -> SeedOutcome {
+        let scenario = &self.target.scenario;
+        let seed = self.config.from.wrapping_add(position);
+        let r = run(scenario, seed, false);
+        let mismatch = if self.config.check_determinism {
+            rerun_matches(scenario, &r, false).err()
+        } else {
+            None
+        };
+        let explain = !r.expected() && position < self.cutoff.load(Ordering::Relaxed);
+        let failure = explain.then(|| {
+            let report = run_report(self.file, &scenario.name, &r);
+            SeedFailure {
+                seed,
+                trace_hash: report.trace_hash,
+                verdict: r.judged,
+                unmet: report.unmet,
+                explanations: report.explanations,
+                reproduce: report.reproduce,
+            }
+        });
+        let v = &r.verdict;
+        let exhausted = r.outcome != Outcome::Completed;
+        SeedOutcome {
+            position,
+            seed,
+            trace_hash: r.trace_hash,
+            judged: r.judged,
+            expected: r.expected(),
+            exhausted,
+            events: r.events,
+            violations: Violations {
+                double_holders: u64::from(v.double_holders.pairs > 0),
+                stale_accepted: u64::from(v.stale_accepted.count > 0),
+                lost_updates: u64::from(v.lost_updates.count > 0),
+                token_order: u64::from(v.token_order.count > 0),
+                exhausted: u64::from(exhausted),
+                no_recovery: u64::from(
+                    scenario
+                        .expect
+                        .recovery
+                        .is_some_and(|bound| !recovered_within(v, bound)),
+                ),
+            },
+            grants: v.liveness.grants,
+            recovery_ns: v.liveness.recovery.and_then(|r| r.after_ns()),
+            acquire_latencies_ns: acquire_latencies_ns(&r.history),
+            failure,
+            mismatch,
+        }
+    }
+}
+
+/// True when the run's lock was granted within `bound` of its quiet tail's start.
+fn recovered_within(v: &lockstep_check::Verdict, bound: lockstep_sim::Dur) -> bool {
+    v.liveness
+        .recovery
+        .and_then(|r| r.after_ns())
+        .is_some_and(|ns| ns <= bound.as_nanos())
+}
+
+/// Why summaries cannot be merged. Each names the inputs (as given to [`merge`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("no summaries to merge")]
+    Empty,
+    /// Two inputs are sweeps of different scenarios (names or file texts differ).
+    #[error(
+        "{a} and {b} are sweeps of different scenarios: `{a_name}` (file hash {a_hash:016x}) and `{b_name}` (file hash {b_hash:016x})"
+    )]
+    DifferentScenarios {
+        /// The first input.
+        a: String,
+        /// Its scenario's name.
+        a_name: String,
+        /// Its file hash.
+        a_hash: u64,
+        /// The other input.
+        b: String,
+        /// Its scenario's name.
+        b_name: String,
+        /// Its file hash.
+        b_hash: u64,
+    },
+    /// Two inputs cover different ranges of seeds.
+    #[error("{a} and {b} sweep different seeds: {a_seeds} and {b_seeds}")]
+    DifferentSeeds {
+        /// The first input.
+        a: String,
+        /// Its seeds.
+        a_seeds: String,
+        /// The other input.
+        b: String,
+        /// Its seeds.
+        b_seeds: String,
+    },
+    /// Two inputs cut the range into different numbers of shards.
+    #[error("{a} and {b} cut the seeds into different numbers of shards: {a_count} and {b_count}")]
+    DifferentShardCounts {
+        /// The first input.
+        a: String,
+        /// Its shard count.
+        a_count: u64,
+        /// The other input.
+        b: String,
+        /// Its shard count.
+        b_count: u64,
+    },
+    /// Two inputs cover the same seeds.
+    #[error("{a} and {b} overlap: both cover {what}")]
+    Overlap {
+        /// The first input.
+        a: String,
+        /// The other input.
+        b: String,
+        /// What both cover.
+        what: String,
+    },
+    /// An unsharded summary (every seed of the range) given with another.
+    #[error("{whole} covers every seed of the range, so {other} overlaps it")]
+    Whole {
+        /// The unsharded input.
+        whole: String,
+        /// Another input.
+        other: String,
+    },
+    /// One input checked determinism and another did not.
+    #[error("{a} ran every seed twice (--check-determinism) and {b} did not")]
+    DifferentDeterminism {
+        /// The input that checked.
+        a: String,
+        /// The input that did not.
+        b: String,
+    },
+}
+
+/// Merges the summaries of shards of one sweep, each given with a name for errors (its file):
+/// the summary of the seeds they cover together. The shards of a whole range merge to the
+/// unsharded sweep's summary, byte for byte; a subset merges to a summary whose `shard` lists
+/// what is covered (and its JSON, what is missing). The first input's `file` is kept.
+///
+/// # Errors
+/// A [`MergeError`]: inputs of different scenarios (name or file hash), seed ranges, shard
+/// counts or determinism settings, or two inputs that cover the same shard.
+pub fn merge(inputs: &[(String, SweepSummary)]) -> Result<SweepSummary, MergeError> {
+    let ((first_name, first), rest) = inputs.split_first().ok_or(MergeError::Empty)?;
+    let mut merged = first.clone();
+    // Which input covered each shard so far, to name both in an overlap.
+    let mut owner: Vec<(u64, &str)> = covered(first)
+        .into_iter()
+        .map(|i| (i, first_name.as_str()))
+        .collect();
+    for (name, s) in rest {
+        compatible(first_name, first, name, s)?;
+        for i in covered(s) {
+            if let Some((_, other)) = owner.iter().find(|(j, _)| *j == i) {
+                let count = s.shard.as_ref().map_or(1, |sh| sh.count);
+                return Err(MergeError::Overlap {
+                    a: (*other).to_string(),
+                    b: name.clone(),
+                    what: format!("shard {i}/{count}"),
+                });
+            }
+            owner.push((i, name));
+        }
+        merged.absorb(s);
+    }
+    if let Some(sh) = &mut merged.shard {
+        sh.included = owner.iter().map(|(i, _)| *i).collect();
+        sh.included.sort_unstable();
+        if sh.included.len() as u64 == sh.count {
+            merged.shard = None;
+        }
+    }
+    Ok(merged)
+}
+
+/// The shards `s` covers; an unsharded summary covers shard 1 of 1.
+fn covered(s: &SweepSummary) -> Vec<u64> {
+    s.shard
+        .as_ref()
+        .map_or_else(|| vec![1], |sh| sh.included.clone())
+}
+
+fn compatible(a: &str, sa: &SweepSummary, b: &str, sb: &SweepSummary) -> Result<(), MergeError> {
+    if sa.scenario != sb.scenario || sa.scenario_hash != sb.scenario_hash {
+        return Err(MergeError::DifferentScenarios {
+            a: a.to_string(),
+            a_name: sa.scenario.clone(),
+            a_hash: sa.scenario_hash,
+            b: b.to_string(),
+            b_name: sb.scenario.clone(),
+            b_hash: sb.scenario_hash,
+        });
+    }
+    if sa.seeds != sb.seeds {
+        return Err(MergeError::DifferentSeeds {
+            a: a.to_string(),
+            a_seeds: range_text(sa.seeds),
+            b: b.to_string(),
+            b_seeds: range_text(sb.seeds),
+        });
+    }
+    let count = |s: &SweepSummary| s.shard.as_ref().map_or(1, |sh| sh.count);
+    if count(sa) != count(sb) && sa.shard.is_some() && sb.shard.is_some() {
+        return Err(MergeError::DifferentShardCounts {
+            a: a.to_string(),
+            a_count: count(sa),
+            b: b.to_string(),
+            b_count: count(sb),
+        });
+    }
+    if sa.shard.is_none() || sb.shard.is_none() {
+        let (whole, other) = if sa.shard.is_none() { (a, b) } else { (b, a) };
+        return Err(MergeError::Whole {
+            whole: whole.to_string(),
+            other: other.to_string(),
+        });
+    }
+    if sa.determinism_checked != sb.determinism_checked {
+        let (checked, unchecked) = if sa.determinism_checked {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        return Err(MergeError::DifferentDeterminism {
+            a: checked.to_string(),
+            b: unchecked.to_string(),
+        });
+    }
+    Ok(())
+}
+
+impl SweepSummary {
+    /// Adds the counts of `other`, a summary of other seeds of the same range.
+    fn absorb(&mut self, other: &SweepSummary) {
+        self.runs += other.runs;
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.verdict_counts.valid += other.verdict_counts.valid;
+        self.verdict_counts.invalid += other.verdict_counts.invalid;
+        self.verdict_counts.unknown += other.verdict_counts.unknown;
+        self.violations.add(&other.violations);
+        self.events = self.events.saturating_add(other.events);
+        self.acquire_latency_ns.merge(&other.acquire_latency_ns);
+        self.grants_per_run.merge(&other.grants_per_run);
+        self.recovery_ns.merge(&other.recovery_ns);
+        self.digest = self.digest.wrapping_add(other.digest);
+        self.failures.extend(other.failures.iter().cloned());
+        self.keep_first_failures();
+        self.nondeterministic += other.nondeterministic;
+        self.mismatches.extend(other.mismatches.iter().cloned());
+        self.keep_first_mismatches();
+    }
+}
+
+/// `1 to 1000 (1000 seeds)`.
+fn range_text(r: SeedRange) -> String {
+    let last = r.from.wrapping_add(r.count.saturating_sub(1));
+    format!("{} to {last} ({} seed{})", r.from, r.count, plural(r.count))
+}
+
+/// The wall-clock figures of a sweep, measured by the binary; only the table shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WallTime {
+    /// The whole sweep.
+    pub elapsed: Duration,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+impl SweepSummary {
+    /// The summary for a terminal: what was swept, the rates with their intervals, the
+    /// liveness figures, the first failing seeds with reproduce commands, and a summary line.
+    /// `wall` adds the time and the seeds per second (a merge has none).
+    pub fn table(&self, wall: Option<WallTime>) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "scenario   {}  ({})", self.scenario, self.file);
+        let _ = writeln!(
+            out,
+            "seeds      {}{}",
+            range_text(self.seeds),
+            self.shard_text()
+        );
+        let _ = writeln!(
+            out,
+            "expect     {} {}{}",
+            self.property,
+            crate::Expect::verdict_name(self.expected_verdict),
+            if self.determinism_checked {
+                ", every seed run twice"
+            } else {
+                ""
+            }
+        );
+        if let Some(w) = wall {
+            let secs = w.elapsed.as_secs_f64();
+            let rate = if secs > 0.0 {
+                self.runs as f64 / secs
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                out,
+                "time       {secs:.2}s on {} thread{}, {rate:.0} seeds/s",
+                w.jobs,
+                plural(w.jobs as u64)
+            );
+        }
+        let _ = writeln!(out, "digest     {:016x}\n", self.digest);
+        out.push_str(&self.rates_table());
+        out.push('\n');
+        out.push_str(&self.liveness_table());
+        out.push('\n');
+        self.failures_text(&mut out);
+        let _ = writeln!(out, "{}", self.summary_line());
+        out
+    }
+
+    fn shard_text(&self) -> String {
+        match &self.shard {
+            None => String::new(),
+            Some(sh) if sh.included.len() == 1 => {
+                format!(", shard {}/{}: {} run", sh.included[0], sh.count, self.runs)
+            }
+            Some(sh) => format!(
+                ", shards {} of {}: {} run (missing: {})",
+                list(&sh.included),
+                sh.count,
+                self.runs,
+                list(&sh.missing())
+            ),
+        }
+    }
+
+    fn rates_table(&self) -> String {
+        let n = self.runs;
+        let mut b = Builder::default();
+        b.push_record(["runs", "count", "rate", "95% interval (Wilson)"]);
+        let counts = &self.verdict_counts;
+        let rows = [
+            ("did not meet [expect]", self.failed),
+            ("valid", counts.valid),
+            ("invalid", counts.invalid),
+            ("unknown", counts.unknown),
+        ];
+        let kinds = self.violations.kinds().map(|(_, name, k)| (name, k));
+        for (name, k) in rows.into_iter().chain(kinds) {
+            let (rate, ci) = match Rate::of(k, n) {
+                Some(r) => (
+                    percent(r.rate),
+                    format!("{} – {}", percent(r.ci95.0), percent(r.ci95.1)),
+                ),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            b.push_record([name.to_string(), k.to_string(), rate, ci]);
+        }
+        let mut t = b.build();
+        t.with(Style::rounded());
+        format!("{t}\n")
+    }
+
+    fn liveness_table(&self) -> String {
+        let mut b = Builder::default();
+        b.push_record(["liveness", "p50", "p99", "max", "samples"]);
+        let h = &self.acquire_latency_ns;
+        let ms = |v: Option<u64>| v.map_or("-".to_string(), duration_text);
+        b.push_record([
+            "acquire latency".to_string(),
+            ms(h.quantile(500)),
+            ms(h.quantile(990)),
+            ms(h.max()),
+            h.count().to_string(),
+        ]);
+        let h = &self.recovery_ns;
+        if h.count() > 0 {
+            b.push_record([
+                "recovery after faults".to_string(),
+                ms(h.quantile(500)),
+                ms(h.quantile(990)),
+                ms(h.max()),
+                h.count().to_string(),
+            ]);
+        }
+        let g = &self.grants_per_run;
+        let n = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
+        b.push_record([
+            "grants per run".to_string(),
+            n(g.quantile(500)),
+            n(g.quantile(990)),
+            n(g.max()),
+            g.count().to_string(),
+        ]);
+        let mut t = b.build();
+        t.with(Style::rounded());
+        format!(
+            "{t}\nevents     {} in {} run{}\n",
+            self.events,
+            self.runs,
+            plural(self.runs)
+        )
+    }
+
+    fn failures_text(&self, out: &mut String) {
+        if !self.failures.is_empty() {
+            let _ = writeln!(out, "first failing seeds:");
+        }
+        for (i, f) in self.failures.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  seed {}  trace {}  verdict {}",
+                f.seed, f.trace_hash, f.verdict
+            );
+            for u in &f.unmet {
+                let _ = writeln!(out, "    - {u}");
+            }
+            if i == 0 {
+                for e in &f.explanations {
+                    let _ = writeln!(out, "    why: {e}");
+                }
+            }
+            let _ = writeln!(out, "    reproduce: {}", f.reproduce);
+        }
+        let more = self.failed.saturating_sub(self.failures.len() as u64);
+        if more > 0 {
+            let _ = writeln!(out, "  ... and {more} more failing seed{}", plural(more));
+        }
+        for m in &self.mismatches {
+            let _ = writeln!(out, "{m}");
+        }
+        let more = self
+            .nondeterministic
+            .saturating_sub(self.mismatches.len() as u64);
+        if more > 0 {
+            let _ = writeln!(
+                out,
+                "  ... and {more} more nondeterministic seed{}",
+                plural(more)
+            );
+        }
+        if !self.failures.is_empty() || !self.mismatches.is_empty() {
+            out.push('\n');
+        }
+    }
+
+    /// `1000 seeds: every run met [expect]`, or how many did not (and ran differently twice).
+    pub fn summary_line(&self) -> String {
+        let n = self.runs;
+        let head = format!("{n} seed{}", plural(n));
+        let missing = match &self.shard {
+            Some(sh) if sh.included.len() > 1 => {
+                format!(" (shards {} missing)", list(&sh.missing()))
+            }
+            _ => String::new(),
+        };
+        let mut line = if n == 0 {
+            format!("{head}: no seed of the range falls in this shard")
+        } else if self.failed == 0 {
+            format!("{head}: every run met [expect]")
+        } else {
+            format!("{head}: {} did not meet [expect]", self.failed)
+        };
+        if self.nondeterministic > 0 {
+            let _ = write!(line, "; {} not deterministic", self.nondeterministic);
+        } else if self.determinism_checked && n > 0 {
+            line.push_str("; each ran twice with the same trace hash");
+        }
+        line + &missing
+    }
+}
+
+/// A `u64` as 16 lowercase hex digits in JSON, as trace hashes are.
+mod hex64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{v:016x}"))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.len() != 16 {
+            return Err(serde::de::Error::custom(format!(
+                "`{text}`: expected 16 hex digits"
+            )));
+        }
+        u64::from_str_radix(&text, 16).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `6.947ms`, or `29.796s` from a second up.
+fn duration_text(ns: u64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.3}s", ns as f64 / 1e9)
+    } else {
+        format!("{:.3}ms", ns as f64 / 1e6)
+    }
+}
+
+fn list(items: &[u64]) -> String {
+    items
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `12.3%`, with more digits for small rates.
+fn percent(rate: f64) -> String {
+    let p = rate * 100.0;
+    if p == 0.0 || p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.3}%")
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_partition_the_positions() {
+        assert_eq!("2/4".parse(), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "1/0", "0/0", "1", "a/4", "1/4/2", ""] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        for total in [0, 1, 3, 4, 10, 11] {
+            let mut seen = Vec::new();
+            for index in 1..=4 {
+                let sh = Shard { index, count: 4 };
+                for k in 0..sh.len_of(total) {
+                    let p = sh.position(k);
+                    assert_eq!(p % 4, index - 1);
+                    seen.push(p);
+                }
+            }
+            seen.sort_unstable();
+            assert_eq!(seen, (0..total).collect::<Vec<_>>(), "{total} positions");
+        }
+    }
+
+    #[test]
+    fn the_digest_is_order_independent_and_sensitive_to_each_field() {
+        let terms = [
+            digest_term(1, 0xabc, Validity::Valid),
+            digest_term(2, 0xdef, Validity::Invalid),
+            digest_term(3, 0x123, Validity::Unknown),
+        ];
+        let forward = terms.iter().fold(0u64, |d, t| d.wrapping_add(*t));
+        let backward = terms.iter().rev().fold(0u64, |d, t| d.wrapping_add(*t));
+        assert_eq!(forward, backward);
+        let base = digest_term(1, 0xabc, Validity::Valid);
+        assert_ne!(base, digest_term(2, 0xabc, Validity::Valid));
+        assert_ne!(base, digest_term(1, 0xabd, Validity::Valid));
+        assert_ne!(base, digest_term(1, 0xabc, Validity::Invalid));
+        assert_ne!(text_hash("a = 1"), text_hash("a = 2"));
+    }
+}
