@@ -204,16 +204,16 @@ fn first_failing(scenario: &Scenario, options: HuntOptions) -> Option<u64> {
 /// The text without `[expect] recovers`, which needs the chaos profile the written file no
 /// longer has.
 fn without_recovers(text: &str) -> String {
-    let Ok(mut doc) = text.parse::<toml::Table>() else {
+    let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
         return text.to_string();
     };
     let removed = doc
         .get_mut("expect")
-        .and_then(|e| e.as_table_mut())
+        .and_then(toml_edit::Item::as_table_like_mut)
         .and_then(|e| e.remove("recovers"))
         .is_some();
     if removed {
-        toml::to_string(&doc).expect("a TOML table serializes")
+        doc.to_string()
     } else {
         text.to_string()
     }

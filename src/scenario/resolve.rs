@@ -575,7 +575,8 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
                         }
                         RenewSpec::Mode(RenewModeName::Watchdog) => Renew::Watchdog,
                     },
-                    fencing: m.fencing == FencingKind::Incr,
+                    fencing: matches!(m.fencing, FencingKind::Incr | FencingKind::IncrAtomic),
+                    fence_atomically: m.fencing == FencingKind::IncrAtomic,
                     request_timeout: r.positive_ms(
                         "model.request_timeout_ms",
                         m.request_timeout_ms.unwrap_or(500.0),
@@ -689,7 +690,7 @@ fn system_spec(r: &mut Resolver, file: &File) -> SystemSpec {
         (StorageMode::Etcd(_), _) | (StorageMode::Unfenced, _)
         | (
             StorageMode::FencedWrites | StorageMode::FencedAll,
-            FencingKind::Incr | FencingKind::Revision | FencingKind::Czxid,
+            FencingKind::Incr | FencingKind::IncrAtomic | FencingKind::Revision | FencingKind::Czxid,
         )
         | (StorageMode::CasToken, FencingKind::Value) => {}
         (StorageMode::FencedWrites | StorageMode::FencedAll, FencingKind::Value) => {
@@ -1397,7 +1398,7 @@ fn family_keys(r: &mut Resolver, m: &ModelSection) {
     }
     let foreign = match (m.kind, m.fencing) {
         (_, FencingKind::None)
-        | (Redis, FencingKind::Incr)
+        | (Redis, FencingKind::Incr | FencingKind::IncrAtomic)
         | (Redlock, FencingKind::Value)
         | (Etcd, FencingKind::Revision)
         | (ZooKeeper, FencingKind::Czxid) => None,

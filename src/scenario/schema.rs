@@ -279,6 +279,7 @@ pub(crate) enum FencingKind {
     #[default]
     None,
     Incr,
+    IncrAtomic,
     Value,
     Revision,
     Czxid,

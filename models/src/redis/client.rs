@@ -84,6 +84,10 @@ pub struct RedisLockConfig {
     pub renew: Renew,
     /// Take a fencing token from `INCR` on a counter key after each acquisition.
     pub fencing: bool,
+    /// With `fencing`: take the token in the same atomic script as the `SET NX`
+    /// ([`Command::SetNxIncr`]) instead of a separate `INCR` after it, so tokens follow the
+    /// order the server granted the lock in.
+    pub fence_atomically: bool,
     /// How long the client waits for a reply before it treats the command as failed.
     pub request_timeout: Dur,
     /// The delay between failed acquisition attempts.
@@ -160,6 +164,8 @@ pub struct RedisLock {
     server: Option<NodeId>,
     /// A request timed out or was refused: ask the sentinels again before the next attempt.
     stale: bool,
+    /// The token the acquire-and-fence script returned, until the grant takes it.
+    atomic_token: Option<u64>,
 }
 
 impl RedisLock {
@@ -173,6 +179,7 @@ impl RedisLock {
             timeout: None,
             server,
             stale: false,
+            atomic_token: None,
         }
     }
 
@@ -271,6 +278,10 @@ impl RedisLock {
                 value,
             } if req == id => match reply {
                 Reply::Ok => self.acquired(ctx, attempt, sent, value),
+                Reply::Int(token) => {
+                    self.atomic_token = Some(token as u64);
+                    self.acquired(ctx, attempt, sent, value)
+                }
                 _ => self.fail_attempt(ctx, attempt),
             },
             State::Waiting {
@@ -442,14 +453,22 @@ impl RedisLock {
     fn set_nx(&mut self, ctx: &mut Ctx<'_, Node>, attempt: u32) {
         let value = ctx.rng().next_u64();
         let sent = ctx.mono();
-        let req = self.send(
-            ctx,
+        let cmd = if self.config.fencing && self.config.fence_atomically {
+            Command::SetNxIncr {
+                key: LOCK_KEY,
+                value,
+                ttl: self.config.ttl,
+                counter: FENCE_KEY,
+            }
+        } else {
             Command::SetNxPx {
                 key: LOCK_KEY,
                 value,
                 ttl: self.config.ttl,
-            },
-        );
+            }
+        };
+        self.atomic_token = None;
+        let req = self.send(ctx, cmd);
         self.state = State::Acquiring {
             req,
             attempt,
@@ -491,6 +510,9 @@ impl RedisLock {
         sent: LocalTime,
         value: u64,
     ) -> Option<LockSignal> {
+        if let Some(token) = self.atomic_token.take() {
+            return Some(self.grant(ctx, sent, value, Some(token)));
+        }
         if self.config.fencing {
             let req = self.send(ctx, Command::Incr { key: FENCE_KEY });
             self.state = State::Fencing {

@@ -80,6 +80,19 @@ pub enum Command {
         /// How long to block.
         timeout: Dur,
     },
+    /// The acquire-and-fence script: `if SET key value NX PX ttl then return INCR counter`,
+    /// one atomic step, so the token's order is the order the server granted the lock in.
+    /// Replies with the token, or nil when the key is held.
+    SetNxIncr {
+        /// The lock's key.
+        key: Key,
+        /// The client's random value.
+        value: u64,
+        /// Time to live.
+        ttl: Dur,
+        /// The counter key.
+        counter: Key,
+    },
 }
 
 /// A reply.

@@ -282,7 +282,12 @@ impl RedisServer {
     pub(super) fn execute(&mut self, now_ms: i64, cmd: Command) -> Reply {
         let master = self.is_master();
         match cmd {
-            Command::SetNxPx { .. } | Command::Del { .. } | Command::Incr { .. } if !master => {
+            Command::SetNxPx { .. }
+            | Command::Del { .. }
+            | Command::Incr { .. }
+            | Command::SetNxIncr { .. }
+                if !master =>
+            {
                 Reply::Readonly
             }
             Command::SetNxPx { key, value, ttl } => {
@@ -331,6 +336,19 @@ impl RedisServer {
                     at_ms,
                 });
                 Reply::Int(next as i64)
+            }
+            Command::SetNxIncr {
+                key,
+                value,
+                ttl,
+                counter,
+            } => {
+                if self.lookup(now_ms, key).is_some() {
+                    return Reply::Nil;
+                }
+                let at_ms = Some(now_ms + ttl.as_millis() as i64);
+                self.write(ReplOp::Set { key, value, at_ms });
+                self.execute(now_ms, Command::Incr { key: counter })
             }
             Command::Wait { .. } => panic!("WAIT is handled before execution"),
         }
@@ -586,5 +604,26 @@ mod tests {
         let incr = Command::Incr { key: "fence" };
         assert_eq!(s.execute(0, incr.clone()), Reply::Int(1));
         assert_eq!(s.execute(i64::MAX / 2, incr), Reply::Int(2));
+    }
+
+    #[test]
+    fn the_acquire_and_fence_script_sets_and_counts_in_one_step_or_not_at_all() {
+        let mut s = server();
+        let acquire = |value| Command::SetNxIncr {
+            key: "lock",
+            value,
+            ttl: Dur::from_millis(100),
+            counter: "fence",
+        };
+        assert_eq!(s.execute(0, acquire(7)), Reply::Int(1));
+        assert_eq!(s.peek("lock"), Some((7, Some(100))));
+        // Held: nothing set, nothing counted.
+        assert_eq!(s.execute(50, acquire(8)), Reply::Nil);
+        assert_eq!(s.peek("fence"), Some((1, None)));
+        // Expired (past its deadline): the next holder's token is the next count.
+        assert_eq!(s.execute(101, acquire(9)), Reply::Int(2));
+        assert_eq!(s.peek("lock"), Some((9, Some(201))));
+        // Both writes of each grant reach the replicas, and the expired key's DEL between.
+        assert_eq!(s.propagate.len(), 5);
     }
 }

@@ -36,6 +36,7 @@ pub(crate) fn redis_spec() -> SystemSpec {
                 release: Release::CompareAndDelete,
                 renew: Renew::Off,
                 fencing: false,
+                fence_atomically: false,
                 request_timeout: ms(500),
                 retry_delay: Distribution::Uniform {
                     lo: ms(50),
