@@ -430,7 +430,8 @@ fn bar_chart(map: &SweepMap) -> String {
     let x = &map.axes[0];
     let cw = column_width(&x.values, 44);
     let left = 64;
-    let top = 60;
+    // Room above the 100% line for a full bar's label.
+    let top = 70;
     let plot_h = 200;
     let plot_w = cw * x.values.len();
     let width = fit_header(map, left + plot_w + 90);
