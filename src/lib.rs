@@ -5,7 +5,8 @@
 //! profiles ([`chaos`]), one run of a scenario ([`run`]), expectations ([`expect`]), checking
 //! many scenarios over many seeds ([`suite`]) and its JUnit XML ([`junit`]), one scenario over
 //! many seeds on several threads and the merge of its shards ([`sweep`], with its [`stats`]),
-//! shrinking a failing fault schedule ([`shrink`]) and hunting for one ([`hunt`]), and the
+//! a scenario over a grid of its parameters ([`sweepmap`]), shrinking a failing fault
+//! schedule ([`shrink`]) and hunting for one ([`hunt`]), and the
 //! command line (the `lockstep` binary). The simulator, the models, the checker and the
 //! reports are the crates `lockstep-sim`, `lockstep-models`, `lockstep-check` and
 //! `lockstep-reports`; the map and the rules between them are in ARCHITECTURE.md.
@@ -21,6 +22,7 @@ pub mod shrink;
 pub mod stats;
 pub mod suite;
 pub mod sweep;
+pub mod sweepmap;
 
 pub use expect::{Count, Expect};
 pub use run::{RunResult, run, run_schedule};

@@ -47,6 +47,10 @@ enum Command {
     /// schedule to a minimal one, and write a scenario file that replays it.
     #[command(after_help = HUNT_EXIT_CODES)]
     Hunt(HuntArgs),
+    /// Run a scenario over the grid of its [sweep] section: the violation rate of its
+    /// property in each cell, as a table or JSON, and drawn as SVG with --out.
+    #[command(after_help = MAP_EXIT_CODES)]
+    Map(MapArgs),
 }
 
 const HUNT_EXIT_CODES: &str = "\
@@ -173,6 +177,7 @@ fn main() -> ExitCode {
         Command::Hunt(args) => cmd_hunt(&args),
         Command::Sweep(args) => cmd_sweep(&args),
         Command::Merge(args) => cmd_merge(&args),
+        Command::Map(args) => cmd_map(&args),
     }
 }
 
@@ -607,4 +612,69 @@ fn kind(k: lockstep_sim::TraceKind) -> &'static str {
         K::Record => "history",
         K::Start => "start",
     }
+}
+
+const MAP_EXIT_CODES: &str = "\
+Exit codes:
+  0  every cell ran (a map has no expectation to meet)
+  2  a bad scenario file or [sweep] section, bad usage, or an output file that cannot be written";
+
+#[derive(Debug, clap::Args)]
+struct MapArgs {
+    /// The scenario file (TOML), with a [sweep] section.
+    file: PathBuf,
+    /// Also draw the map as SVG to FILE (replaced whole, never left half-written).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Worker threads; defaults to the available cores. The map does not depend on it.
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Output format of stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+fn cmd_map(args: &MapArgs) -> ExitCode {
+    use lockstep::sweepmap;
+    if let Some(out) = &args.out {
+        if let Err(e) = output_writable(out, "map") {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
+    let grid = std::fs::read_to_string(&args.file)
+        .map_err(|e| format!("{}: cannot read the file: {e}", args.file.display()))
+        .and_then(|text| sweepmap::grid(&text, &args.file).map_err(|e| e.to_string()));
+    let grid = match grid {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let jobs = args.jobs.map_or(cores, |j| j as usize);
+    // Drawn on stderr, and hidden when stderr is not a terminal (CI logs, pipes).
+    let bar = indicatif::ProgressBar::new(grid.cells.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} cells  eta {eta}")
+            .expect("a valid progress template"),
+    );
+    let map = sweepmap::run_grid_observed(&grid, jobs, |done, _| bar.set_position(done as u64));
+    bar.finish_and_clear();
+    if let Some(out) = &args.out {
+        let svg = lockstep_reports::sweepmap::svg(&map);
+        if let Err(e) = write_atomically(out, &svg, "map") {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Table => writeln!(stdout, "{}", map.table()),
+        Format::Json => writeln!(stdout, "{}", map.json()),
+    };
+    // A closed pipe (`| head`) is not an error of the map.
+    drop(written);
+    ExitCode::SUCCESS
 }

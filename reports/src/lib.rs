@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 mod run_report;
+pub mod sweepmap;
 mod table;
 
 pub use run_report::{Counter, FailoverMs, LatencyMs, RunReport, RunSource};

@@ -51,6 +51,8 @@ pub struct Scenario {
     pub expect: Expect,
     /// How the checker judges it.
     pub check_options: Options,
+    /// The axes of its sweep map (`[sweep]`), if it has one.
+    pub sweep: Option<crate::sweepmap::Sweep>,
 }
 
 impl Scenario {

@@ -26,6 +26,67 @@ pub(crate) struct File {
     pub(crate) chaos: Option<ChaosSection>,
     #[serde(default)]
     pub(crate) expect: ExpectSection,
+    pub(crate) sweep: Option<SweepSection>,
+}
+
+/// `[sweep]`: the axes of a sweep map (`lockstep map`) and the seeds of each cell. The file
+/// as written is an ordinary scenario; each cell is the file with the axes' keys set.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SweepSection {
+    pub(crate) x: AxisSection,
+    pub(crate) y: Option<AxisSection>,
+    pub(crate) seeds: Option<u64>,
+}
+
+/// One axis: a key path of the scenario and its values, listed or as a range.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AxisSection {
+    pub(crate) key: String,
+    pub(crate) values: Option<Vec<SweepValueSpec>>,
+    pub(crate) from: Option<SweepValueSpec>,
+    pub(crate) to: Option<SweepValueSpec>,
+    pub(crate) step: Option<SweepValueSpec>,
+}
+
+/// A value of a swept key as written: any TOML scalar.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum SweepValueSpec {
+    Integer(i64),
+    Float(f64),
+    Bool(bool),
+    String(String),
+}
+
+impl<'de> Deserialize<'de> for SweepValueSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SweepValueSpec, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SweepValueSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number, a string or a boolean")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<SweepValueSpec, E> {
+                Ok(SweepValueSpec::Integer(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<SweepValueSpec, E> {
+                i64::try_from(v)
+                    .map(SweepValueSpec::Integer)
+                    .map_err(|_| E::custom(format!("{v} does not fit a TOML integer")))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<SweepValueSpec, E> {
+                Ok(SweepValueSpec::Float(v))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<SweepValueSpec, E> {
+                Ok(SweepValueSpec::Bool(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SweepValueSpec, E> {
+                Ok(SweepValueSpec::String(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `[chaos]`: a named profile and overrides of its settings.

@@ -11,4 +11,5 @@ mod scenario_errors;
 mod shrink;
 mod support;
 mod sweep_cmd;
+mod sweepmap;
 mod tidy;
