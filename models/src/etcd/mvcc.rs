@@ -214,7 +214,7 @@ impl Store {
     /// Applies a transaction. Its writes share one new revision; a transaction that writes
     /// nothing leaves the revision alone.
     pub fn txn(&mut self, txn: &Txn) -> TxnResult {
-        let succeeded = txn.compares.iter().all(|c| self.holds(c));
+        let succeeded = self.holds_all(&txn.compares);
         let ops = if succeeded {
             &txn.success
         } else {
@@ -252,6 +252,21 @@ impl Store {
         }
         self.revision = rev;
         rev
+    }
+
+    /// Whether every guard holds: which branch [`Store::txn`] would run, without running it.
+    pub fn holds_all(&self, compares: &[Compare]) -> bool {
+        compares.iter().all(|c| self.holds(c))
+    }
+
+    /// A read-only transaction of one range, without the `&mut` of [`Store::txn`]: its result
+    /// is the one `txn` would give (the guards hold, the revision does not move).
+    pub fn read(&self, range: &Range) -> TxnResult {
+        TxnResult {
+            revision: self.revision,
+            succeeded: true,
+            results: vec![OpResult::Get(self.range(range))],
+        }
     }
 
     fn holds(&self, c: &Compare) -> bool {

@@ -526,12 +526,7 @@ impl EtcdServer {
     fn apply_txn(&mut self, txn: &Txn) -> Option<TxnResult> {
         // Which branch runs is decided by the store; check its puts' leases first by a dry
         // evaluation of the guards.
-        let probe = self.store.clone().txn(&Txn {
-            compares: txn.compares.clone(),
-            success: vec![],
-            failure: vec![],
-        });
-        let ops = if probe.succeeded {
+        let ops = if self.store.holds_all(&txn.compares) {
             &txn.success
         } else {
             &txn.failure
@@ -574,11 +569,7 @@ impl EtcdServer {
             .collect();
         for id in ready {
             let r = self.reads.remove(&id).expect("ready read");
-            let result = self.store.clone().txn(&Txn {
-                compares: vec![],
-                success: vec![Op::Get(r.range)],
-                failure: vec![],
-            });
+            let result = self.store.read(&r.range);
             if let Some(op) = r.op {
                 let reply = Self::record_op(ctx, op, &result);
                 ctx.send(r.client, Msg::StorageReply(reply));
@@ -675,13 +666,6 @@ impl EtcdServer {
 
     /// The results of a local, serializable read (for tests).
     pub fn local_get(&self, range: &Range) -> Vec<OpResult> {
-        self.store
-            .clone()
-            .txn(&Txn {
-                compares: vec![],
-                success: vec![Op::Get(range.clone())],
-                failure: vec![],
-            })
-            .results
+        self.store.read(range).results
     }
 }
