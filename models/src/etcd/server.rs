@@ -472,7 +472,7 @@ impl EtcdServer {
                         ctx.mark("leader-ready");
                     }
                 }
-                EntryData::Command(p) => self.apply(ctx, p),
+                EntryData::Command(p) => self.apply(ctx, &p),
             }
         }
         for (id, index) in reads {
@@ -484,13 +484,13 @@ impl EtcdServer {
         self.notify(ctx);
     }
 
-    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal) {
         let now = ctx.mono();
         // Revokes by the lessor and checkpoints are the member's own: nobody waits for them.
         let answer = p.member == self.me && p.client != self.me;
         let reply = match p.cmd {
-            Command::Resource { op, txn } => {
-                let result = self.apply_txn(&txn).expect("resource writes name no lease");
+            Command::Resource { op, ref txn } => {
+                let result = self.apply_txn(txn).expect("resource writes name no lease");
                 let reply = Self::record_op(ctx, op, &result);
                 if answer {
                     ctx.send(p.client, Msg::StorageReply(reply));
@@ -511,7 +511,7 @@ impl EtcdServer {
                 self.lessor.checkpoint(id, remaining);
                 Reply::Revoked
             }
-            Command::Txn(txn) => match self.apply_txn(&txn) {
+            Command::Txn(ref txn) => match self.apply_txn(txn) {
                 Some(r) => Reply::Txn(r),
                 None => Reply::LeaseNotFound,
             },

@@ -2,6 +2,7 @@
 
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::Arc;
 
 use lockstep_sim::{NodeId, Rng};
 
@@ -149,7 +150,7 @@ impl<C: Clone + Debug + Hash + Eq> Raft<C> {
         if self.role != Role::Leader {
             return Err(NotLeader { leader: self.lead });
         }
-        let index = self.append_entry(EntryData::Command(cmd), out);
+        let index = self.append_entry(EntryData::Command(Arc::new(cmd)), out);
         self.bcast_append(out);
         self.flush(out);
         Ok(index)
