@@ -306,7 +306,7 @@ impl EtcdServer {
                 self.raft.step(from, m, ctx.rng(), &mut out);
                 self.process(ctx, out);
             }
-            Msg::Etcd { id, req } => self.on_request(ctx, from, id, req),
+            Msg::Etcd { id, req } => self.on_request(ctx, from, id, *req),
             other => panic!("etcd member {} got {other:?}", ctx.name()),
         }
     }
