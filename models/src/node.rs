@@ -40,8 +40,10 @@ pub enum Msg {
     Etcd {
         /// The request id, echoed in the reply (and in every event of a watch).
         id: u64,
-        /// The request.
-        req: EtcdRequest,
+        /// The request, boxed: a transaction is the largest of all messages, and every
+        /// message is moved through the world's queue several times. (`Box` hashes and
+        /// prints as what it holds.)
+        req: Box<EtcdRequest>,
     },
     /// An etcd member's reply.
     EtcdReply {

@@ -408,25 +408,25 @@ struct Delivery<M> {
     msg: M,
 }
 
-struct Entry<P: Process> {
+/// A place in the event queue: when, in what order, and the slot of [`Core::actions`] that
+/// holds the action. The heap moves only these small keys while the actions (a message can
+/// be large) stay put, so a push or pop costs a few 24-byte moves instead of copies of the
+/// whole action at every level of the heap.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Entry {
     time: Time,
     seq: u64,
-    action: Action<P>,
+    slot: u32,
 }
 
-impl<P: Process> PartialEq for Entry<P> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
-    }
-}
-impl<P: Process> Eq for Entry<P> {}
-impl<P: Process> PartialOrd for Entry<P> {
+impl PartialOrd for Entry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<P: Process> Ord for Entry<P> {
-    /// Reversed, so that `BinaryHeap` pops the earliest (time, seq) first.
+impl Ord for Entry {
+    /// Reversed, so that `BinaryHeap` pops the earliest (time, seq) first. Sequence numbers
+    /// are unique, so the slot never decides.
     fn cmp(&self, other: &Self) -> Ordering {
         (other.time, other.seq).cmp(&(self.time, self.seq))
     }
@@ -435,7 +435,11 @@ impl<P: Process> Ord for Entry<P> {
 struct Core<P: Process> {
     now: Time,
     seq: u64,
-    queue: BinaryHeap<Entry<P>>,
+    queue: BinaryHeap<Entry>,
+    /// The actions of the queue's entries, by slot; `None` in a free slot.
+    actions: Vec<Option<Action<P>>>,
+    /// Slots of `actions` free for reuse.
+    free_actions: Vec<u32>,
     names: Vec<String>,
     nodes: Vec<NodeState<P>>,
     timers: Vec<TimerSlot<P::Timer>>,
@@ -493,10 +497,20 @@ impl<P: Process> Core<P> {
     fn push(&mut self, time: Time, action: Action<P>) {
         debug_assert!(time >= self.now, "scheduling into the past");
         self.seq += 1;
+        let slot = match self.free_actions.pop() {
+            Some(slot) => {
+                self.actions[slot as usize] = Some(action);
+                slot
+            }
+            None => {
+                self.actions.push(Some(action));
+                u32::try_from(self.actions.len() - 1).expect("fewer than 2^32 queued actions")
+            }
+        };
         self.queue.push(Entry {
             time,
             seq: self.seq,
-            action,
+            slot,
         });
     }
 
@@ -822,6 +836,8 @@ impl<P: Process> World<P> {
             now: Time::ZERO,
             seq: 0,
             queue: BinaryHeap::new(),
+            actions: Vec::new(),
+            free_actions: Vec::new(),
             names: config.nodes.iter().map(|nc| nc.name.clone()).collect(),
             nodes,
             timers: Vec::new(),
@@ -909,8 +925,12 @@ impl<P: Process> World<P> {
                 return Outcome::Exhausted { at: self.core.now };
             }
             let entry = self.core.queue.pop().expect("peeked");
+            let action = self.core.actions[entry.slot as usize]
+                .take()
+                .expect("a queued entry's slot holds its action");
+            self.core.free_actions.push(entry.slot);
             self.core.now = entry.time;
-            self.handle(entry.action);
+            self.handle(action);
         }
         self.core.now = self.core.now.max(until);
         Outcome::Completed

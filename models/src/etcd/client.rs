@@ -784,7 +784,13 @@ impl EtcdLock {
         self.next_req += 1;
         let id = self.next_req;
         let to = self.config.servers[self.endpoint];
-        ctx.send(to, Msg::Etcd { id, req });
+        ctx.send(
+            to,
+            Msg::Etcd {
+                id,
+                req: Box::new(req),
+            },
+        );
         id
     }
 }

@@ -7,6 +7,7 @@
 //! (runs are short, so no compaction).
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 /// A revision of the whole key space.
 pub type Rev = u64;
@@ -214,7 +215,7 @@ impl Store {
     /// Applies a transaction. Its writes share one new revision; a transaction that writes
     /// nothing leaves the revision alone.
     pub fn txn(&mut self, txn: &Txn) -> TxnResult {
-        let succeeded = txn.compares.iter().all(|c| self.holds(c));
+        let succeeded = self.holds_all(&txn.compares);
         let ops = if succeeded {
             &txn.success
         } else {
@@ -254,6 +255,21 @@ impl Store {
         rev
     }
 
+    /// Whether every guard holds: which branch [`Store::txn`] would run, without running it.
+    pub fn holds_all(&self, compares: &[Compare]) -> bool {
+        compares.iter().all(|c| self.holds(c))
+    }
+
+    /// A read-only transaction of one range, without the `&mut` of [`Store::txn`]: its result
+    /// is the one `txn` would give (the guards hold, the revision does not move).
+    pub fn read(&self, range: &Range) -> TxnResult {
+        TxnResult {
+            revision: self.revision,
+            succeeded: true,
+            results: vec![OpResult::Get(self.range(range))],
+        }
+    }
+
     fn holds(&self, c: &Compare) -> bool {
         let kv = self.kvs.get(&c.key);
         let actual = match c.target {
@@ -273,24 +289,25 @@ impl Store {
     fn apply(&mut self, op: &Op, rev: Rev) -> OpResult {
         match op {
             Op::Put { key, value, lease } => {
-                let kv = match self.kvs.get(key) {
-                    Some(old) => KeyValue {
-                        value: *value,
-                        mod_revision: rev,
-                        version: old.version + 1,
-                        lease: *lease,
-                        ..old.clone()
-                    },
-                    None => KeyValue {
-                        key: key.clone(),
-                        value: *value,
-                        create_revision: rev,
-                        mod_revision: rev,
-                        version: 1,
-                        lease: *lease,
-                    },
-                };
-                self.kvs.insert(key.clone(), kv);
+                match self.kvs.get_mut(key) {
+                    Some(kv) => {
+                        kv.value = *value;
+                        kv.mod_revision = rev;
+                        kv.version += 1;
+                        kv.lease = *lease;
+                    }
+                    None => {
+                        let kv = KeyValue {
+                            key: key.clone(),
+                            value: *value,
+                            create_revision: rev,
+                            mod_revision: rev,
+                            version: 1,
+                            lease: *lease,
+                        };
+                        self.kvs.insert(key.clone(), kv);
+                    }
+                }
                 self.events.push(Event {
                     revision: rev,
                     kind: EventKind::Put,
@@ -314,25 +331,27 @@ impl Store {
         }
     }
 
+    /// The keys a range finds, in key order; only the keys returned are cloned.
     fn range(&self, r: &Range) -> Vec<KeyValue> {
-        let mut found: Vec<KeyValue> = if r.prefix {
-            self.kvs
-                .range(r.key.clone()..)
-                .take_while(|(k, _)| k.starts_with(&r.key))
-                .map(|(_, kv)| kv.clone())
-                .collect()
-        } else {
-            self.kvs.get(&r.key).cloned().into_iter().collect()
-        };
-        if let Some(max) = r.max_create_rev {
-            found.retain(|kv| kv.create_revision <= max);
-        }
+        let under = (Bound::Included(r.key.as_str()), Bound::Unbounded);
+        let found = self
+            .kvs
+            .range::<str, _>(under)
+            .take_while(|(k, _)| {
+                if r.prefix {
+                    k.starts_with(&r.key)
+                } else {
+                    **k == r.key
+                }
+            })
+            .map(|(_, kv)| kv)
+            .filter(|kv| r.max_create_rev.is_none_or(|max| kv.create_revision <= max));
         match r.first {
-            None => found,
+            None => found.cloned().collect(),
             Some(order) => {
                 let pick = match order {
-                    CreateOrder::First => found.iter().min_by_key(|kv| kv.create_revision),
-                    CreateOrder::Last => found.iter().max_by_key(|kv| kv.create_revision),
+                    CreateOrder::First => found.min_by_key(|kv| kv.create_revision),
+                    CreateOrder::Last => found.max_by_key(|kv| kv.create_revision),
                 };
                 pick.cloned().into_iter().collect()
             }

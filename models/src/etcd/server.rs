@@ -169,6 +169,9 @@ pub struct EtcdServer {
     promoted_term: Option<u64>,
     /// Resource operations received, so that a duplicated message is not taken twice.
     resource_ops: BTreeSet<OpId>,
+    /// Raft's outbox, empty between calls: kept so that its vectors are allocated once
+    /// rather than for every message and tick.
+    outbox: Outbox<Proposal>,
 }
 
 impl EtcdServer {
@@ -194,7 +197,13 @@ impl EtcdServer {
             revoking: BTreeMap::new(),
             promoted_term: None,
             resource_ops: BTreeSet::new(),
+            outbox: Outbox::default(),
         }
+    }
+
+    /// The kept outbox, empty, for one call into raft; [`EtcdServer::process`] puts it back.
+    fn take_outbox(&mut self) -> Outbox<Proposal> {
+        std::mem::take(&mut self.outbox)
     }
 
     fn raft_config(config: &EtcdServerConfig, me: NodeId) -> RaftConfig {
@@ -266,7 +275,7 @@ impl EtcdServer {
                     self.config.tick,
                     Timer::EtcdServer(EtcdServerTimer::RaftTick),
                 );
-                let mut out = Outbox::default();
+                let mut out = self.take_outbox();
                 self.raft.tick(ctx.rng(), &mut out);
                 self.process(ctx, out);
             }
@@ -293,11 +302,11 @@ impl EtcdServer {
     pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: Msg) {
         match msg {
             Msg::Raft(m) => {
-                let mut out = Outbox::default();
+                let mut out = self.take_outbox();
                 self.raft.step(from, m, ctx.rng(), &mut out);
                 self.process(ctx, out);
             }
-            Msg::Etcd { id, req } => self.on_request(ctx, from, id, req),
+            Msg::Etcd { id, req } => self.on_request(ctx, from, id, *req),
             other => panic!("etcd member {} got {other:?}", ctx.name()),
         }
     }
@@ -380,7 +389,7 @@ impl EtcdServer {
     }
 
     fn propose(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, req: u64, cmd: Command) {
-        let mut out = Outbox::default();
+        let mut out = self.take_outbox();
         let p = Proposal {
             member: self.me,
             client,
@@ -389,13 +398,17 @@ impl EtcdServer {
         };
         match self.raft.propose(p, &mut out) {
             Ok(_) => self.process(ctx, out),
-            Err(not) => ctx.send(
-                client,
-                Msg::EtcdReply {
-                    id: req,
-                    reply: Reply::NotLeader { leader: not.leader },
-                },
-            ),
+            Err(not) => {
+                // Raft touched nothing: the outbox goes back as it came.
+                self.outbox = out;
+                ctx.send(
+                    client,
+                    Msg::EtcdReply {
+                        id: req,
+                        reply: Reply::NotLeader { leader: not.leader },
+                    },
+                );
+            }
         }
     }
 
@@ -409,7 +422,7 @@ impl EtcdServer {
     ) {
         self.next_read += 1;
         let id = self.next_read;
-        let mut out = Outbox::default();
+        let mut out = self.take_outbox();
         match self.raft.read_index(id, &mut out) {
             Ok(()) => {
                 self.reads.insert(
@@ -424,30 +437,27 @@ impl EtcdServer {
                 );
                 self.process(ctx, out);
             }
-            Err(not) => ctx.send(
-                client,
-                Msg::EtcdReply {
-                    id: req,
-                    reply: Reply::NotLeader { leader: not.leader },
-                },
-            ),
+            Err(not) => {
+                // Raft touched nothing: the outbox goes back as it came.
+                self.outbox = out;
+                ctx.send(
+                    client,
+                    Msg::EtcdReply {
+                        id: req,
+                        reply: Reply::NotLeader { leader: not.leader },
+                    },
+                );
+            }
         }
     }
 
     /// Sends raft's messages, applies what committed, serves confirmed reads, and promotes or
     /// demotes the lessor on role changes.
-    fn process(&mut self, ctx: &mut Ctx<'_, Node>, out: Outbox<Proposal>) {
-        let Outbox {
-            msgs,
-            committed,
-            reads,
-            role_changes,
-            appended: _,
-        } = out;
-        for (to, m) in msgs {
+    fn process(&mut self, ctx: &mut Ctx<'_, Node>, mut out: Outbox<Proposal>) {
+        for (to, m) in out.msgs.drain(..) {
             ctx.send(to, Msg::Raft(m));
         }
-        for (role, _term) in role_changes {
+        for &(role, _term) in &out.role_changes {
             if role != Role::Leader {
                 self.lessor.demote();
                 self.promoted_term = None;
@@ -455,7 +465,7 @@ impl EtcdServer {
                 self.reads.clear();
             }
         }
-        for entry in committed {
+        for entry in out.committed.drain(..) {
             self.applied = entry.index;
             match entry.data {
                 EntryData::Empty => {
@@ -472,25 +482,27 @@ impl EtcdServer {
                         ctx.mark("leader-ready");
                     }
                 }
-                EntryData::Command(p) => self.apply(ctx, p),
+                EntryData::Command(p) => self.apply(ctx, &p),
             }
         }
-        for (id, index) in reads {
+        for &(id, index) in &out.reads {
             if let Some(r) = self.reads.get_mut(&id) {
                 r.index = Some(index);
             }
         }
+        out.clear();
+        self.outbox = out;
         self.serve_reads(ctx);
         self.notify(ctx);
     }
 
-    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal) {
         let now = ctx.mono();
         // Revokes by the lessor and checkpoints are the member's own: nobody waits for them.
         let answer = p.member == self.me && p.client != self.me;
         let reply = match p.cmd {
-            Command::Resource { op, txn } => {
-                let result = self.apply_txn(&txn).expect("resource writes name no lease");
+            Command::Resource { op, ref txn } => {
+                let result = self.apply_txn(txn).expect("resource writes name no lease");
                 let reply = Self::record_op(ctx, op, &result);
                 if answer {
                     ctx.send(p.client, Msg::StorageReply(reply));
@@ -511,7 +523,7 @@ impl EtcdServer {
                 self.lessor.checkpoint(id, remaining);
                 Reply::Revoked
             }
-            Command::Txn(txn) => match self.apply_txn(&txn) {
+            Command::Txn(ref txn) => match self.apply_txn(txn) {
                 Some(r) => Reply::Txn(r),
                 None => Reply::LeaseNotFound,
             },
@@ -526,12 +538,7 @@ impl EtcdServer {
     fn apply_txn(&mut self, txn: &Txn) -> Option<TxnResult> {
         // Which branch runs is decided by the store; check its puts' leases first by a dry
         // evaluation of the guards.
-        let probe = self.store.clone().txn(&Txn {
-            compares: txn.compares.clone(),
-            success: vec![],
-            failure: vec![],
-        });
-        let ops = if probe.succeeded {
+        let ops = if self.store.holds_all(&txn.compares) {
             &txn.success
         } else {
             &txn.failure
@@ -574,11 +581,7 @@ impl EtcdServer {
             .collect();
         for id in ready {
             let r = self.reads.remove(&id).expect("ready read");
-            let result = self.store.clone().txn(&Txn {
-                compares: vec![],
-                success: vec![Op::Get(r.range)],
-                failure: vec![],
-            });
+            let result = self.store.read(&r.range);
             if let Some(op) = r.op {
                 let reply = Self::record_op(ctx, op, &result);
                 ctx.send(r.client, Msg::StorageReply(reply));
@@ -675,13 +678,6 @@ impl EtcdServer {
 
     /// The results of a local, serializable read (for tests).
     pub fn local_get(&self, range: &Range) -> Vec<OpResult> {
-        self.store
-            .clone()
-            .txn(&Txn {
-                compares: vec![],
-                success: vec![Op::Get(range.clone())],
-                failure: vec![],
-            })
-            .results
+        self.store.read(range).results
     }
 }

@@ -2,6 +2,7 @@
 
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::Arc;
 
 use lockstep_sim::{NodeId, Rng};
 
@@ -149,7 +150,7 @@ impl<C: Clone + Debug + Hash + Eq> Raft<C> {
         if self.role != Role::Leader {
             return Err(NotLeader { leader: self.lead });
         }
-        let index = self.append_entry(EntryData::Command(cmd), out);
+        let index = self.append_entry(EntryData::Command(Arc::new(cmd)), out);
         self.bcast_append(out);
         self.flush(out);
         Ok(index)
@@ -663,9 +664,16 @@ impl<C: Clone + Debug + Hash + Eq> Raft<C> {
     /// etcd `maybeCommit` (paper §5.3-§5.4.2, Figure 8): the highest index a quorum has,
     /// committed only if its entry is of the current term.
     fn maybe_commit(&mut self) -> bool {
-        let mut matched: Vec<u64> = self.progress.iter().map(|p| p.matched).collect();
-        matched.sort_unstable_by(|a, b| b.cmp(a));
-        let index = matched[self.config.quorum() - 1];
+        // The quorum-th largest match index: the largest one that a quorum has reached. (No
+        // sorted copy: this runs for every acknowledgement, and clusters are small.)
+        let quorum = self.config.quorum();
+        let index = self
+            .progress
+            .iter()
+            .map(|p| p.matched)
+            .filter(|&m| self.progress.iter().filter(|q| q.matched >= m).count() >= quorum)
+            .max()
+            .expect("the smallest match index is reached by every node");
         if index > self.commit && self.durable.term_at(index) == Some(self.term()) {
             self.commit = index;
             return true;

@@ -34,6 +34,7 @@ pub mod safety;
 mod tests;
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use lockstep_sim::NodeId;
 
@@ -153,8 +154,11 @@ pub enum EntryData<C> {
     /// The no-op a leader appends at the start of its term (paper §8, thesis §6.4), which
     /// lets it commit entries of earlier terms and serve reads.
     Empty,
-    /// A command for the state machine.
-    Command(C),
+    /// A command for the state machine. An entry never changes once appended, so the log,
+    /// the appends that carry it and [`Outbox::committed`] share one copy of the command
+    /// rather than cloning it at every hop. (`Arc` hashes, compares and prints as the command
+    /// itself, so traces do not see the sharing.)
+    Command(Arc<C>),
 }
 
 /// One log entry.

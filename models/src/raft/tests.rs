@@ -2,6 +2,7 @@
 //! directed links that can be cut, and ticks driven by hand.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use lockstep_sim::{NodeId, Rng};
 
@@ -28,7 +29,7 @@ fn log(terms: &[u64]) -> Vec<Entry<u64>> {
         .map(|(i, &term)| Entry {
             term,
             index: i as u64 + 1,
-            data: EntryData::Command(i as u64 + 1),
+            data: EntryData::Command(Arc::new(i as u64 + 1)),
         })
         .collect()
 }
@@ -207,7 +208,10 @@ fn a_leader_is_elected_and_commits_its_empty_entry_then_commands() {
     }
     let applied: Vec<u64> = c.outs[0].committed.iter().map(|e| e.index).collect();
     assert_eq!(applied, vec![1, 2]);
-    assert_eq!(c.outs[0].committed[1].data, EntryData::Command(42));
+    assert_eq!(
+        c.outs[0].committed[1].data,
+        EntryData::Command(Arc::new(42))
+    );
     assert_eq!(
         c.outs[1].role_changes,
         vec![

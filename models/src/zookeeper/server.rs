@@ -760,7 +760,7 @@ impl ZkServer {
                         self.become_ready(ctx, entry.term);
                     }
                 }
-                EntryData::Command(p) => self.apply(ctx, p),
+                EntryData::Command(p) => self.apply(ctx, &p),
             }
         }
         let serving = (self.raft.leader().is_some() && self.applied_epoch == self.raft.term())
@@ -797,7 +797,7 @@ impl ZkServer {
         ctx.mark("zk-leader-ready");
     }
 
-    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal) {
         let zxid = self.last_zxid;
         let (result, events) = self.tree.apply(&p.txn, zxid);
         self.audit.push(Audit::Applied {
@@ -835,7 +835,7 @@ impl ZkServer {
         }
     }
 
-    fn answer(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal, result: TxnResult) {
+    fn answer(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal, result: TxnResult) {
         self.forwarded
             .retain(|f| !(f.client == p.client && f.conn == p.conn && f.xid == p.xid));
         if self.conns.get(&p.client).is_none_or(|c| c.conn != p.conn) {

@@ -102,7 +102,7 @@ impl Host {
         }
         for e in out.committed {
             match e.data {
-                EntryData::Command(c) => self.applied.push(c),
+                EntryData::Command(c) => self.applied.push(*c),
                 EntryData::Empty => {}
             }
         }

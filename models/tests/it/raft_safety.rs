@@ -1,6 +1,8 @@
 //! The Raft safety checker on hand-made histories: each property it checks must be able to
 //! fail, and a clean history must pass.
 
+use std::sync::Arc;
+
 use lockstep_models::raft::safety::{Property, RaftEvent, check};
 use lockstep_models::raft::{Entry, EntryData, Role};
 use lockstep_sim::{NodeId, Record, Time};
@@ -19,7 +21,7 @@ fn cmd(term: u64, index: u64, c: u64) -> Entry<u64> {
     Entry {
         term,
         index,
-        data: EntryData::Command(c),
+        data: EntryData::Command(Arc::new(c)),
     }
 }
 
