@@ -8,5 +8,6 @@
 
 mod run_report;
 mod table;
+pub mod timeline;
 
 pub use run_report::{Counter, FailoverMs, LatencyMs, RunReport, RunSource};
