@@ -21,6 +21,7 @@ pub mod shrink;
 pub mod stats;
 pub mod suite;
 pub mod sweep;
+pub mod timeline;
 
 pub use expect::{Count, Expect};
 pub use run::{RunResult, run, run_schedule};

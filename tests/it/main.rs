@@ -12,3 +12,4 @@ mod shrink;
 mod support;
 mod sweep_cmd;
 mod tidy;
+mod timeline;
