@@ -11,12 +11,13 @@
 //! the replayed clocks are compared with the world's at the end, and a node whose replay does
 //! not match is named in the timeline's notes.
 
-use lockstep_models::StorageMode;
+use lockstep_models::redis::LockAudit;
 use lockstep_models::system;
+use lockstep_models::{Node, StorageMode};
 use lockstep_reports::timeline::{
-    ClockPoint, ClockSeries, FaultMark, FaultSpan, LaneKind, Timeline,
+    ClockPoint, ClockSeries, FaultMark, FaultSpan, Granted, LaneKind, Timeline,
 };
-use lockstep_sim::{AppliedFault, Clocks, Fault, NodeId, Time};
+use lockstep_sim::{AppliedFault, ClockKind, Clocks, Fault, LocalTime, NodeId, Time};
 
 use crate::run::{KeptRun, RunResult, run_keeping_world};
 use crate::scenario::{Scenario, Schedule};
@@ -62,8 +63,9 @@ pub fn timeline(scenario: &Scenario, kept: &KeptRun) -> Timeline {
     for (i, initial) in kept.initial_clocks.iter().enumerate() {
         let node = NodeId(i as u32);
         let offset = scenario.clocks.get(i).map_or(0, |c| c.wall_offset_ns);
-        let (points, replayed) = clock_points(node, initial, offset, log, end);
-        if &replayed != kept.world.clocks(node) {
+        let (points, segments) = clock_points(node, initial, offset, log, end);
+        let replayed = &segments.last().expect("a segment from time zero").1;
+        if replayed != kept.world.clocks(node) {
             t.notes.push(format!(
                 "The clock line of {} is approximate: replaying its clock faults did not give \
                  the world's clocks.",
@@ -71,8 +73,12 @@ pub fn timeline(scenario: &Scenario, kept: &KeptRun) -> Timeline {
             ));
         }
         t.clocks.push(ClockSeries { lane: i, points });
+        if let Node::Redis(server) = kept.world.process(node) {
+            t.granted
+                .extend(redis_grants(i, server.lock_audit(), &segments, log, end));
+        }
     }
-    if t.granted.is_empty() {
+    if !matches!(kept.world.process(NodeId(0)), Node::Redis(_)) {
         t.notes.push(
             "Server lanes show faults only: this family's servers keep no record of what they \
              granted."
@@ -168,15 +174,18 @@ enum Change {
     Step(i64),
 }
 
+/// The node's clocks from a true time on, until the next segment's time.
+type Segments = Vec<(u64, Clocks)>;
+
 /// The node's clock offsets at every change (a point on each side), at zero and at the end,
-/// and its clocks after the replay.
+/// and its clocks over the run (the last segment's clocks are the replay's result).
 fn clock_points(
     node: NodeId,
     initial: &Clocks,
     wall_offset_ns: i64,
     log: &[AppliedFault],
     end_ns: u64,
-) -> (Vec<ClockPoint>, Clocks) {
+) -> (Vec<ClockPoint>, Segments) {
     let zero = Time::ZERO;
     let wall_epoch = initial.wall(zero).as_nanos() - wall_offset_ns;
     let mono_zero = initial.mono(zero).as_nanos();
@@ -191,10 +200,15 @@ fn clock_points(
     };
     let mut clocks = initial.clone();
     let mut points = vec![point(&clocks, 0)];
+    let mut segments: Segments = vec![(0, initial.clone())];
     // Changes the world schedules itself: (true time, order scheduled, change).
     let mut pending: Vec<(u64, usize, Change)> = Vec::new();
     let mut seq = 0;
-    let apply = |clocks: &mut Clocks, points: &mut Vec<ClockPoint>, t: u64, c: Change| {
+    let apply = |clocks: &mut Clocks,
+                 points: &mut Vec<ClockPoint>,
+                 segments: &mut Segments,
+                 t: u64,
+                 c: Change| {
         points.push(point(clocks, t));
         match c {
             Change::EndSlew => {
@@ -203,6 +217,7 @@ fn clock_points(
             Change::Step(delta) => clocks.step(Time::from_nanos(t), delta),
         }
         points.push(point(clocks, t));
+        segments.push((t, clocks.clone()));
     };
     let mine = log
         .iter()
@@ -210,11 +225,17 @@ fn clock_points(
     for f in mine {
         let t = f.time.as_nanos();
         drain(&mut pending, t, |tt, c| {
-            apply(&mut clocks, &mut points, tt, c)
+            apply(&mut clocks, &mut points, &mut segments, tt, c)
         });
         match f.fault {
             Fault::ClockStep { delta_ns, .. } => {
-                apply(&mut clocks, &mut points, t, Change::Step(delta_ns));
+                apply(
+                    &mut clocks,
+                    &mut points,
+                    &mut segments,
+                    t,
+                    Change::Step(delta_ns),
+                );
             }
             Fault::ClockSlew {
                 delta_ns, rate_ppm, ..
@@ -222,6 +243,7 @@ fn clock_points(
                 points.push(point(&clocks, t));
                 let slew_end = clocks.start_slew(f.time, delta_ns, rate_ppm);
                 points.push(point(&clocks, t));
+                segments.push((t, clocks.clone()));
                 pending.push((slew_end.as_nanos(), seq, Change::EndSlew));
                 seq += 1;
             }
@@ -229,6 +251,7 @@ fn clock_points(
                 points.push(point(&clocks, t));
                 clocks.set_drift(f.time, drift_ppm);
                 points.push(point(&clocks, t));
+                segments.push((t, clocks.clone()));
             }
             Fault::ClockStrobe {
                 delta_ns,
@@ -256,11 +279,105 @@ fn clock_points(
         }
     }
     drain(&mut pending, end_ns, |tt, c| {
-        apply(&mut clocks, &mut points, tt, c)
+        apply(&mut clocks, &mut points, &mut segments, tt, c)
     });
     points.push(point(&clocks, end_ns));
     points.dedup();
-    (points, clocks)
+    (points, segments)
+}
+
+/// The earliest true time, not before `from_ns`, at which the node's `kind` clock reads at
+/// least `local`; `None` if not before the end of the last segment's reach (never).
+fn when(segments: &Segments, kind: ClockKind, local: i64, from_ns: u64) -> u64 {
+    for (i, (start, clocks)) in segments.iter().enumerate() {
+        let next = segments.get(i + 1).map_or(u64::MAX, |s| s.0);
+        if next <= from_ns {
+            continue;
+        }
+        let now = Time::from_nanos((*start).max(from_ns));
+        let t = clocks
+            .when(kind, LocalTime::from_nanos(local), now)
+            .as_nanos();
+        if t < next {
+            return t;
+        }
+    }
+    u64::MAX
+}
+
+/// What a Redis server granted, from its audit of the lock key: from each successful `SET NX`
+/// to the release, the deadline on its expiry clock (renewals move it), or its crash,
+/// whichever came first. A key is expired once the clock reads past its deadline's
+/// millisecond (`now > when`), whether or not a command has deleted it yet.
+fn redis_grants(
+    lane: usize,
+    audit: &[LockAudit],
+    segments: &Segments,
+    log: &[AppliedFault],
+    end_ns: u64,
+) -> Vec<Granted> {
+    let node = NodeId(lane as u32);
+    let true_time = |mono_ns: i64| when(segments, ClockKind::Mono, mono_ns, 0);
+    let expiry = |at_ms: i64, clock: ClockKind, from: u64| {
+        let local = at_ms.saturating_add(1).saturating_mul(1_000_000);
+        when(segments, clock, local, from)
+    };
+    let crashes: Vec<u64> = log
+        .iter()
+        .filter(|f| matches!(f.fault, Fault::Crash { node: n, .. } if n == node))
+        .map(|f| f.time.as_nanos())
+        .collect();
+    let mut grants = Vec::new();
+    // The grant open on the server: (holder, since, expiry in true time).
+    let mut open: Option<(usize, u64, u64)> = None;
+    let close = |open: &mut Option<(usize, u64, u64)>, at: u64, how: &str, out: &mut Vec<_>| {
+        if let Some((holder, from_ns, expires)) = open.take() {
+            let crash = crashes.iter().copied().find(|&c| c >= from_ns);
+            let (mut to_ns, mut detail) = (at, how.to_string());
+            if expires < to_ns {
+                (to_ns, detail) = (expires, "expired".to_string());
+            }
+            if let Some(c) = crash.filter(|&c| c < to_ns) {
+                (to_ns, detail) = (c, "server crashed".to_string());
+            }
+            out.push(Granted {
+                lane,
+                holder,
+                from_ns,
+                to_ns: to_ns.min(end_ns),
+                detail,
+            });
+        }
+    };
+    for entry in audit {
+        match *entry {
+            LockAudit::Set {
+                mono_ns,
+                from,
+                expires_at_ms,
+                clock,
+            } => {
+                let t = true_time(mono_ns);
+                close(&mut open, t, "replaced", &mut grants);
+                open = Some((from.index(), t, expiry(expires_at_ms, clock, t)));
+            }
+            LockAudit::Renew {
+                mono_ns,
+                expires_at_ms,
+                clock,
+            } => {
+                let t = true_time(mono_ns);
+                if let Some(g) = open.as_mut() {
+                    g.2 = expiry(expires_at_ms, clock, t);
+                }
+            }
+            LockAudit::Del { mono_ns } => {
+                close(&mut open, true_time(mono_ns), "released", &mut grants);
+            }
+        }
+    }
+    close(&mut open, end_ns, "held at the end", &mut grants);
+    grants
 }
 
 /// Applies the pending changes due at or before `t`, in (time, order) order.

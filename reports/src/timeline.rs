@@ -501,7 +501,8 @@ text{font-family:sans-serif;font-size:11px;fill:#222}\
 .fault-clock-strobe{fill:#17becf;fill-opacity:0.2}\
 .fault-clock-step,.fault-clock-slew,.fault-clock-drift{fill:#17becf;stroke:#0b6f7a;stroke-width:1}\
 .clock-wall{fill:none;stroke-width:1.5}.clock-mono{fill:none;stroke-width:1;stroke-dasharray:3 2}\
-.zero{stroke:#999;stroke-width:1}.note{fill:#555}";
+.zero{stroke:#999;stroke-width:1}.note{fill:#555}\
+.fault-label{font-size:8px;fill:#7a4a00}";
 
 /// Draws `t` as a standalone SVG document (also fit to inline in HTML).
 pub fn svg(t: &Timeline) -> String {
@@ -593,6 +594,18 @@ pub fn svg(t: &Timeline) -> String {
                     escape(&title),
                     seconds(f.to_ns)
                 );
+                // A wide span says what it is in the lane's top margin.
+                if x1 - x0 >= 60.0 {
+                    let _ = write!(
+                        out,
+                        "<text class=\"fault-label\" x=\"{}\" y=\"{}\">{} {}</text>",
+                        px(x0 + 3.0),
+                        px(lane_y(l) + 7.0),
+                        f.kind.label(),
+                        signed_ms(i64::try_from(f.to_ns - f.from_ns).unwrap_or(i64::MAX))
+                            .trim_start_matches('+')
+                    );
+                }
             }
         }
     }
@@ -653,27 +666,36 @@ pub fn svg(t: &Timeline) -> String {
     }
     out.push_str("</g>");
 
-    // Overlaps: a frame across both holders' lanes.
+    // Overlaps: a frame across both holders' lanes, one per run of overlapping examples.
     out.push_str("<g class=\"overlaps\">");
-    for o in &t.overlaps {
-        let (a, b) = (o.first.client.0 as usize, o.second.client.0 as usize);
-        let (top, bottom) = (a.min(b), a.max(b));
-        let (x0, x1) = (x(o.from_ns), x(o.to_ns.max(o.from_ns)));
-        let name = |l: usize| t.lanes.get(l).map_or("?", |l| l.name.as_str());
+    let name = |l: usize| t.lanes.get(l).map_or("?", |l| l.name.as_str());
+    for band in overlap_bands(t, end / plot_w as u64) {
+        let (x0, x1) = (x(band.from_ns), x(band.to_ns.max(band.from_ns)));
+        let mut title = String::new();
+        for o in band.pairs.iter().take(5) {
+            let _ = write!(
+                title,
+                "2 holders: {} #{} and {} #{} from {} to {}. ",
+                name(o.first.client.0 as usize),
+                o.first.seq,
+                name(o.second.client.0 as usize),
+                o.second.seq,
+                seconds(o.from_ns),
+                seconds(o.to_ns)
+            );
+        }
+        if band.pairs.len() > 5 {
+            let _ = write!(title, "And {} more pairs.", band.pairs.len() - 5);
+        }
         let _ = write!(
             out,
             "<rect class=\"overlap\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\">\
-             <title>2 holders: {} #{} and {} #{} from {} to {}</title></rect>",
+             <title>{}</title></rect>",
             px(x0),
-            px(lane_y(top) + 2.0),
+            px(lane_y(band.top) + 2.0),
             px((x1 - x0).max(2.0)),
-            px(lane_y(bottom) - lane_y(top) + LANE_H - 4.0),
-            escape(name(a)),
-            o.first.seq,
-            escape(name(b)),
-            o.second.seq,
-            seconds(o.from_ns),
-            seconds(o.to_ns)
+            px(lane_y(band.bottom) - lane_y(band.top) + LANE_H - 4.0),
+            escape(title.trim_end())
         );
     }
     out.push_str("</g>");
@@ -701,6 +723,46 @@ pub fn svg(t: &Timeline) -> String {
     }
     out.push_str("</svg>");
     out
+}
+
+/// Overlap examples of one pair of lanes that overlap in time (or lie closer than `slack_ns`),
+/// drawn as one frame.
+struct Band<'a> {
+    top: usize,
+    bottom: usize,
+    from_ns: u64,
+    to_ns: u64,
+    pairs: Vec<&'a OverlapSpan>,
+}
+
+fn overlap_bands(t: &Timeline, slack_ns: u64) -> Vec<Band<'_>> {
+    let mut sorted: Vec<&OverlapSpan> = t.overlaps.iter().collect();
+    let lanes = |o: &OverlapSpan| {
+        let (a, b) = (o.first.client.0 as usize, o.second.client.0 as usize);
+        (a.min(b), a.max(b))
+    };
+    sorted.sort_by_key(|o| (lanes(o), o.from_ns, o.to_ns));
+    let mut bands: Vec<Band<'_>> = Vec::new();
+    for o in sorted {
+        let (top, bottom) = lanes(o);
+        match bands.last_mut() {
+            Some(b)
+                if (b.top, b.bottom) == (top, bottom)
+                    && o.from_ns <= b.to_ns.saturating_add(slack_ns) =>
+            {
+                b.to_ns = b.to_ns.max(o.to_ns);
+                b.pairs.push(o);
+            }
+            _ => bands.push(Band {
+                top,
+                bottom,
+                from_ns: o.from_ns,
+                to_ns: o.to_ns,
+                pairs: vec![o],
+            }),
+        }
+    }
+    bands
 }
 
 fn legend(out: &mut String, y: f64) {
@@ -1018,6 +1080,20 @@ fn clock_chart(
                 }
             );
         }
+    }
+    if t.clocks
+        .iter()
+        .flat_map(|s| &s.points)
+        .all(|p| p.wall_offset_ns == 0 && p.mono_offset_ns == 0)
+        && !t.clocks.is_empty()
+    {
+        let _ = write!(
+            out,
+            "<text class=\"note\" x=\"{}\" y=\"{}\">every clock agrees with true time \
+             throughout (the lines lie on zero)</text>",
+            px(LEFT + 8.0),
+            px(top + 14.0)
+        );
     }
     // Legend: one entry per node.
     let mut lx = LEFT;

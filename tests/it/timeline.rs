@@ -63,6 +63,42 @@ fn k1_timeline_shows_the_overlap_the_pause_and_the_stale_write() {
         assert!(bar.from_ns <= overlap.from_ns && overlap.to_ns <= bar.to_ns);
     }
 
+    // The server granted client-1 the lock for its 10 s TTL, then client-2, while client-1
+    // still believed it held the lock.
+    let redis = lane(&t, "redis");
+    let c1_bar = t
+        .held
+        .iter()
+        .find(|h| h.grant == overlap.first)
+        .expect("bar");
+    let at = t
+        .granted
+        .iter()
+        .rposition(|g| g.from_ns <= c1_bar.from_ns)
+        .expect("the server granted client-1's lock");
+    let first = &t.granted[at];
+    assert_eq!((first.lane, first.holder), (redis, c1));
+    assert_eq!(first.detail, "expired");
+    assert!(
+        first.from_ns <= c1_bar.from_ns,
+        "the server grants before the client hears"
+    );
+    assert!(
+        (10_000_000_000..10_010_000_000).contains(&(first.to_ns - first.from_ns)),
+        "{first:?}"
+    );
+    let second = &t.granted[at + 1];
+    assert_eq!(second.holder, c2);
+    assert!(first.to_ns <= second.from_ns && second.from_ns <= overlap.from_ns);
+    assert!(second.from_ns < c1_bar.to_ns);
+    for g in &t.granted {
+        assert!(g.from_ns <= g.to_ns);
+    }
+    assert!(
+        t.granted.windows(2).all(|w| w[0].to_ns <= w[1].from_ns),
+        "one holder at a time"
+    );
+
     // The 15 s pause is shaded on client-1's lane.
     let pauses: Vec<_> = t
         .faults
@@ -99,7 +135,10 @@ fn k1_timeline_shows_the_overlap_the_pause_and_the_stale_write() {
     let doc = roxmltree::Document::parse(&picture).expect("the SVG is well-formed XML");
     // One of each in the legend, plus the drawing's own.
     assert_eq!(count_class(&doc, "held"), t.held.len() + 1);
-    assert_eq!(count_class(&doc, "overlap"), t.overlaps.len() + 1);
+    // Overlap examples that touch are drawn as one frame.
+    let frames = count_class(&doc, "overlap") - 1;
+    assert!(0 < frames && frames <= t.overlaps.len(), "{frames}");
+    assert_eq!(count_class(&doc, "granted"), t.granted.len() + 1);
     assert_eq!(count_class(&doc, "fault-pause"), 1 + 1);
     assert_eq!(count_class(&doc, "op-stale"), stale.len() + 1);
     assert_eq!(count_class(&doc, "clock-wall"), t.lanes.len());

@@ -22,7 +22,7 @@ use super::persistence::{
 };
 use super::replication::Repl;
 use super::sentinel::SentinelMsg;
-use super::{Command, Key, ReplOp, Reply, Role};
+use super::{Command, Key, LOCK_KEY, ReplOp, Reply, Role};
 use crate::node::{Msg, Node, Timer};
 
 /// How a Redis server is set up.
@@ -94,6 +94,38 @@ pub struct Entry {
     pub(crate) expires_at_ms: Option<i64>,
 }
 
+/// What a server did with the lock key, kept for reports (the timeline's server lane) and
+/// never read by the model. Times are the server's monotonic clock, in ns: a model cannot read
+/// true time, and the report maps them back with the node's clocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockAudit {
+    /// `SET lock value NX PX ttl` succeeded: the lock is `from`'s until the deadline.
+    Set {
+        /// Monotonic reading at the command.
+        mono_ns: i64,
+        /// The client that set it.
+        from: NodeId,
+        /// The deadline, in ms of `clock`.
+        expires_at_ms: i64,
+        /// The clock the deadline is judged on.
+        clock: ClockKind,
+    },
+    /// The renew script moved the deadline.
+    Renew {
+        /// Monotonic reading at the command.
+        mono_ns: i64,
+        /// The new deadline, in ms of `clock`.
+        expires_at_ms: i64,
+        /// The clock the deadline is judged on.
+        clock: ClockKind,
+    },
+    /// `DEL` or the release script deleted the key.
+    Del {
+        /// Monotonic reading at the command.
+        mono_ns: i64,
+    },
+}
+
 /// A Redis server: a primary or a replica, with or without persistence.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisServer {
@@ -117,6 +149,9 @@ pub struct RedisServer {
     pub(super) repl: Repl,
     /// The writes the current command propagates (`server.also_propagate`).
     pub(super) propagate: Vec<ReplOp>,
+    /// What this server did with the lock key (kept across crashes: it is an observer's
+    /// record, not the server's state).
+    audit: Vec<LockAudit>,
 }
 
 impl RedisServer {
@@ -135,7 +170,13 @@ impl RedisServer {
             open: true,
             repl: Repl::new(replica_of),
             propagate: Vec::new(),
+            audit: Vec::new(),
         }
+    }
+
+    /// What this server did with the lock key, in order.
+    pub fn lock_audit(&self) -> &[LockAudit] {
+        &self.audit
     }
 
     /// The server's role now.
@@ -247,12 +288,47 @@ impl RedisServer {
             return;
         }
         let now_ms = ctx.clock(self.config.expiry_clock).as_millis();
-        let reply = self.execute(now_ms, cmd);
+        let reply = self.execute(now_ms, cmd.clone());
+        self.audit(ctx, from, &cmd, reply);
         if !self.propagate.is_empty() {
             self.propagate_writes(ctx);
             self.repl.woff.insert(from, self.repl.offset);
         }
         ctx.send(from, Msg::RedisReply { id, reply });
+    }
+
+    /// Notes a change of the lock key's owner or deadline in the audit.
+    fn audit(&mut self, ctx: &Ctx<'_, Node>, from: NodeId, cmd: &Command, reply: Reply) {
+        let mono_ns = ctx.mono().as_nanos();
+        let clock = self.config.expiry_clock;
+        let deadline = || {
+            self.db
+                .get(LOCK_KEY)
+                .and_then(|e| e.expires_at_ms)
+                .unwrap_or(i64::MAX)
+        };
+        let entry = match (cmd, reply) {
+            (Command::SetNxPx { key, .. }, Reply::Ok) if *key == LOCK_KEY => LockAudit::Set {
+                mono_ns,
+                from,
+                expires_at_ms: deadline(),
+                clock,
+            },
+            (Command::CompareAndPexpire { key, .. }, Reply::Int(1)) if *key == LOCK_KEY => {
+                LockAudit::Renew {
+                    mono_ns,
+                    expires_at_ms: deadline(),
+                    clock,
+                }
+            }
+            (Command::Del { key } | Command::CompareAndDelete { key, .. }, Reply::Int(1))
+                if *key == LOCK_KEY =>
+            {
+                LockAudit::Del { mono_ns }
+            }
+            _ => return,
+        };
+        self.audit.push(entry);
     }
 
     /// A message from a sentinel: `PING` (answered with the role and offset, as `INFO
