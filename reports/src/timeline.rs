@@ -485,7 +485,7 @@ text{font-family:sans-serif;font-size:11px;fill:#222}\
 .lane-bg{fill:#fafafa;stroke:#e4e4e4}.lane-bg.client{fill:#f4f8fd}\
 .axis line,.grid{stroke:#ccc;stroke-width:1}.axis text{fill:#555}\
 .held{fill:#4a90d9;stroke:#1f5f9f;stroke-width:0.5}\
-.granted{fill:#7cb87c;stroke:#3c7c3c;stroke-width:0.5}\
+.granted{fill:#7cb87c;fill-opacity:0.8;stroke:#fff;stroke-width:0.5}\
 .overlap{fill:#ff2d2d;fill-opacity:0.18;stroke:#d00;stroke-width:1.5;stroke-dasharray:4 2}\
 .op-accepted{fill:#2a8a2a;stroke:#fff;stroke-width:0.5}\
 .op-rejected{fill:#fff;stroke:#c00;stroke-width:1.5}\
@@ -502,7 +502,7 @@ text{font-family:sans-serif;font-size:11px;fill:#222}\
 .fault-clock-step,.fault-clock-slew,.fault-clock-drift{fill:#17becf;stroke:#0b6f7a;stroke-width:1}\
 .clock-wall{fill:none;stroke-width:1.5}.clock-mono{fill:none;stroke-width:1;stroke-dasharray:3 2}\
 .zero{stroke:#999;stroke-width:1}.note{fill:#555}\
-.fault-label{font-size:8px;fill:#7a4a00}";
+.fault-label{font-size:8px;fill:#7a4a00}.granted-label{font-size:10px;fill:#fff}";
 
 /// Draws `t` as a standalone SVG document (also fit to inline in HTML).
 pub fn svg(t: &Timeline) -> String {
@@ -611,7 +611,8 @@ pub fn svg(t: &Timeline) -> String {
     }
     out.push_str("</g>");
 
-    // What servers granted, in the lower half of the server's lane.
+    // What servers granted, coloured by holder (a style, so that it beats the class's fill),
+    // named when there is room.
     out.push_str("<g class=\"grants\">");
     for g in &t.granted {
         let (x0, x1) = (x(g.from_ns), x(g.to_ns.max(g.from_ns)));
@@ -619,17 +620,26 @@ pub fn svg(t: &Timeline) -> String {
         let _ = write!(
             out,
             "<rect class=\"granted\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" \
-             fill=\"{}\"><title>granted to {} from {} to {} ({})</title></rect>",
+             style=\"fill:{}\"><title>granted to {} from {} to {} ({})</title></rect>",
             px(x0),
-            px(lane_y(g.lane) + 8.0),
+            px(lane_y(g.lane) + 6.0),
             px((x1 - x0).max(1.0)),
-            px(LANE_H - 16.0),
+            px(LANE_H - 12.0),
             PALETTE[g.holder % PALETTE.len()],
             escape(holder),
             seconds(g.from_ns),
             seconds(g.to_ns),
             escape(&g.detail)
         );
+        if x1 - x0 >= 8.0 + 6.0 * holder.chars().count() as f64 {
+            let _ = write!(
+                out,
+                "<text class=\"granted-label\" x=\"{}\" y=\"{}\">{}</text>",
+                px(x0 + 3.0),
+                px(lane_y(g.lane) + LANE_H / 2.0 + 3.5),
+                escape(holder)
+            );
+        }
     }
     out.push_str("</g>");
 
