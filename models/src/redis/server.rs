@@ -99,7 +99,8 @@ pub struct Entry {
 /// true time, and the report maps them back with the node's clocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockAudit {
-    /// `SET lock value NX PX ttl` succeeded: the lock is `from`'s until the deadline.
+    /// A command of `from` set the key (`SET NX PX`, or a script that does): the lock is
+    /// `from`'s until the deadline.
     Set {
         /// Monotonic reading at the command.
         mono_ns: i64,
@@ -119,7 +120,7 @@ pub enum LockAudit {
         /// The clock the deadline is judged on.
         clock: ClockKind,
     },
-    /// `DEL` or the release script deleted the key.
+    /// A command deleted the key (`DEL`, the release script, or a lookup of an expired key).
     Del {
         /// Monotonic reading at the command.
         mono_ns: i64,
@@ -288,8 +289,9 @@ impl RedisServer {
             return;
         }
         let now_ms = ctx.clock(self.config.expiry_clock).as_millis();
-        let reply = self.execute(now_ms, cmd.clone());
-        self.audit(ctx, from, &cmd, reply);
+        let before = self.db.get(LOCK_KEY).copied();
+        let reply = self.execute(now_ms, cmd);
+        self.audit(ctx, from, before, now_ms);
         if !self.propagate.is_empty() {
             self.propagate_writes(ctx);
             self.repl.woff.insert(from, self.repl.offset);
@@ -297,35 +299,27 @@ impl RedisServer {
         ctx.send(from, Msg::RedisReply { id, reply });
     }
 
-    /// Notes a change of the lock key's owner or deadline in the audit.
-    fn audit(&mut self, ctx: &Ctx<'_, Node>, from: NodeId, cmd: &Command, reply: Reply) {
+    /// Notes a change of the lock key's owner or deadline in the audit, judged from the key
+    /// before and after a command (so every command that sets, renews or deletes it counts,
+    /// whatever its name). A key deleted because it had expired ends at its deadline anyway.
+    fn audit(&mut self, ctx: &Ctx<'_, Node>, from: NodeId, before: Option<Entry>, now_ms: i64) {
+        let after = self.db.get(LOCK_KEY).copied();
         let mono_ns = ctx.mono().as_nanos();
         let clock = self.config.expiry_clock;
-        let deadline = || {
-            self.db
-                .get(LOCK_KEY)
-                .and_then(|e| e.expires_at_ms)
-                .unwrap_or(i64::MAX)
-        };
-        let entry = match (cmd, reply) {
-            (Command::SetNxPx { key, .. }, Reply::Ok) if *key == LOCK_KEY => LockAudit::Set {
+        let live = |e: &Entry| e.expires_at_ms.is_none_or(|when| now_ms <= when);
+        let entry = match (before, after) {
+            (b, Some(a)) if b.is_none_or(|b| b.value != a.value || !live(&b)) => LockAudit::Set {
                 mono_ns,
                 from,
-                expires_at_ms: deadline(),
+                expires_at_ms: a.expires_at_ms.unwrap_or(i64::MAX),
                 clock,
             },
-            (Command::CompareAndPexpire { key, .. }, Reply::Int(1)) if *key == LOCK_KEY => {
-                LockAudit::Renew {
-                    mono_ns,
-                    expires_at_ms: deadline(),
-                    clock,
-                }
-            }
-            (Command::Del { key } | Command::CompareAndDelete { key, .. }, Reply::Int(1))
-                if *key == LOCK_KEY =>
-            {
-                LockAudit::Del { mono_ns }
-            }
+            (Some(b), Some(a)) if b.expires_at_ms != a.expires_at_ms => LockAudit::Renew {
+                mono_ns,
+                expires_at_ms: a.expires_at_ms.unwrap_or(i64::MAX),
+                clock,
+            },
+            (Some(_), None) => LockAudit::Del { mono_ns },
             _ => return,
         };
         self.audit.push(entry);
