@@ -23,6 +23,7 @@ pub mod stats;
 pub mod suite;
 pub mod sweep;
 pub mod sweepmap;
+pub mod timeline;
 
 pub use expect::{Count, Expect};
 pub use run::{RunResult, run, run_schedule};

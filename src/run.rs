@@ -1,8 +1,9 @@
 //! One run: a scenario and a seed in, a judged history out.
 
 use lockstep_check::{History, Property, Validity, Verdict, check};
+use lockstep_models::node::Node;
 use lockstep_models::system;
-use lockstep_sim::{Outcome, Time, TraceEntry, World, WorldConfig};
+use lockstep_sim::{Clocks, NodeId, Outcome, Time, TraceEntry, World, WorldConfig};
 
 use crate::scenario::{Scenario, Schedule};
 
@@ -55,6 +56,33 @@ pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
 /// # Panics
 /// As [`run`].
 pub fn run_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool) -> RunResult {
+    run_keeping_world(scenario, seed, schedule, trace).result
+}
+
+/// A run together with the world it left and every node's clocks as they were at true time
+/// zero: what a timeline needs beyond the history (the fault log, the clocks, the models'
+/// state).
+#[derive(Debug)]
+pub struct KeptRun {
+    /// The run, exactly as [`run_schedule`] gives it.
+    pub result: RunResult,
+    /// The world after the run.
+    pub world: World<Node>,
+    /// Each node's clocks before the run started, in node order.
+    pub initial_clocks: Vec<Clocks>,
+}
+
+/// [`run_schedule`], keeping the world. Reading the world changes nothing, so the run (and its
+/// trace hash) is the same as [`run_schedule`]'s.
+///
+/// # Panics
+/// As [`run`].
+pub fn run_keeping_world(
+    scenario: &Scenario,
+    seed: u64,
+    schedule: &Schedule,
+    trace: bool,
+) -> KeptRun {
     let nodes = system::build(&scenario.system);
     let end = Time::ZERO + schedule.duration;
     let mut config = WorldConfig::new(seed, end, scenario.clocks.clone());
@@ -64,6 +92,9 @@ pub fn run_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: 
     config.faults = schedule.faults.clone();
     config.trace = trace;
     let mut world = World::new(config, nodes.into_iter().map(|(_, node)| node).collect());
+    let initial_clocks = (0..world.names().len() as u32)
+        .map(|i| world.clocks(NodeId(i)).clone())
+        .collect();
     let outcome = world.run();
     let history = system::history(&world, outcome);
     let verdict = check(&history, &scenario.check_options).unwrap_or_else(|e| {
@@ -75,7 +106,7 @@ pub fn run_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: 
         .collect();
     let judged = verdict.get(scenario.expect.property);
     let unmet = scenario.expect.unmet(&verdict);
-    RunResult {
+    let result = RunResult {
         seed,
         trace_hash: world.trace_hash(),
         outcome,
@@ -87,6 +118,11 @@ pub fn run_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: 
         unmet,
         trace: world.trace().map(<[TraceEntry]>::to_vec),
         counters,
+    };
+    KeptRun {
+        result,
+        world,
+        initial_clocks,
     }
 }
 

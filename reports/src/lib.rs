@@ -9,5 +9,6 @@
 mod run_report;
 pub mod sweepmap;
 mod table;
+pub mod timeline;
 
 pub use run_report::{Counter, FailoverMs, LatencyMs, RunReport, RunSource};

@@ -13,3 +13,4 @@ mod support;
 mod sweep_cmd;
 mod sweepmap;
 mod tidy;
+mod timeline;

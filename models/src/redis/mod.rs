@@ -16,7 +16,7 @@ pub use client::{RedisLock, RedisLockConfig, Release, Renew, WaitConfig};
 pub use persistence::{CrashLoses, Persistence, SavePoint};
 pub use replication::ReplMsg;
 pub use sentinel::{Sentinel, SentinelConfig, SentinelMsg, SentinelTimer};
-pub use server::{RedisServer, RedisServerConfig, ServerTimer};
+pub use server::{LockAudit, RedisServer, RedisServerConfig, ServerTimer};
 
 use lockstep_sim::{Dur, NodeId};
 

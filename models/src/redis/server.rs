@@ -22,7 +22,7 @@ use super::persistence::{
 };
 use super::replication::Repl;
 use super::sentinel::SentinelMsg;
-use super::{Command, Key, ReplOp, Reply, Role};
+use super::{Command, Key, LOCK_KEY, ReplOp, Reply, Role};
 use crate::node::{Msg, Node, Timer};
 
 /// How a Redis server is set up.
@@ -94,6 +94,39 @@ pub struct Entry {
     pub(crate) expires_at_ms: Option<i64>,
 }
 
+/// What a server did with the lock key, kept for reports (the timeline's server lane) and
+/// never read by the model. Times are the server's monotonic clock, in ns: a model cannot read
+/// true time, and the report maps them back with the node's clocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockAudit {
+    /// A command of `from` set the key (`SET NX PX`, or a script that does): the lock is
+    /// `from`'s until the deadline.
+    Set {
+        /// Monotonic reading at the command.
+        mono_ns: i64,
+        /// The client that set it.
+        from: NodeId,
+        /// The deadline, in ms of `clock`.
+        expires_at_ms: i64,
+        /// The clock the deadline is judged on.
+        clock: ClockKind,
+    },
+    /// The renew script moved the deadline.
+    Renew {
+        /// Monotonic reading at the command.
+        mono_ns: i64,
+        /// The new deadline, in ms of `clock`.
+        expires_at_ms: i64,
+        /// The clock the deadline is judged on.
+        clock: ClockKind,
+    },
+    /// A command deleted the key (`DEL`, the release script, or a lookup of an expired key).
+    Del {
+        /// Monotonic reading at the command.
+        mono_ns: i64,
+    },
+}
+
 /// A Redis server: a primary or a replica, with or without persistence.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisServer {
@@ -117,6 +150,9 @@ pub struct RedisServer {
     pub(super) repl: Repl,
     /// The writes the current command propagates (`server.also_propagate`).
     pub(super) propagate: Vec<ReplOp>,
+    /// What this server did with the lock key (kept across crashes: it is an observer's
+    /// record, not the server's state).
+    audit: Vec<LockAudit>,
 }
 
 impl RedisServer {
@@ -135,7 +171,13 @@ impl RedisServer {
             open: true,
             repl: Repl::new(replica_of),
             propagate: Vec::new(),
+            audit: Vec::new(),
         }
+    }
+
+    /// What this server did with the lock key, in order.
+    pub fn lock_audit(&self) -> &[LockAudit] {
+        &self.audit
     }
 
     /// The server's role now.
@@ -247,12 +289,40 @@ impl RedisServer {
             return;
         }
         let now_ms = ctx.clock(self.config.expiry_clock).as_millis();
+        let before = self.db.get(LOCK_KEY).copied();
         let reply = self.execute(now_ms, cmd);
+        self.audit(ctx, from, before, now_ms);
         if !self.propagate.is_empty() {
             self.propagate_writes(ctx);
             self.repl.woff.insert(from, self.repl.offset);
         }
         ctx.send(from, Msg::RedisReply { id, reply });
+    }
+
+    /// Notes a change of the lock key's owner or deadline in the audit, judged from the key
+    /// before and after a command (so every command that sets, renews or deletes it counts,
+    /// whatever its name). A key deleted because it had expired ends at its deadline anyway.
+    fn audit(&mut self, ctx: &Ctx<'_, Node>, from: NodeId, before: Option<Entry>, now_ms: i64) {
+        let after = self.db.get(LOCK_KEY).copied();
+        let mono_ns = ctx.mono().as_nanos();
+        let clock = self.config.expiry_clock;
+        let live = |e: &Entry| e.expires_at_ms.is_none_or(|when| now_ms <= when);
+        let entry = match (before, after) {
+            (b, Some(a)) if b.is_none_or(|b| b.value != a.value || !live(&b)) => LockAudit::Set {
+                mono_ns,
+                from,
+                expires_at_ms: a.expires_at_ms.unwrap_or(i64::MAX),
+                clock,
+            },
+            (Some(b), Some(a)) if b.expires_at_ms != a.expires_at_ms => LockAudit::Renew {
+                mono_ns,
+                expires_at_ms: a.expires_at_ms.unwrap_or(i64::MAX),
+                clock,
+            },
+            (Some(_), None) => LockAudit::Del { mono_ns },
+            _ => return,
+        };
+        self.audit.push(entry);
     }
 
     /// A message from a sentinel: `PING` (answered with the role and offset, as `INFO

@@ -1,0 +1,390 @@
+//! The timeline of one run, built from the run and the world it left
+//! ([`crate::run::KeptRun`]): the history and verdict give the lanes, the held intervals, the
+//! operations and the overlaps ([`Timeline::from_history`]); the world gives the lane kinds,
+//! the faults with their true ends (from its fault log), each node's clock offsets and, for the
+//! Redis family, what the servers granted. Drawing is `lockstep_reports::timeline::svg`.
+//!
+//! Clock offsets are exact: a node's clocks are piecewise-linear and change only at clock
+//! faults, at the end of a slew and at the steps of a strobe, all of which follow from the
+//! fault log. The builder replays those changes on a copy of the node's clocks at true time
+//! zero, with the simulator's own [`Clocks`], and takes a point on each side of every change;
+//! the replayed clocks are compared with the world's at the end, and a node whose replay does
+//! not match is named in the timeline's notes.
+
+use lockstep_models::redis::LockAudit;
+use lockstep_models::system;
+use lockstep_models::{Node, StorageMode};
+use lockstep_reports::timeline::{
+    ClockPoint, ClockSeries, FaultMark, FaultSpan, Granted, LaneKind, Timeline,
+};
+use lockstep_sim::{AppliedFault, ClockKind, Clocks, Fault, LocalTime, NodeId, Time};
+
+use crate::run::{KeptRun, RunResult, run_keeping_world};
+use crate::scenario::{Scenario, Schedule};
+
+/// Runs `scenario` with `seed` (its own schedule for that seed) and builds the run's timeline.
+pub fn of_seed(scenario: &Scenario, seed: u64) -> (RunResult, Timeline) {
+    of_schedule(scenario, seed, &scenario.schedule(seed))
+}
+
+/// Runs `scenario` with `seed` under `schedule` (a shrunk one, say) and builds its timeline.
+pub fn of_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule) -> (RunResult, Timeline) {
+    let kept = run_keeping_world(scenario, seed, schedule, false);
+    let t = timeline(scenario, &kept);
+    (kept.result, t)
+}
+
+/// The timeline of a kept run of `scenario`.
+pub fn timeline(scenario: &Scenario, kept: &KeptRun) -> Timeline {
+    let result = &kept.result;
+    let mut t = Timeline::from_history(&result.history, &result.verdict);
+    t.title = scenario.name.clone();
+    t.subtitle = format!(
+        "seed {} · {} {} (resource {}, mutual exclusion {}) · {} stale ops accepted, {} \
+         rejected, {} lost updates · trace {:016x}",
+        result.seed,
+        result.property,
+        result.judged,
+        result.verdict.resource,
+        result.verdict.mutual_exclusion,
+        result.verdict.stale_accepted.count,
+        result.verdict.stale_rejected,
+        result.verdict.lost_updates.count,
+        result.trace_hash
+    );
+    let kinds = lane_kinds(scenario, t.lanes.len());
+    for (lane, kind) in t.lanes.iter_mut().zip(kinds) {
+        lane.kind = kind;
+    }
+    t.storage_lane = t.lanes.iter().position(|l| l.kind == LaneKind::Storage);
+    let end = result.history.end_ns;
+    t.faults = faults(kept.world.fault_log(), end);
+    let log = kept.world.fault_log();
+    for (i, initial) in kept.initial_clocks.iter().enumerate() {
+        let node = NodeId(i as u32);
+        let offset = scenario.clocks.get(i).map_or(0, |c| c.wall_offset_ns);
+        let (points, segments) = clock_points(node, initial, offset, log, end);
+        let replayed = &segments.last().expect("a segment from time zero").1;
+        if replayed != kept.world.clocks(node) {
+            t.notes.push(format!(
+                "The clock line of {} is approximate: replaying its clock faults did not give \
+                 the world's clocks.",
+                kept.world.names()[i]
+            ));
+        }
+        t.clocks.push(ClockSeries { lane: i, points });
+        if let Node::Redis(server) = kept.world.process(node) {
+            t.granted
+                .extend(redis_grants(i, server.lock_audit(), &segments, log, end));
+        }
+    }
+    if !matches!(kept.world.process(NodeId(0)), Node::Redis(_)) {
+        t.notes.push(
+            "Server lanes show faults only: this family's servers keep no record of what they \
+             granted."
+                .to_string(),
+        );
+    }
+    t
+}
+
+/// Lane kinds in node order, as `system::build` lays the nodes out: servers, sentinels,
+/// storage (unless the resource lives in etcd), clients.
+fn lane_kinds(scenario: &Scenario, lanes: usize) -> Vec<LaneKind> {
+    let family = &scenario.system.family;
+    let servers = system::server_count(family);
+    let sentinels = system::sentinel_count(family);
+    let storage = usize::from(!matches!(scenario.system.storage, StorageMode::Etcd(_)));
+    (0..lanes)
+        .map(|i| {
+            if i < servers {
+                LaneKind::Server
+            } else if i < servers + sentinels {
+                LaneKind::Coordinator
+            } else if i < servers + sentinels + storage {
+                LaneKind::Storage
+            } else {
+                LaneKind::Client
+            }
+        })
+        .collect()
+}
+
+/// The faults of a fault log as spans: each start paired with its end (a resume, a restart, a
+/// heal, or the logged end of a timed fault), or running to `end_ns`.
+fn faults(log: &[AppliedFault], end_ns: u64) -> Vec<FaultSpan> {
+    let mut spans = Vec::new();
+    for (i, f) in log.iter().enumerate() {
+        if f.ended {
+            continue;
+        }
+        let later = &log[i + 1..];
+        let until = |done: &dyn Fn(&AppliedFault) -> bool| {
+            later
+                .iter()
+                .find(|g| done(g))
+                .map_or(end_ns, |g| g.time.as_nanos())
+        };
+        let (kind, to_ns) = match &f.fault {
+            Fault::Pause { node, .. } => (
+                FaultMark::Pause,
+                until(&|g| match g.fault {
+                    Fault::Resume { node: n } | Fault::Crash { node: n, .. } => n == *node,
+                    _ => false,
+                }),
+            ),
+            Fault::Crash { node, .. } => (
+                FaultMark::Crash,
+                until(&|g| matches!(g.fault, Fault::Restart { node: n } if n == *node)),
+            ),
+            Fault::Partition { .. } => (
+                FaultMark::Partition,
+                until(&|g| {
+                    matches!(g.fault, Fault::Heal) && g.nodes.iter().any(|n| f.nodes.contains(n))
+                }),
+            ),
+            Fault::ClockStep { .. } => (FaultMark::ClockStep, f.time.as_nanos()),
+            Fault::ClockSlew { .. } => (FaultMark::ClockSlew, f.time.as_nanos()),
+            Fault::ClockDrift { .. } => (FaultMark::ClockDrift, f.time.as_nanos()),
+            Fault::ClockStrobe { .. } | Fault::Delay { .. } | Fault::Degrade { .. } => {
+                let kind = match f.fault {
+                    Fault::ClockStrobe { .. } => FaultMark::ClockStrobe,
+                    Fault::Delay { .. } => FaultMark::Delay,
+                    _ => FaultMark::Degrade,
+                };
+                (kind, until(&|g| g.ended && g.fault == f.fault))
+            }
+            Fault::Resume { .. } | Fault::Restart { .. } | Fault::Heal => continue,
+        };
+        spans.push(FaultSpan {
+            kind,
+            lanes: f.nodes.iter().map(|n| n.index()).collect(),
+            from_ns: f.time.as_nanos(),
+            to_ns,
+            detail: f.detail.clone(),
+        });
+    }
+    spans
+}
+
+/// A change of a node's clocks the world makes by itself, after a logged fault.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    EndSlew,
+    Step(i64),
+}
+
+/// The node's clocks from a true time on, until the next segment's time.
+type Segments = Vec<(u64, Clocks)>;
+
+/// The node's clock offsets at every change (a point on each side), at zero and at the end,
+/// and its clocks over the run (the last segment's clocks are the replay's result).
+fn clock_points(
+    node: NodeId,
+    initial: &Clocks,
+    wall_offset_ns: i64,
+    log: &[AppliedFault],
+    end_ns: u64,
+) -> (Vec<ClockPoint>, Segments) {
+    let zero = Time::ZERO;
+    let wall_epoch = initial.wall(zero).as_nanos() - wall_offset_ns;
+    let mono_zero = initial.mono(zero).as_nanos();
+    let point = |c: &Clocks, t: u64| {
+        let at = Time::from_nanos(t);
+        let true_ns = i64::try_from(t).unwrap_or(i64::MAX);
+        ClockPoint {
+            t_ns: t,
+            wall_offset_ns: c.wall(at).as_nanos() - wall_epoch - true_ns,
+            mono_offset_ns: c.mono(at).as_nanos() - mono_zero - true_ns,
+        }
+    };
+    let mut clocks = initial.clone();
+    let mut points = vec![point(&clocks, 0)];
+    let mut segments: Segments = vec![(0, initial.clone())];
+    // Changes the world schedules itself: (true time, order scheduled, change).
+    let mut pending: Vec<(u64, usize, Change)> = Vec::new();
+    let mut seq = 0;
+    let apply = |clocks: &mut Clocks,
+                 points: &mut Vec<ClockPoint>,
+                 segments: &mut Segments,
+                 t: u64,
+                 c: Change| {
+        points.push(point(clocks, t));
+        match c {
+            Change::EndSlew => {
+                clocks.end_slew(Time::from_nanos(t));
+            }
+            Change::Step(delta) => clocks.step(Time::from_nanos(t), delta),
+        }
+        points.push(point(clocks, t));
+        segments.push((t, clocks.clone()));
+    };
+    let mine = log
+        .iter()
+        .filter(|f| !f.ended && f.nodes.first() == Some(&node) && f.time.as_nanos() <= end_ns);
+    for f in mine {
+        let t = f.time.as_nanos();
+        drain(&mut pending, t, |tt, c| {
+            apply(&mut clocks, &mut points, &mut segments, tt, c)
+        });
+        match f.fault {
+            Fault::ClockStep { delta_ns, .. } => {
+                apply(
+                    &mut clocks,
+                    &mut points,
+                    &mut segments,
+                    t,
+                    Change::Step(delta_ns),
+                );
+            }
+            Fault::ClockSlew {
+                delta_ns, rate_ppm, ..
+            } => {
+                points.push(point(&clocks, t));
+                let slew_end = clocks.start_slew(f.time, delta_ns, rate_ppm);
+                points.push(point(&clocks, t));
+                segments.push((t, clocks.clone()));
+                pending.push((slew_end.as_nanos(), seq, Change::EndSlew));
+                seq += 1;
+            }
+            Fault::ClockDrift { drift_ppm, .. } => {
+                points.push(point(&clocks, t));
+                clocks.set_drift(f.time, drift_ppm);
+                points.push(point(&clocks, t));
+                segments.push((t, clocks.clone()));
+            }
+            Fault::ClockStrobe {
+                delta_ns,
+                period,
+                duration,
+                ..
+            } => {
+                // As the world does: a step at the start and at every whole period before the
+                // end, alternately away and back, and a step back at the end if left off.
+                let stop = t.saturating_add(duration.as_nanos());
+                let (mut at, mut off) = (t, false);
+                while at < stop {
+                    let delta = if off { -delta_ns } else { delta_ns };
+                    pending.push((at, seq, Change::Step(delta)));
+                    seq += 1;
+                    off = !off;
+                    at = at.saturating_add(period.as_nanos().max(1));
+                }
+                if off {
+                    pending.push((stop, seq, Change::Step(-delta_ns)));
+                    seq += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    drain(&mut pending, end_ns, |tt, c| {
+        apply(&mut clocks, &mut points, &mut segments, tt, c)
+    });
+    points.push(point(&clocks, end_ns));
+    points.dedup();
+    (points, segments)
+}
+
+/// The earliest true time, not before `from_ns`, at which the node's `kind` clock reads at
+/// least `local`; `None` if not before the end of the last segment's reach (never).
+fn when(segments: &Segments, kind: ClockKind, local: i64, from_ns: u64) -> u64 {
+    for (i, (start, clocks)) in segments.iter().enumerate() {
+        let next = segments.get(i + 1).map_or(u64::MAX, |s| s.0);
+        if next <= from_ns {
+            continue;
+        }
+        let now = Time::from_nanos((*start).max(from_ns));
+        let t = clocks
+            .when(kind, LocalTime::from_nanos(local), now)
+            .as_nanos();
+        if t < next {
+            return t;
+        }
+    }
+    u64::MAX
+}
+
+/// What a Redis server granted, from its audit of the lock key: from each successful `SET NX`
+/// to the release, the deadline on its expiry clock (renewals move it), or its crash,
+/// whichever came first. A key is expired once the clock reads past its deadline's
+/// millisecond (`now > when`), whether or not a command has deleted it yet.
+fn redis_grants(
+    lane: usize,
+    audit: &[LockAudit],
+    segments: &Segments,
+    log: &[AppliedFault],
+    end_ns: u64,
+) -> Vec<Granted> {
+    let node = NodeId(lane as u32);
+    let true_time = |mono_ns: i64| when(segments, ClockKind::Mono, mono_ns, 0);
+    let expiry = |at_ms: i64, clock: ClockKind, from: u64| {
+        let local = at_ms.saturating_add(1).saturating_mul(1_000_000);
+        when(segments, clock, local, from)
+    };
+    let crashes: Vec<u64> = log
+        .iter()
+        .filter(|f| matches!(f.fault, Fault::Crash { node: n, .. } if n == node))
+        .map(|f| f.time.as_nanos())
+        .collect();
+    let mut grants = Vec::new();
+    // The grant open on the server: (holder, since, expiry in true time).
+    let mut open: Option<(usize, u64, u64)> = None;
+    let close = |open: &mut Option<(usize, u64, u64)>, at: u64, how: &str, out: &mut Vec<_>| {
+        if let Some((holder, from_ns, expires)) = open.take() {
+            let crash = crashes.iter().copied().find(|&c| c >= from_ns);
+            let (mut to_ns, mut detail) = (at, how.to_string());
+            if expires < to_ns {
+                (to_ns, detail) = (expires, "expired".to_string());
+            }
+            if let Some(c) = crash.filter(|&c| c < to_ns) {
+                (to_ns, detail) = (c, "server crashed".to_string());
+            }
+            out.push(Granted {
+                lane,
+                holder,
+                from_ns,
+                to_ns: to_ns.min(end_ns),
+                detail,
+            });
+        }
+    };
+    for entry in audit {
+        match *entry {
+            LockAudit::Set {
+                mono_ns,
+                from,
+                expires_at_ms,
+                clock,
+            } => {
+                let t = true_time(mono_ns);
+                close(&mut open, t, "replaced", &mut grants);
+                open = Some((from.index(), t, expiry(expires_at_ms, clock, t)));
+            }
+            LockAudit::Renew {
+                mono_ns,
+                expires_at_ms,
+                clock,
+            } => {
+                let t = true_time(mono_ns);
+                if let Some(g) = open.as_mut() {
+                    g.2 = expiry(expires_at_ms, clock, t);
+                }
+            }
+            LockAudit::Del { mono_ns } => {
+                close(&mut open, true_time(mono_ns), "released", &mut grants);
+            }
+        }
+    }
+    close(&mut open, end_ns, "held at the end", &mut grants);
+    grants
+}
+
+/// Applies the pending changes due at or before `t`, in (time, order) order.
+fn drain(pending: &mut Vec<(u64, usize, Change)>, t: u64, mut apply: impl FnMut(u64, Change)) {
+    pending.sort_by_key(|&(at, seq, _)| (at, seq));
+    let due = pending.iter().take_while(|&&(at, _, _)| at <= t).count();
+    for (at, _, change) in pending.drain(..due) {
+        apply(at, change);
+    }
+}
