@@ -15,6 +15,7 @@ pub mod chaos;
 pub mod expect;
 pub mod hunt;
 pub mod junit;
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod shrink;
