@@ -5,6 +5,7 @@
 //! profiles ([`chaos`]), one run of a scenario ([`run`]), expectations ([`expect`]), checking
 //! many scenarios over many seeds ([`suite`]) and its JUnit XML ([`junit`]), one scenario over
 //! many seeds on several threads and the merge of its shards ([`sweep`], with its [`stats`]),
+//! designs compared side by side ([`report`]),
 //! shrinking a failing fault schedule ([`shrink`]) and hunting for one ([`hunt`]), and the
 //! command line (the `lockstep` binary). The simulator, the models, the checker and the
 //! reports are the crates `lockstep-sim`, `lockstep-models`, `lockstep-check` and

@@ -25,14 +25,18 @@ pub fn html(text: &str) -> String {
 }
 
 /// `text` as inline Markdown (GitHub-flavoured) that renders as the text itself, also inside
-/// a table cell: every character Markdown or a table gives a meaning (`\`, `` ` ``, `*`, `_`,
-/// `[`, `]`, `<`, `>`, `|`, `~`, `&`, `#`, `!`) is escaped with a backslash, and line breaks
-/// become spaces (a row is one line).
+/// a table cell or after a list marker: every character Markdown or a table gives a meaning
+/// inline (`\`, `` ` ``, `*`, `_`, `[`, `]`, `<`, `>`, `|`, `~`, `&`) is escaped with a
+/// backslash, and so is a leading `#` (a heading); line breaks become spaces (a row is one
+/// line).
 pub fn markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    if text.starts_with('#') {
+        out.push('\\');
+    }
     for c in text.chars() {
         match c {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '#' | '!' => {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' => {
                 out.push('\\');
                 out.push(c);
             }
@@ -92,6 +96,7 @@ mod tests {
             r"\<script\>a\|b\</script\> \& \*x\* \_y\_ \[l\](u) z"
         );
         assert_eq!(markdown(r"a\|b"), r"a\\\|b");
+        assert_eq!(markdown("# not a heading #1"), r"\# not a heading #1");
         assert_eq!(markdown_code("lockstep run a|b"), r"`lockstep run a\|b`");
         assert_eq!(markdown_code("a`b"), "``a`b``");
         assert_eq!(markdown_code("`a"), "`` `a ``");

@@ -22,4 +22,5 @@ pub use compare::{
     KEPT_FAULTS, OverlapStats, QuantilesMs, Rate, Rates, RecoveryStats, Row, Source, Verdicts,
     Visuals,
 };
+pub use markdown::KEPT_EXPLANATIONS;
 pub use run_report::{Counter, FailoverMs, LatencyMs, RunReport, RunSource};

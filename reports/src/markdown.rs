@@ -1,11 +1,13 @@
 //! The comparison as Markdown (GitHub-flavoured) for a pull-request comment: a heading, the
-//! comparison table (one row per [`Row`](crate::Row)), the column legend, and the failing
-//! seeds kept, each with its explanations and reproduce command. User text is escaped with
-//! [`escape::markdown`].
+//! comparison table (one row per [`Row`]), the column legend, and per row with failing seeds
+//! the first one explained (its first [`KEPT_EXPLANATIONS`] sentences, its first faults, its
+//! reproduce command) and the others' reproduce commands. The HTML page and the JSON have
+//! every sentence; the Markdown stays short enough for a comment (GitHub takes 65,536
+//! characters). User text is escaped with [`escape::markdown`].
 
 use std::fmt::Write as _;
 
-use crate::compare::{COLUMNS, Comparison, KEPT_FAULTS, cells, fmt_time_ns};
+use crate::compare::{COLUMNS, Comparison, FailingSeed, KEPT_FAULTS, Row, cells, fmt_time_ns};
 use crate::escape;
 
 impl Comparison {
@@ -32,51 +34,70 @@ impl Comparison {
         let _ = writeln!(out, "\n</details>");
         if !self.failing.is_empty() {
             let _ = writeln!(out, "\n## Failing seeds\n");
-            for f in &self.failing {
-                let _ = writeln!(
-                    out,
-                    "### {} seed {}\n",
-                    escape::markdown(&f.scenario),
-                    f.seed
-                );
-                let _ = writeln!(
-                    out,
-                    "{} {} (trace {}); {}.\n",
-                    f.verdict.to_string().to_uppercase(),
-                    escape::markdown(&self.rows[f.row].property.to_string()),
-                    f.trace_hash,
-                    if f.expected {
-                        "as the scenario expects"
-                    } else {
-                        "the scenario does not expect it"
+            for (i, row) in self.rows.iter().enumerate() {
+                let seeds: Vec<&FailingSeed> = self.failing_of(i).collect();
+                if let Some((first, others)) = seeds.split_first() {
+                    let _ = writeln!(out, "### {}\n", escape::markdown(&row.scenario));
+                    failing_seed(&mut out, row, first);
+                    for f in others {
+                        let _ = writeln!(
+                            out,
+                            "Also seed {}: {}\n",
+                            f.seed,
+                            escape::markdown_code(&f.reproduce)
+                        );
                     }
-                );
-                for e in &f.explanations {
-                    let _ = writeln!(out, "- {}", escape::markdown(e));
                 }
-                if !f.faults.is_empty() {
-                    let mut faults: Vec<String> = f
-                        .faults
-                        .iter()
-                        .take(KEPT_FAULTS)
-                        .map(|x| {
-                            format!("{} {}", fmt_time_ns(x.time_ns), escape::markdown(&x.detail))
-                        })
-                        .collect();
-                    if f.faults.len() > KEPT_FAULTS {
-                        faults.push(format!("and {} more", f.faults.len() - KEPT_FAULTS));
-                    }
-                    let _ = writeln!(out, "- faults: {}", faults.join("; "));
-                }
-                let _ = writeln!(
-                    out,
-                    "\nReproduce: {}\n",
-                    escape::markdown_code(&f.reproduce)
-                );
             }
         }
         out.truncate(out.trim_end().len());
         out.push('\n');
         out
     }
+}
+
+/// How many sentences of a failing seed's explanation the Markdown shows.
+pub const KEPT_EXPLANATIONS: usize = 5;
+
+fn failing_seed(out: &mut String, row: &Row, f: &FailingSeed) {
+    let _ = writeln!(
+        out,
+        "Seed {}: {} {} (trace {}), {}.\n",
+        f.seed,
+        f.verdict.to_string().to_uppercase(),
+        row.property,
+        f.trace_hash,
+        if f.expected {
+            "as the scenario expects"
+        } else {
+            "which the scenario does not expect"
+        }
+    );
+    for e in f.explanations.iter().take(KEPT_EXPLANATIONS) {
+        let _ = writeln!(out, "- {}", escape::markdown(e));
+    }
+    if f.explanations.len() > KEPT_EXPLANATIONS {
+        let _ = writeln!(
+            out,
+            "- and {} more (the HTML and JSON reports have them all)",
+            f.explanations.len() - KEPT_EXPLANATIONS
+        );
+    }
+    if !f.faults.is_empty() {
+        let mut faults: Vec<String> = f
+            .faults
+            .iter()
+            .take(KEPT_FAULTS)
+            .map(|x| format!("{} {}", fmt_time_ns(x.time_ns), escape::markdown(&x.detail)))
+            .collect();
+        if f.faults.len() > KEPT_FAULTS {
+            faults.push(format!("and {} more", f.faults.len() - KEPT_FAULTS));
+        }
+        let _ = writeln!(out, "- faults: {}", faults.join("; "));
+    }
+    let _ = writeln!(
+        out,
+        "\nReproduce: {}\n",
+        escape::markdown_code(&f.reproduce)
+    );
 }

@@ -44,6 +44,11 @@ fn every_flag_of_hunt_is_in_the_readme() {
 }
 
 #[test]
+fn every_flag_of_report_is_in_the_readme() {
+    flags_are_in_the_readme("report", &["--out", "--seeds"]);
+}
+
+#[test]
 fn the_architecture_page_maps_every_crate() {
     let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     for krate in [
