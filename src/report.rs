@@ -636,8 +636,8 @@ pub fn scenario_row(
     (tally.row(loaded), failing)
 }
 
-/// The row of a sweep's summary, and its first [`KEPT_FAILING`] failing seeds judged invalid,
-/// run again, when its scenario file is unchanged.
+/// The row of a sweep's summary, and its first [`KEPT_FAILING`] seeds judged invalid, run
+/// again, when its scenario file is unchanged.
 pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, FailingRun)>) {
     let s = &input.summary;
     let n = s.runs;
@@ -690,13 +690,49 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
     };
     let mut failing = Vec::new();
     if let (Some(scenario), true) = (&input.scenario, input.replayable) {
-        for f in s.failures.iter().filter(|f| f.verdict == Validity::Invalid) {
-            if failing.len() == KEPT_FAILING {
-                break;
-            }
-            let r = run(scenario, f.seed, false);
-            failing.push(failing_seed(index, &s.file, scenario, r));
+        for seed in invalid_seeds(s, scenario) {
+            failing.push(failing_seed(index, &s.file, scenario, seed));
         }
     }
     (row, failing)
+}
+
+/// How many seeds of a sweep's range [`sweep_row`] runs again at most to find its first runs
+/// judged invalid, when its `failures` (the runs that missed `[expect]`) do not name them: a
+/// scenario that expects `invalid` fails no seed that is invalid.
+pub const MAX_REPLAYED: u64 = 1_000;
+
+/// The first [`KEPT_FAILING`] runs of `summary`'s seeds judged invalid: its failures that
+/// were, else the first found among the first [`MAX_REPLAYED`] seeds it covers.
+fn invalid_seeds(summary: &SweepSummary, scenario: &Scenario) -> Vec<RunResult> {
+    let want = (summary.verdict_counts.invalid).min(KEPT_FAILING as u64) as usize;
+    let mut found: Vec<RunResult> = Vec::new();
+    let listed = summary
+        .failures
+        .iter()
+        .filter(|f| f.verdict == Validity::Invalid);
+    for f in listed.take(want) {
+        found.push(run(scenario, f.seed, false));
+    }
+    if found.len() == want {
+        return found;
+    }
+    found.clear();
+    let covered = |position: u64| {
+        summary
+            .shard
+            .as_ref()
+            .is_none_or(|sh| sh.included.contains(&(position % sh.count + 1)))
+    };
+    let positions = (0..summary.seeds.count.min(MAX_REPLAYED)).filter(|&p| covered(p));
+    for position in positions {
+        let r = run(scenario, summary.seeds.from.wrapping_add(position), false);
+        if r.judged == Validity::Invalid {
+            found.push(r);
+            if found.len() == want {
+                break;
+            }
+        }
+    }
+    found
 }
