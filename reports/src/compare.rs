@@ -538,7 +538,7 @@ mod tests {
             rate: 0.4,
             ci95: (0.1176, 0.7693),
         };
-        assert_eq!(rate_text(Some(r)), "40% [12–77%]");
+        assert_eq!(rate_text(Some(r)), "40% [12%–77%]");
         assert_eq!(rate_text(None), "-");
     }
 
