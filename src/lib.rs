@@ -5,8 +5,9 @@
 //! profiles ([`chaos`]), one run of a scenario ([`run`]), expectations ([`expect`]), checking
 //! many scenarios over many seeds ([`suite`]) and its JUnit XML ([`junit`]), one scenario over
 //! many seeds on several threads and the merge of its shards ([`sweep`], with its [`stats`]),
-//! a scenario over a grid of its parameters ([`sweepmap`]), shrinking a failing fault
-//! schedule ([`shrink`]) and hunting for one ([`hunt`]), and the
+//! a scenario over a grid of its parameters ([`sweepmap`]), designs compared side by side
+//! ([`report`]), shrinking a failing fault schedule ([`shrink`]) and hunting for one
+//! ([`hunt`]), and the
 //! command line (the `lockstep` binary). The simulator, the models, the checker and the
 //! reports are the crates `lockstep-sim`, `lockstep-models`, `lockstep-check` and
 //! `lockstep-reports`; the map and the rules between them are in ARCHITECTURE.md.
@@ -16,6 +17,7 @@ pub mod chaos;
 pub mod expect;
 pub mod hunt;
 pub mod junit;
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod shrink;

@@ -51,6 +51,32 @@ enum Command {
     /// property in each cell, as a table or JSON, and drawn as SVG with --out.
     #[command(after_help = MAP_EXIT_CODES)]
     Map(MapArgs),
+    /// Compare scenarios (each run over its seeds) and sweep summaries side by side, with the
+    /// first failing seeds of each explained: HTML, Markdown or JSON by the extension of --out,
+    /// and a table on stdout.
+    #[command(after_help = REPORT_EXIT_CODES)]
+    Report(ReportArgs),
+}
+
+const REPORT_EXIT_CODES: &str = "\
+Exit codes:
+  0  the report was written (whatever its verdicts)
+  2  a bad scenario or sweep file, bad usage, or an output file that cannot be written";
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// Scenario files, directories searched recursively for *.toml files, and sweep summaries
+    /// (*.json, from `lockstep sweep --format json`).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// The report to write: .html (one self-contained page), .md (Markdown) or .json (replaced
+    /// whole, never left half-written).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Run each scenario with the N seeds from its `seed` (seed, seed+1, ...) instead of the
+    /// `seeds` it declares.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
+    seeds: Option<u64>,
 }
 
 const HUNT_EXIT_CODES: &str = "\
@@ -178,6 +204,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cmd_sweep(&args),
         Command::Merge(args) => cmd_merge(&args),
         Command::Map(args) => cmd_map(&args),
+        Command::Report(args) => cmd_report(&args),
     }
 }
 
@@ -373,6 +400,59 @@ fn cmd_merge(args: &MergeArgs) -> ExitCode {
     };
     drop(written);
     exit_code(&summary)
+}
+
+fn cmd_report(args: &ReportArgs) -> ExitCode {
+    use lockstep::report::{self, ReportFormat, ReportOptions};
+    // Everything that can be wrong with the command is found before the first run.
+    let format = ReportFormat::of(&args.out);
+    let mut bad = false;
+    if let Err(e) = &format {
+        eprintln!("{e}");
+        bad = true;
+    }
+    if let Err(e) = output_writable(&args.out, "report") {
+        eprintln!("{e}");
+        bad = true;
+    }
+    let inputs = match report::load_inputs(&args.paths) {
+        Ok(i) => i,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("{e}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let (false, Ok(format)) = (bad, format) else {
+        return ExitCode::from(2);
+    };
+    let options = ReportOptions { seeds: args.seeds };
+    let built = report::build(&inputs, options, |_| {});
+    // Only the HTML page draws pictures.
+    let visuals = if format == ReportFormat::Html {
+        let jobs = std::thread::available_parallelism().map_or(1, usize::from);
+        match report::visuals(&inputs, &built, jobs) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        lockstep_reports::Visuals::default()
+    };
+    let text = built.render(format, &visuals);
+    if let Err(e) = write_atomically(&args.out, &text, "report") {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
+    let mut out = std::io::stdout().lock();
+    let written = write!(out, "{}", built.comparison.table())
+        .and_then(|()| writeln!(out, "wrote {} ({} bytes)", args.out.display(), text.len()));
+    // A closed pipe (`| head`) is not an error of the report.
+    drop(written);
+    ExitCode::SUCCESS
 }
 
 /// `--seeds N` of a sweep: any count from 1 (a range is never expanded into a list).

@@ -1,14 +1,28 @@
 //! lockstep-reports: what users read. A [`RunReport`] summarises one judged run; it renders as
-//! a terminal table ([`RunReport::table`]) or as JSON ([`RunReport::json`]), whose fields are
-//! specified in docs/report-format.md.
+//! a terminal table ([`RunReport::table`]) or as JSON ([`RunReport::json`]). A [`Comparison`]
+//! puts many scenarios side by side (`lockstep report`); it renders as a terminal table, as
+//! Markdown, as one self-contained HTML page and as JSON. Both JSON forms are specified in
+//! docs/report-format.md.
 //!
-//! This crate knows the checker's verdicts and nothing of the simulator or the models: the
-//! `lockstep` package fills a [`RunReport`] in. It does no IO.
+//! This crate knows the checker's verdicts and histories and nothing of the simulator or the
+//! models: the `lockstep` package fills the reports in. It does no IO. User-provided text
+//! (names, descriptions, paths, explanations) reaches HTML and Markdown only through
+//! [`escape`].
 #![deny(missing_docs)]
 
+mod compare;
+pub mod escape;
+mod html;
+mod markdown;
 mod run_report;
 pub mod sweepmap;
 mod table;
 pub mod timeline;
 
+pub use compare::{
+    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, FaultEntry, KEPT_FAILING,
+    KEPT_FAULTS, OverlapStats, QuantilesMs, Rate, Rates, RecoveryStats, Row, Source, Verdicts,
+    Visuals,
+};
+pub use markdown::KEPT_EXPLANATIONS;
 pub use run_report::{Counter, FailoverMs, LatencyMs, RunReport, RunSource};

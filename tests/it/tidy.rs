@@ -39,8 +39,18 @@ fn every_flag_of_run_is_in_the_readme() {
 }
 
 #[test]
+fn every_flag_of_map_is_in_the_readme() {
+    flags_are_in_the_readme("map", &["--out", "--jobs", "--format"]);
+}
+
+#[test]
 fn every_flag_of_hunt_is_in_the_readme() {
     flags_are_in_the_readme("hunt", &["--out", "--chaos", "--max-tries"]);
+}
+
+#[test]
+fn every_flag_of_report_is_in_the_readme() {
+    flags_are_in_the_readme("report", &["--out", "--seeds"]);
 }
 
 #[test]

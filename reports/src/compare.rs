@@ -1,0 +1,550 @@
+//! The comparison report of `lockstep report`: one [`Row`] per scenario (a lock family with its
+//! settings, a storage mode and a property, over many seeds) and the [`FailingSeed`]s kept to
+//! draw. Plain data, filled in by the `lockstep` package (`src/report.rs`) and rendered here as
+//! a terminal table ([`Comparison::table`]), Markdown ([`Comparison::markdown`]), HTML
+//! ([`Comparison::html`]) and JSON ([`Comparison::json`], specified in docs/report-format.md).
+//!
+//! Every figure is computed before it gets here (rates with their intervals, pooled
+//! percentiles): this module formats and never judges.
+
+use lockstep_check::{Event, FaultKind, History, Property, Validity};
+use serde::{Deserialize, Serialize};
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+/// The `format` of the report's JSON.
+pub const FORMAT: &str = "lockstep-report/1";
+
+/// A whole comparison report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// [`FORMAT`].
+    pub format: String,
+    /// `--seeds N` when given: every scenario ran the `N` seeds from its `seed`.
+    pub seeds_override: Option<u64>,
+    /// One row per input, in the order given.
+    pub rows: Vec<Row>,
+    /// The failing seeds kept (at most [`KEPT_FAILING`] per row), in row order, then seed
+    /// order.
+    pub failing: Vec<FailingSeed>,
+}
+
+/// How many failing seeds a row keeps for its sections and timelines.
+pub const KEPT_FAILING: usize = 3;
+
+/// How many of a failing seed's faults the Markdown and HTML list (a chaos run may have
+/// hundreds; the JSON has them all).
+pub const KEPT_FAULTS: usize = 12;
+
+/// Where a row's figures come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A scenario file, run over its seeds by `lockstep report`.
+    Scenario,
+    /// The JSON summary of `lockstep sweep` (or `merge`), read as it is.
+    Sweep,
+}
+
+/// How many runs judged the property valid, invalid and unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdicts {
+    /// Runs judged valid.
+    pub valid: u64,
+    /// Runs judged invalid.
+    pub invalid: u64,
+    /// Runs judged unknown.
+    pub unknown: u64,
+}
+
+/// Runs that showed something, as a share of the runs with its 95% Wilson score interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    /// Runs that showed it.
+    pub seeds: u64,
+    /// `seeds` divided by the row's runs.
+    pub rate: f64,
+    /// The 95% Wilson score interval of `rate`, `[low, high]`.
+    pub ci95: (f64, f64),
+}
+
+/// The rates of a row; each is `None` when the row ran no seeds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    /// Runs whose property was judged invalid.
+    pub invalid: Option<Rate>,
+    /// Runs that did not meet the scenario's `[expect]`.
+    pub failed: Option<Rate>,
+    /// Runs with two holders at once.
+    pub double_holders: Option<Rate>,
+    /// Runs where storage accepted a stale op.
+    pub stale_accepted: Option<Rate>,
+    /// Runs with a lost update.
+    pub lost_updates: Option<Rate>,
+    /// Runs whose tokens went out of grant order.
+    pub token_order: Option<Rate>,
+}
+
+/// Nearest-rank percentiles and the maximum, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuantilesMs {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// Double holders over all the runs of a row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OverlapStats {
+    /// Overlapping pairs of critical sections, summed over the runs.
+    pub pairs: u64,
+    /// Time with two or more holders, summed over the runs, in ms.
+    pub total_ms: f64,
+    /// The most such time in one run, in ms.
+    pub max_ms: f64,
+    /// The most holders at one instant in any run.
+    pub max_concurrent: u32,
+}
+
+/// Stale operations and lost updates over all the runs of a row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataStats {
+    /// Stale operations storage accepted, summed.
+    pub stale_accepted: u64,
+    /// Stale operations fencing rejected, summed.
+    pub stale_rejected: u64,
+    /// Lost updates, summed.
+    pub lost_updates: u64,
+}
+
+/// Failover after faults that took away a holder, over all the runs of a row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailoverStats {
+    /// Faults (crash, pause, partition) that took away a holder, summed.
+    pub faults: u64,
+    /// Of those, how many were followed by a grant to another client.
+    pub recovered: u64,
+    /// Mean time from such a fault to that grant, in ms; `None` when none recovered.
+    pub mean_ms: Option<f64>,
+    /// Longest such time, in ms.
+    pub max_ms: Option<f64>,
+}
+
+/// Recovery after a chaos profile's faults stop.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryStats {
+    /// Runs with a quiet tail.
+    pub runs: u64,
+    /// Runs whose lock was granted in the quiet tail.
+    pub recovered: u64,
+    /// Runs not granted within the scenario's `[chaos] liveness_ms` (0 without a bound).
+    pub no_recovery: u64,
+    /// From the quiet tail's start to the next grant, over the runs that had one.
+    pub after_ms: Option<QuantilesMs>,
+}
+
+/// One scenario × model × storage mode over its seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario file, or the sweep's JSON file, as given.
+    pub file: String,
+    /// Where the figures come from.
+    pub source: Source,
+    /// The scenario's description (empty when unknown).
+    pub description: String,
+    /// `redis`, `redlock`, `etcd` or `zookeeper`; empty when unknown (a sweep whose scenario
+    /// file could not be read).
+    pub family: String,
+    /// The family with its key settings, e.g. `redlock redsync ×5, ttl 10s`.
+    pub system: String,
+    /// The storage's fencing mode, or the guard of a resource kept in etcd.
+    pub storage: String,
+    /// The property judged.
+    pub property: Property,
+    /// The verdict `[expect]` asks for; `None` for `any`.
+    pub expected_verdict: Option<Validity>,
+    /// Runs.
+    pub seeds: u64,
+    /// Runs that met `[expect]`.
+    pub met: u64,
+    /// The verdicts of the property.
+    pub verdicts: Verdicts,
+    /// Rates over the runs.
+    pub rates: Rates,
+    /// Double holders; `None` for a sweep (its summary counts runs, not pairs).
+    pub overlap: Option<OverlapStats>,
+    /// Stale ops and lost updates; `None` for a sweep.
+    pub data: Option<DataStats>,
+    /// Mean over the runs of the share of true time the lock was not unavailable while a
+    /// client waited (`1 - unavailable / run duration`); `None` for a sweep or without runs.
+    pub availability: Option<f64>,
+    /// Acquire latency over every grant of every run; `None` without grants.
+    pub acquire_latency_ms: Option<QuantilesMs>,
+    /// Failover; `None` for a sweep.
+    pub failover: Option<FailoverStats>,
+    /// Recovery after chaos faults; `None` without a chaos profile.
+    pub recovery: Option<RecoveryStats>,
+}
+
+/// A fault the world applied, for a failing seed's section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultEntry {
+    /// True time, in ns.
+    pub time_ns: u64,
+    /// What happened.
+    pub kind: FaultKind,
+    /// The processes affected, by name.
+    pub nodes: Vec<String>,
+    /// The world's description of it.
+    pub detail: String,
+}
+
+/// A seed whose property was judged invalid, kept with what a timeline needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailingSeed {
+    /// The index in [`Comparison::rows`] of its row.
+    pub row: usize,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The scenario file, as given.
+    pub file: String,
+    /// The seed.
+    pub seed: u64,
+    /// The trace hash, 16 hex digits.
+    pub trace_hash: String,
+    /// The verdict of the property (invalid).
+    pub verdict: Validity,
+    /// True when the run met the scenario's `[expect]` (a known-unsafe design caught).
+    pub expected: bool,
+    /// Each violation explained by the events involved.
+    pub explanations: Vec<String>,
+    /// `lockstep run FILE --seed N`.
+    pub reproduce: String,
+    /// The faults the world applied, in time order.
+    pub faults: Vec<FaultEntry>,
+    /// The judged history (not in the JSON: the reproduce command gives it back).
+    #[serde(skip)]
+    pub history: History,
+}
+
+impl FailingSeed {
+    /// The faults of `history`, with node names.
+    pub fn faults_of(history: &History) -> Vec<FaultEntry> {
+        history
+            .entries
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::Fault(f) => Some(FaultEntry {
+                    time_ns: e.time_ns,
+                    kind: f.kind,
+                    nodes: f.nodes.iter().map(|&n| history.name(n)).collect(),
+                    detail: f.detail.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A stable anchor for the section: `seed-<row>-<seed>`.
+    pub fn anchor(&self) -> String {
+        format!("seed-{}-{}", self.row, self.seed)
+    }
+}
+
+/// What the HTML page draws besides the tables, rendered elsewhere (the timelines and sweep
+/// maps are SVG from their own modules): the page only places them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Visuals {
+    /// For each [`Comparison::failing`] seed, in order, its timeline as an inline `<svg>`
+    /// element, or `None` (the section then says so). Missing entries count as `None`.
+    pub timelines: Vec<Option<String>>,
+    /// Sweep maps: a title (plain text, escaped by the page) and an inline `<svg>` element.
+    pub sweep_maps: Vec<(String, String)>,
+}
+
+impl Comparison {
+    /// The report as pretty-printed JSON (docs/report-format.md), with a final newline.
+    pub fn json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a report always serialises");
+        s.push('\n');
+        s
+    }
+
+    /// Reads the JSON of [`Comparison::json`] (histories are not in it and come back empty).
+    ///
+    /// # Errors
+    /// The text is not such JSON, or of another format.
+    pub fn from_json(text: &str) -> Result<Comparison, String> {
+        let c: Comparison = serde_json::from_str(text)
+            .map_err(|e| format!("not the JSON of `lockstep report`: {e}"))?;
+        if c.format != FORMAT {
+            return Err(format!("format `{}`, expected `{FORMAT}`", c.format));
+        }
+        Ok(c)
+    }
+
+    /// Runs over every row.
+    pub fn runs(&self) -> u64 {
+        self.rows.iter().map(|r| r.seeds).sum()
+    }
+
+    /// The failing seeds of row `row`.
+    pub fn failing_of(&self, row: usize) -> impl Iterator<Item = &FailingSeed> {
+        self.failing.iter().filter(move |f| f.row == row)
+    }
+
+    /// The comparison as a terminal table, with one line of totals.
+    pub fn table(&self) -> String {
+        let mut b = Builder::default();
+        b.push_record(COLUMNS.iter().map(|(name, _)| name.to_string()));
+        for row in &self.rows {
+            b.push_record(cells(row));
+        }
+        let mut table = b.build();
+        table.with(Style::rounded());
+        format!("{table}\n{}\n", self.summary_line())
+    }
+
+    /// `52 rows, 260 runs, 40 failing seeds kept`.
+    pub fn summary_line(&self) -> String {
+        let rows = self.rows.len();
+        let runs = self.runs();
+        let failing = self.failing.len();
+        format!(
+            "{rows} row{}, {runs} run{}, {failing} failing seed{} kept",
+            plural(rows as u64),
+            plural(runs),
+            plural(failing as u64)
+        )
+    }
+}
+
+pub(crate) fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// The columns every rendering shows, with what each means (the HTML page's header titles
+/// and the Markdown legend).
+pub(crate) const COLUMNS: [(&str, &str); 14] = [
+    ("scenario", "The scenario's name."),
+    ("system", "The lock family with its key settings."),
+    ("storage", "The storage's fencing mode."),
+    (
+        "expected",
+        "The property judged and the verdict [expect] asks for.",
+    ),
+    ("seeds", "Runs, and how many met [expect]."),
+    ("verdicts", "Runs judged valid / invalid / unknown."),
+    (
+        "invalid rate",
+        "Share of runs judged invalid, with its 95% Wilson interval.",
+    ),
+    (
+        "double holders",
+        "Runs with two holders at once; pairs, total and longest overlap in one run, most at once.",
+    ),
+    (
+        "stale ops",
+        "Stale operations storage accepted / fencing rejected, summed over the runs.",
+    ),
+    ("lost updates", "Lost updates, summed over the runs."),
+    (
+        "availability",
+        "Mean share of the run the lock was not unavailable while a client waited.",
+    ),
+    (
+        "acquire p50/p99",
+        "Acquire latency (request to grant), pooled over every grant of every run.",
+    ),
+    (
+        "failover",
+        "Faults that took away a holder: recovered, mean and longest time to the next grant.",
+    ),
+    (
+        "recovery",
+        "Chaos runs: granted again after the faults stopped, p50/max time to that grant.",
+    ),
+];
+
+/// The cells of a row, as plain text, in [`COLUMNS`] order.
+pub(crate) fn cells(r: &Row) -> Vec<String> {
+    let expected = match r.expected_verdict {
+        Some(v) => format!("{} {v}", r.property),
+        None => format!("{} any", r.property),
+    };
+    let system = if r.source == Source::Sweep {
+        format!("{} (sweep)", or_dash(&r.system))
+    } else {
+        or_dash(&r.system)
+    };
+    vec![
+        r.scenario.clone(),
+        system,
+        or_dash(&r.storage),
+        expected,
+        format!("{} ({} met)", r.seeds, r.met),
+        format!(
+            "{}/{}/{}",
+            r.verdicts.valid, r.verdicts.invalid, r.verdicts.unknown
+        ),
+        rate_text(r.rates.invalid),
+        holders_text(r),
+        match r.data {
+            Some(d) => format!("{} / {}", d.stale_accepted, d.stale_rejected),
+            None => runs_text(r.rates.stale_accepted, "accepted"),
+        },
+        match r.data {
+            Some(d) => d.lost_updates.to_string(),
+            None => runs_text(r.rates.lost_updates, ""),
+        },
+        r.availability
+            .map_or("-".to_string(), |a| format!("{:.1}%", a * 100.0)),
+        r.acquire_latency_ms.map_or("-".to_string(), |q| {
+            format!("{} / {}", fmt_ms(q.p50), fmt_ms(q.p99))
+        }),
+        failover_text(r.failover),
+        recovery_text(r.recovery),
+    ]
+}
+
+fn or_dash(s: &str) -> String {
+    if s.is_empty() {
+        "-".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// `40% [12–77%]`, `-` without runs.
+pub(crate) fn rate_text(rate: Option<Rate>) -> String {
+    match rate {
+        Some(r) => format!(
+            "{} [{}–{}]",
+            percent(r.rate),
+            percent(r.ci95.0),
+            percent(r.ci95.1)
+        ),
+        None => "-".to_string(),
+    }
+}
+
+/// A share as a percentage with no more digits than it needs: `0%`, `40%`, `0.38%`.
+fn percent(x: f64) -> String {
+    let p = x * 100.0;
+    if p == 0.0 || p == 100.0 || p >= 10.0 {
+        format!("{p:.0}%")
+    } else if p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.2}%")
+    }
+}
+
+/// For a sweep row, which counts runs rather than events: `3 runs`.
+fn runs_text(rate: Option<Rate>, what: &str) -> String {
+    match rate {
+        Some(r) if what.is_empty() => format!("{} runs", r.seeds),
+        Some(r) => format!("{} runs {what}", r.seeds),
+        None => "-".to_string(),
+    }
+}
+
+fn holders_text(r: &Row) -> String {
+    let runs = r.rates.double_holders.map_or(0, |x| x.seeds);
+    match r.overlap {
+        Some(o) if o.pairs > 0 => format!(
+            "{runs} runs: {} pairs, {} total, {} max, {} at once",
+            o.pairs,
+            fmt_ms(o.total_ms),
+            fmt_ms(o.max_ms),
+            o.max_concurrent
+        ),
+        Some(_) => "0".to_string(),
+        None => format!("{runs} runs"),
+    }
+}
+
+fn failover_text(f: Option<FailoverStats>) -> String {
+    match f {
+        None => "-".to_string(),
+        Some(f) if f.faults == 0 => "-".to_string(),
+        Some(f) => match (f.mean_ms, f.max_ms) {
+            (Some(mean), Some(max)) => format!(
+                "{}/{} recovered, mean {}, max {}",
+                f.recovered,
+                f.faults,
+                fmt_ms(mean),
+                fmt_ms(max)
+            ),
+            _ => format!("0/{} recovered", f.faults),
+        },
+    }
+}
+
+fn recovery_text(r: Option<RecoveryStats>) -> String {
+    match r {
+        None => "-".to_string(),
+        Some(r) => {
+            let mut s = format!("{}/{} recovered", r.recovered, r.runs);
+            if let Some(q) = r.after_ms {
+                s.push_str(&format!(", p50 {}, max {}", fmt_ms(q.p50), fmt_ms(q.max)));
+            }
+            if r.no_recovery > 0 {
+                s.push_str(&format!(", {} too late", r.no_recovery));
+            }
+            s
+        }
+    }
+}
+
+/// `850ms`, `12.3s`, `0ms`, `1.23ms`.
+pub(crate) fn fmt_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else if ms >= 10.0 || ms == 0.0 {
+        format!("{ms:.0}ms")
+    } else {
+        format!("{ms:.2}ms")
+    }
+}
+
+/// `1.503s` from nanoseconds: true time in a failing seed's fault list.
+pub(crate) fn fmt_time_ns(ns: u64) -> String {
+    format!(
+        "{}.{:06}s",
+        ns / 1_000_000_000,
+        (ns % 1_000_000_000) / 1_000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_keep_the_digits_that_matter() {
+        assert_eq!(percent(0.0), "0%");
+        assert_eq!(percent(1.0), "100%");
+        assert_eq!(percent(0.4), "40%");
+        assert_eq!(percent(0.0567), "5.7%");
+        assert_eq!(percent(0.0038), "0.38%");
+        let r = Rate {
+            seeds: 2,
+            rate: 0.4,
+            ci95: (0.1176, 0.7693),
+        };
+        assert_eq!(rate_text(Some(r)), "40% [12%–77%]");
+        assert_eq!(rate_text(None), "-");
+    }
+
+    #[test]
+    fn true_times_are_printed_to_the_microsecond() {
+        assert_eq!(fmt_time_ns(15_504_968_123), "15.504968s");
+        assert_eq!(fmt_time_ns(0), "0.000000s");
+    }
+}

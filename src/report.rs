@@ -1,0 +1,769 @@
+//! `lockstep report`: designs side by side. The library half builds a
+//! [`Comparison`](lockstep_reports::Comparison) (the reports crate renders it) from scenario
+//! files, each run over its seeds, and from the JSON summaries of `lockstep sweep`.
+//!
+//! Start at [`build`]. A scenario runs one seed after another, as `lockstep check` does, and
+//! its row keeps sums, maxima and a fixed-size latency [`Histogram`], so memory does not grow
+//! with the seeds; only the first [`KEPT_FAILING`] runs judged invalid are kept whole (their
+//! histories, for timelines). A sweep's row takes what its summary has: verdict and violation
+//! rates, latency and recovery; when its scenario file is still there, unchanged, its first
+//! failing seeds are run again for their histories.
+//!
+//! [`describe`] names a lock system by its family and key settings (`redlock redsync ×5, ttl
+//! 10s`); other reports can use it. Nothing here reads a clock: the same inputs give the same
+//! report, byte for byte.
+
+use std::path::{Path, PathBuf};
+
+use lockstep_check::{Validity, Verdict, acquire_latencies_ns};
+use lockstep_models::redis::{Persistence, Release, Renew};
+use lockstep_models::redlock::Flavour;
+use lockstep_models::storage::StorageMode;
+use lockstep_models::system::{Family, SystemSpec};
+use lockstep_reports::{
+    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, OverlapStats,
+    QuantilesMs, Rate, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
+};
+use lockstep_sim::ClockKind;
+
+use crate::run::{RunResult, run};
+use crate::scenario::{Loaded, Scenario, ScenarioError, Schedule};
+use crate::stats::{Histogram, wilson};
+use crate::suite::{FindError, run_report, scenario_files, seeds_of};
+use crate::sweep::{self, SweepSummary};
+
+/// One input of a report.
+#[derive(Clone, Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a report has a few dozen inputs, held once; both variants are over a kilobyte"
+)]
+pub enum Input {
+    /// A scenario file, to run over its seeds.
+    Scenario(Loaded),
+    /// The JSON summary of a sweep.
+    Sweep(SweepInput),
+}
+
+/// A sweep's summary, with its scenario when the file it names could be read.
+#[derive(Clone, Debug)]
+pub struct SweepInput {
+    /// The JSON file, as given.
+    pub path: PathBuf,
+    /// The summary.
+    pub summary: SweepSummary,
+    /// The scenario of `summary.file`, when it loads and has the summary's name.
+    pub scenario: Option<Scenario>,
+    /// True when that file's text is the one swept (same hash): its seeds can be run again.
+    pub replayable: bool,
+}
+
+/// Why an input of a report cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// A path names no scenario files.
+    #[error(transparent)]
+    Find(#[from] FindError),
+    /// A scenario file is bad.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A `.json` file is not a sweep summary.
+    #[error("{}: {error}", path.display())]
+    Sweep {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: String,
+    },
+}
+
+/// Reads the inputs named by `paths`, in order: a `.json` file is a sweep summary (`lockstep
+/// sweep --format json`); any other file is a scenario, and a directory is searched for
+/// scenario files as `lockstep check` does. Every problem is returned, not just the first.
+///
+/// # Errors
+/// Each path that does not exist or names no scenarios, each bad scenario file, each JSON
+/// file that is not a sweep summary.
+pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Vec<InputError>> {
+    let mut inputs = Vec::new();
+    let mut errors = Vec::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        if path.is_file() && path.extension().is_some_and(|e| e == "json") {
+            match load_sweep(path) {
+                Ok(s) => inputs.push(Input::Sweep(s)),
+                Err(e) => errors.push(e),
+            }
+            continue;
+        }
+        let files = match scenario_files(std::slice::from_ref(path)) {
+            Ok(f) => f,
+            Err(e) => {
+                errors.push(e.into());
+                continue;
+            }
+        };
+        for file in files {
+            if seen.contains(&file) {
+                continue;
+            }
+            seen.push(file.clone());
+            match crate::load(&file) {
+                Ok(l) => inputs.push(Input::Scenario(l)),
+                Err(e) => errors.push(e.into()),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(inputs)
+    } else {
+        Err(errors)
+    }
+}
+
+fn load_sweep(path: &Path) -> Result<SweepInput, InputError> {
+    let bad = |error: String| InputError::Sweep {
+        path: path.to_path_buf(),
+        error,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let summary = SweepSummary::from_json(&text).map_err(bad)?;
+    // The scenario the summary names, for its description and to replay failing seeds. A
+    // sweep under `--chaos` hashed its variant's text, so it describes but does not replay.
+    let (scenario, replayable) = match sweep::load(Path::new(&summary.file), None) {
+        Ok(t) if t.scenario.name == summary.scenario => {
+            (Some(t.scenario), t.text_hash == summary.scenario_hash)
+        }
+        _ => (None, false),
+    };
+    Ok(SweepInput {
+        path: path.to_path_buf(),
+        summary,
+        scenario,
+        replayable,
+    })
+}
+
+/// The output formats of `lockstep report`, chosen by the extension of `--out`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// `.html`: one self-contained page.
+    Html,
+    /// `.md`: Markdown for a pull-request comment.
+    Markdown,
+    /// `.json`: docs/report-format.md.
+    Json,
+}
+
+impl ReportFormat {
+    /// The format of an output file, from its extension.
+    ///
+    /// # Errors
+    /// A sentence naming the file and the extensions understood.
+    pub fn of(path: &Path) -> Result<ReportFormat, String> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("html") => Ok(ReportFormat::Html),
+            Some("md") => Ok(ReportFormat::Markdown),
+            Some("json") => Ok(ReportFormat::Json),
+            _ => Err(format!(
+                "{}: cannot tell the report's format: the file name must end in .html, .md or .json",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// How [`build`] runs scenarios.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Run each scenario with this many seeds from its `seed` instead of the seeds it
+    /// declares (`--seeds N`, as `lockstep check`).
+    pub seeds: Option<u64>,
+}
+
+/// A report: the comparison the renderers read, and for each failing seed kept what a
+/// timeline needs beyond its history.
+#[derive(Debug)]
+pub struct Report {
+    /// The comparison; its `failing` seeds hold their histories.
+    pub comparison: Comparison,
+    /// Parallel to `comparison.failing`: the scenario and the fault schedule of each.
+    pub runs: Vec<FailingRun>,
+}
+
+/// A failing seed's scenario and fault schedule, for drawing its timeline (clocks, faults).
+#[derive(Clone, Debug)]
+pub struct FailingRun {
+    /// The scenario (for a sweep's seed, as loaded from its file).
+    pub scenario: Scenario,
+    /// The seed.
+    pub seed: u64,
+    /// The faults the run was given and its duration ([`Scenario::schedule`]).
+    pub schedule: Schedule,
+}
+
+impl Report {
+    /// The report in `format`; `visuals` places timelines and sweep maps in the HTML.
+    pub fn render(&self, format: ReportFormat, visuals: &Visuals) -> String {
+        match format {
+            ReportFormat::Html => self.comparison.html(visuals),
+            ReportFormat::Markdown => self.comparison.markdown(),
+            ReportFormat::Json => self.comparison.json(),
+        }
+    }
+}
+
+/// Builds the report of `inputs`, in order; `done` sees each row as it is finished (the
+/// binary could show progress with it).
+pub fn build(inputs: &[Input], options: ReportOptions, mut done: impl FnMut(&Row)) -> Report {
+    let mut report = Report {
+        comparison: Comparison {
+            format: FORMAT.to_string(),
+            seeds_override: options.seeds,
+            rows: Vec::new(),
+            failing: Vec::new(),
+        },
+        runs: Vec::new(),
+    };
+    for input in inputs {
+        let index = report.comparison.rows.len();
+        let (row, failing) = match input {
+            Input::Scenario(l) => scenario_row(l, options.seeds, index),
+            Input::Sweep(s) => sweep_row(s, index),
+        };
+        done(&row);
+        report.comparison.rows.push(row);
+        for (seed, run) in failing {
+            report.comparison.failing.push(seed);
+            report.runs.push(run);
+        }
+    }
+    report
+}
+
+/// A lock system named for people: its family, the family with its key settings, and the
+/// storage mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SystemLabel {
+    /// `redis`, `redlock`, `etcd` or `zookeeper`.
+    pub family: &'static str,
+    /// The family and its key settings, e.g. `redlock redsync ×5, ttl 10s` or `etcd ×3,
+    /// ttl 2s, revision-fenced`.
+    pub system: String,
+    /// The storage mode as in scenario files (`unfenced`, `fenced-writes`, `fenced-all`,
+    /// `cas-token`), or `etcd (guard …)` for a resource kept in etcd.
+    pub storage: String,
+}
+
+/// The label of `spec`: what a comparison row, a timeline's title or a sweep map's legend
+/// calls it. Settings at their family's defaults are left out.
+pub fn describe(spec: &SystemSpec) -> SystemLabel {
+    let (family, mut parts) = match &spec.family {
+        Family::Redis {
+            server,
+            client,
+            replicas,
+            sentinel,
+        } => {
+            let mut p = vec![if *replicas == 0 {
+                "redis".to_string()
+            } else {
+                format!("redis primary + {replicas} replica{}", plural(*replicas))
+            }];
+            if let Some((n, _)) = sentinel {
+                p.push(format!("{n} sentinels"));
+            }
+            p.push(format!("ttl {}", client.ttl));
+            if let Some(w) = &client.wait {
+                p.push(format!("WAIT {}", w.replicas));
+            }
+            if client.fencing {
+                p.push("INCR-fenced".to_string());
+            }
+            if client.release == Release::Del {
+                p.push("DEL release".to_string());
+            }
+            match client.renew {
+                Renew::Off => {}
+                Renew::UntilRefused => p.push("renewed".to_string()),
+                Renew::Watchdog => p.push("watchdog".to_string()),
+            }
+            p.extend(redis_server_parts(server));
+            ("redis", p)
+        }
+        Family::Redlock {
+            server,
+            instances,
+            client,
+        } => {
+            let flavour = match client.flavour {
+                Flavour::Antirez => "antirez",
+                Flavour::Redsync => "redsync",
+            };
+            let mut p = vec![
+                format!("redlock {flavour} ×{instances}"),
+                format!("ttl {}", client.ttl),
+            ];
+            if !client.elapsed_check {
+                p.push("no elapsed check".to_string());
+            }
+            if client.extend {
+                p.push("extended".to_string());
+            }
+            if client.value_as_token {
+                p.push("value as token".to_string());
+            }
+            p.extend(redis_server_parts(server));
+            ("redlock", p)
+        }
+        Family::Etcd {
+            server,
+            members,
+            client,
+        } => {
+            let mut p = vec![format!("etcd ×{members}"), format!("ttl {}", client.ttl)];
+            if client.recipe == lockstep_models::etcd::client::Recipe::Election {
+                p.push("Election".to_string());
+            }
+            if !client.recheck_after_wait {
+                p.push("no re-check after wait".to_string());
+            }
+            if client.fencing {
+                p.push("revision-fenced".to_string());
+            }
+            // Scenario files stop on `Session.Done()` unless they say otherwise.
+            if !client.stop_on_done {
+                p.push("ignores Done".to_string());
+            }
+            if server.read_only == lockstep_models::raft::ReadOnlyOption::LeaseBased {
+                p.push("lease reads".to_string());
+            }
+            ("etcd", p)
+        }
+        Family::ZooKeeper {
+            members, client, ..
+        } => {
+            use lockstep_models::zookeeper::client::{Protection, Recipe, StopWorkOn};
+            let mut p = vec![
+                format!("zookeeper ×{members}"),
+                format!("session {}", client.session_timeout),
+            ];
+            match client.stop_work_on {
+                StopWorkOn::Never => {}
+                StopWorkOn::Lost => p.push("stops on LOST".to_string()),
+                StopWorkOn::Suspended => p.push("stops on SUSPENDED".to_string()),
+            }
+            if client.recipe == Recipe::Herd {
+                p.push("parent watch".to_string());
+            }
+            if client.protection == Protection::Guid {
+                p.push("guid-only protection".to_string());
+            }
+            if client.fencing {
+                p.push("czxid-fenced".to_string());
+            }
+            ("zookeeper", p)
+        }
+    };
+    if spec.clients != 2 {
+        parts.push(format!("{} clients", spec.clients));
+    }
+    let first = parts.remove(0);
+    let system = if parts.is_empty() {
+        first
+    } else {
+        format!("{first}, {}", parts.join(", "))
+    };
+    let storage = match spec.storage {
+        StorageMode::Unfenced => "unfenced".to_string(),
+        StorageMode::FencedWrites => "fenced-writes".to_string(),
+        StorageMode::FencedAll => "fenced-all".to_string(),
+        StorageMode::CasToken => "cas-token".to_string(),
+        StorageMode::Etcd(guard) => {
+            use lockstep_models::etcd::resource::ResourceGuard;
+            match guard {
+                ResourceGuard::None => "etcd (unguarded)".to_string(),
+                ResourceGuard::KeyExists => "etcd (guard key-exists)".to_string(),
+                ResourceGuard::Owner => "etcd (guard owner)".to_string(),
+            }
+        }
+    };
+    SystemLabel {
+        family,
+        system,
+        storage,
+    }
+}
+
+/// A Redis server's settings that differ from a plain in-memory instance.
+fn redis_server_parts(server: &lockstep_models::redis::RedisServerConfig) -> Vec<String> {
+    let mut p = Vec::new();
+    match &server.persistence {
+        Persistence::None => {}
+        Persistence::Rdb { .. } => p.push("RDB".to_string()),
+        Persistence::AofEverysec => p.push("AOF everysec".to_string()),
+        Persistence::AofAlways => p.push("AOF always".to_string()),
+    }
+    if server.expiry_clock == ClockKind::Mono {
+        p.push("monotonic expiry".to_string());
+    }
+    if server.restart_delay > lockstep_sim::Dur::ZERO {
+        p.push(format!("restart after {}", server.restart_delay));
+    }
+    p
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// A count of runs as a rate with its 95% Wilson interval; `None` without runs.
+fn rate(k: u64, n: u64) -> Option<Rate> {
+    Some(Rate {
+        seeds: k,
+        rate: k as f64 / n as f64,
+        ci95: wilson(k, n)?,
+    })
+}
+
+fn quantiles_ms(h: &Histogram) -> Option<QuantilesMs> {
+    Some(QuantilesMs {
+        p50: ms(h.quantile(500)?),
+        p99: ms(h.quantile(990)?),
+        max: ms(h.max()?),
+    })
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// What a scenario's row adds up over its runs.
+#[derive(Debug, Default)]
+struct Tally {
+    seeds: u64,
+    met: u64,
+    verdicts: Verdicts,
+    failed: u64,
+    double_holders: u64,
+    stale_runs: u64,
+    lost_runs: u64,
+    token_runs: u64,
+    overlap: OverlapStats,
+    overlap_ns: u128,
+    max_overlap_ns: u64,
+    data: DataStats,
+    availability_sum: f64,
+    availability_runs: u64,
+    latency: Histogram,
+    failover: FailoverStats,
+    failover_sum_ns: u128,
+    failover_max_ns: Option<u64>,
+    recovery_runs: u64,
+    recovery_late: u64,
+    recovery: Histogram,
+}
+
+impl Tally {
+    fn add(&mut self, scenario: &Scenario, r: &RunResult) {
+        let v = &r.verdict;
+        self.seeds += 1;
+        if r.expected() {
+            self.met += 1;
+        } else {
+            self.failed += 1;
+        }
+        match r.judged {
+            Validity::Valid => self.verdicts.valid += 1,
+            Validity::Invalid => self.verdicts.invalid += 1,
+            Validity::Unknown => self.verdicts.unknown += 1,
+        }
+        self.double_holders += u64::from(v.double_holders.pairs > 0);
+        self.stale_runs += u64::from(v.stale_accepted.count > 0);
+        self.lost_runs += u64::from(v.lost_updates.count > 0);
+        self.token_runs += u64::from(v.token_order.count > 0);
+        self.overlap.pairs += v.double_holders.pairs;
+        self.overlap_ns += u128::from(v.double_holders.overlap_ns);
+        self.max_overlap_ns = self.max_overlap_ns.max(v.double_holders.overlap_ns);
+        self.overlap.max_concurrent = self
+            .overlap
+            .max_concurrent
+            .max(v.double_holders.max_concurrent);
+        self.data.stale_accepted += v.stale_accepted.count;
+        self.data.stale_rejected += v.stale_rejected;
+        self.data.lost_updates += v.lost_updates.count;
+        let end = r.history.end_ns;
+        if end > 0 {
+            let unavailable = v.liveness.unavailable_ns.min(end);
+            self.availability_sum += 1.0 - unavailable as f64 / end as f64;
+            self.availability_runs += 1;
+        }
+        for ns in acquire_latencies_ns(&r.history) {
+            self.latency.add(ns);
+        }
+        self.add_failover(v);
+        if let Some(rec) = v.liveness.recovery {
+            self.recovery_runs += 1;
+            if let Some(after) = rec.after_ns() {
+                self.recovery.add(after);
+            }
+            let late = scenario
+                .expect
+                .recovery
+                .is_some_and(|bound| rec.after_ns().is_none_or(|a| a > bound.as_nanos()));
+            self.recovery_late += u64::from(late);
+        }
+    }
+
+    fn add_failover(&mut self, v: &Verdict) {
+        let f = &v.liveness.failover;
+        self.failover.faults += f.count;
+        self.failover.recovered += f.recovered;
+        if let Some(mean) = f.mean_ns {
+            self.failover_sum_ns += u128::from(mean) * u128::from(f.recovered);
+        }
+        if let Some(max) = f.max_ns {
+            self.failover_max_ns = Some(self.failover_max_ns.map_or(max, |m| m.max(max)));
+        }
+    }
+
+    fn row(self, loaded: &Loaded) -> Row {
+        let s = &loaded.scenario;
+        let label = describe(&s.system);
+        let n = self.seeds;
+        let mut overlap = self.overlap;
+        overlap.total_ms = self.overlap_ns as f64 / 1e6;
+        overlap.max_ms = ms(self.max_overlap_ns);
+        let mut failover = self.failover;
+        if self.failover.recovered > 0 {
+            failover.mean_ms =
+                Some(self.failover_sum_ns as f64 / self.failover.recovered as f64 / 1e6);
+            failover.max_ms = self.failover_max_ns.map(ms);
+        }
+        Row {
+            scenario: s.name.clone(),
+            file: loaded.path.display().to_string(),
+            source: Source::Scenario,
+            description: s.description.clone(),
+            family: label.family.to_string(),
+            system: label.system,
+            storage: label.storage,
+            property: s.expect.property,
+            expected_verdict: s.expect.verdict,
+            seeds: n,
+            met: self.met,
+            verdicts: self.verdicts,
+            rates: Rates {
+                invalid: rate(self.verdicts.invalid, n),
+                failed: rate(self.failed, n),
+                double_holders: rate(self.double_holders, n),
+                stale_accepted: rate(self.stale_runs, n),
+                lost_updates: rate(self.lost_runs, n),
+                token_order: rate(self.token_runs, n),
+            },
+            overlap: Some(overlap),
+            data: Some(self.data),
+            availability: (self.availability_runs > 0)
+                .then(|| self.availability_sum / self.availability_runs as f64),
+            acquire_latency_ms: quantiles_ms(&self.latency),
+            failover: Some(failover),
+            recovery: (self.recovery_runs > 0).then(|| RecoveryStats {
+                runs: self.recovery_runs,
+                recovered: self.recovery.count(),
+                no_recovery: self.recovery_late,
+                after_ms: quantiles_ms(&self.recovery),
+            }),
+        }
+    }
+}
+
+/// A failing seed kept whole: its section's data and its timeline's.
+fn failing_seed(
+    row: usize,
+    file: &str,
+    scenario: &Scenario,
+    r: RunResult,
+) -> (FailingSeed, FailingRun) {
+    let report = run_report(file, &scenario.name, &r);
+    let seed = FailingSeed {
+        row,
+        scenario: scenario.name.clone(),
+        file: file.to_string(),
+        seed: r.seed,
+        trace_hash: report.trace_hash,
+        verdict: r.judged,
+        expected: r.expected(),
+        explanations: report.explanations,
+        reproduce: report.reproduce,
+        faults: FailingSeed::faults_of(&r.history),
+        history: r.history,
+    };
+    let run = FailingRun {
+        scenario: scenario.clone(),
+        seed: seed.seed,
+        schedule: scenario.schedule(seed.seed),
+    };
+    (seed, run)
+}
+
+/// The row of a scenario run over its seeds (or `seeds` seeds from its `seed`), and its first
+/// [`KEPT_FAILING`] runs judged invalid.
+pub fn scenario_row(
+    loaded: &Loaded,
+    seeds: Option<u64>,
+    index: usize,
+) -> (Row, Vec<(FailingSeed, FailingRun)>) {
+    let s = &loaded.scenario;
+    let file = loaded.path.display().to_string();
+    // A declared list is borrowed, not copied: it may hold millions of seeds.
+    let overridden;
+    let list = match seeds {
+        Some(_) => {
+            overridden = seeds_of(s, seeds);
+            &overridden
+        }
+        None => &s.seeds,
+    };
+    let mut tally = Tally::default();
+    let mut failing = Vec::new();
+    for seed in list {
+        let r = run(s, seed, false);
+        tally.add(s, &r);
+        if r.judged == Validity::Invalid && failing.len() < KEPT_FAILING {
+            failing.push(failing_seed(index, &file, s, r));
+        }
+    }
+    (tally.row(loaded), failing)
+}
+
+/// The row of a sweep's summary, and its first [`KEPT_FAILING`] seeds judged invalid, run
+/// again, when its scenario file is unchanged.
+pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, FailingRun)>) {
+    let s = &input.summary;
+    let n = s.runs;
+    let v = &s.violations;
+    let label = input.scenario.as_ref().map(|sc| describe(&sc.system));
+    let chaos = input.scenario.as_ref().is_some_and(|sc| sc.chaos.is_some());
+    let row = Row {
+        scenario: s.scenario.clone(),
+        file: input.path.display().to_string(),
+        source: Source::Sweep,
+        description: input
+            .scenario
+            .as_ref()
+            .map_or_else(String::new, |sc| sc.description.clone()),
+        family: label.as_ref().map_or("", |l| l.family).to_string(),
+        system: label
+            .as_ref()
+            .map_or_else(String::new, |l| l.system.clone()),
+        storage: label.map_or_else(String::new, |l| l.storage),
+        property: s.property,
+        expected_verdict: s.expected_verdict,
+        seeds: n,
+        met: s.passed,
+        verdicts: Verdicts {
+            valid: s.verdict_counts.valid,
+            invalid: s.verdict_counts.invalid,
+            unknown: s.verdict_counts.unknown,
+        },
+        rates: Rates {
+            invalid: rate(s.verdict_counts.invalid, n),
+            failed: rate(s.failed, n),
+            double_holders: rate(v.double_holders, n),
+            stale_accepted: rate(v.stale_accepted, n),
+            lost_updates: rate(v.lost_updates, n),
+            token_order: rate(v.token_order, n),
+        },
+        overlap: None,
+        data: None,
+        availability: None,
+        acquire_latency_ms: quantiles_ms(&s.acquire_latency_ns),
+        failover: None,
+        recovery: (chaos || s.recovery_ns.count() > 0 || v.no_recovery > 0).then(|| {
+            RecoveryStats {
+                runs: n,
+                recovered: s.recovery_ns.count(),
+                no_recovery: v.no_recovery,
+                after_ms: quantiles_ms(&s.recovery_ns),
+            }
+        }),
+    };
+    let mut failing = Vec::new();
+    if let (Some(scenario), true) = (&input.scenario, input.replayable) {
+        for seed in invalid_seeds(s, scenario) {
+            failing.push(failing_seed(index, &s.file, scenario, seed));
+        }
+    }
+    (row, failing)
+}
+
+/// How many seeds of a sweep's range [`sweep_row`] runs again at most to find its first runs
+/// judged invalid, when its `failures` (the runs that missed `[expect]`) do not name them: a
+/// scenario that expects `invalid` fails no seed that is invalid.
+pub const MAX_REPLAYED: u64 = 1_000;
+
+/// The first [`KEPT_FAILING`] runs of `summary`'s seeds judged invalid: its failures that
+/// were, else the first found among the first [`MAX_REPLAYED`] seeds it covers.
+fn invalid_seeds(summary: &SweepSummary, scenario: &Scenario) -> Vec<RunResult> {
+    let want = (summary.verdict_counts.invalid).min(KEPT_FAILING as u64) as usize;
+    let mut found: Vec<RunResult> = Vec::new();
+    let listed = summary
+        .failures
+        .iter()
+        .filter(|f| f.verdict == Validity::Invalid);
+    for f in listed.take(want) {
+        found.push(run(scenario, f.seed, false));
+    }
+    if found.len() == want {
+        return found;
+    }
+    found.clear();
+    let covered = |position: u64| {
+        summary
+            .shard
+            .as_ref()
+            .is_none_or(|sh| sh.included.contains(&(position % sh.count + 1)))
+    };
+    let positions = (0..summary.seeds.count.min(MAX_REPLAYED)).filter(|&p| covered(p));
+    for position in positions {
+        let r = run(scenario, summary.seeds.from.wrapping_add(position), false);
+        if r.judged == Validity::Invalid {
+            found.push(r);
+            if found.len() == want {
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// The pictures of a report's HTML page: the timeline of every failing run kept (replayed
+/// under its own schedule) and the sweep map of every scenario input with a `[sweep]` block
+/// (its grid run on `jobs` threads).
+///
+/// # Errors
+/// A sweep map's grid that does not load (the scenario file changed since it was read).
+pub fn visuals(inputs: &[Input], report: &Report, jobs: usize) -> Result<Visuals, ScenarioError> {
+    let timelines = report
+        .runs
+        .iter()
+        .map(|r| {
+            let (_, t) = crate::timeline::of_schedule(&r.scenario, r.seed, &r.schedule);
+            Some(lockstep_reports::timeline::svg(&t))
+        })
+        .collect();
+    let mut sweep_maps = Vec::new();
+    for input in inputs {
+        if let Input::Scenario(loaded) = input {
+            if loaded.scenario.sweep.is_some() {
+                let map = crate::sweepmap::run(loaded, jobs)?;
+                let title = format!("{} ({})", loaded.scenario.name, loaded.path.display());
+                sweep_maps.push((title, lockstep_reports::sweepmap::svg(&map)));
+            }
+        }
+    }
+    Ok(Visuals {
+        timelines,
+        sweep_maps,
+    })
+}

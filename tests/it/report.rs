@@ -1,0 +1,391 @@
+//! `lockstep report`: the comparison of the catalogue in HTML, Markdown and JSON, escaping of
+//! hostile names, sweep summaries as inputs, refused outputs, and the sample report kept in
+//! `reports/sample/`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use lockstep::report::{self, ReportFormat, ReportOptions};
+use lockstep_reports::Comparison;
+
+use crate::support::{lockstep, root, scenario_files, stderr, stdout};
+
+const CATALOGUE: &str = "scenarios/catalogue";
+const CHAOS: &str = "scenarios/chaos/redis-unfenced.toml";
+const K1: &str = "scenarios/catalogue/k1-gc-pause-unfenced.toml";
+const HOSTILE: &str = r#"<script>alert(1)</script> & "q""#;
+
+/// A fresh, empty directory for one test.
+fn temp_dir(test: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("lockstep-it-{}-report-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Runs `lockstep report ARGS --out OUT` and returns OUT's text, asserting exit 0.
+fn report_to(out: &Path, args: &[&str]) -> String {
+    let mut all = vec!["report"];
+    all.extend(args);
+    all.extend(["--out", s(out)]);
+    let o = lockstep(&all);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("wrote "), "{}", stdout(&o));
+    std::fs::read_to_string(out).expect("the report was written")
+}
+
+/// Parses the page as XML (the page is XHTML-compatible) and fails on malformed markup.
+fn parse_html(html: &str) -> roxmltree::Document<'_> {
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    roxmltree::Document::parse_with_options(html, options)
+        .unwrap_or_else(|e| panic!("the HTML is not well-formed: {e}"))
+}
+
+fn has_class(n: &roxmltree::Node<'_, '_>, class: &str) -> bool {
+    n.attribute("class")
+        .is_some_and(|c| c.split_whitespace().any(|x| x == class))
+}
+
+fn elements<'a>(
+    doc: &'a roxmltree::Document<'a>,
+    tag: &str,
+    class: &str,
+) -> Vec<roxmltree::Node<'a, 'a>> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name(tag) && has_class(n, class))
+        .collect()
+}
+
+#[test]
+fn the_catalogue_report_has_a_row_per_scenario_and_a_section_per_failing_seed() {
+    let dir = temp_dir("catalogue");
+    let args = [CATALOGUE, CHAOS, "--seeds", "2"];
+    let html = report_to(&dir.join("c.html"), &args);
+    let json = report_to(&dir.join("c.json"), &args);
+    let scenarios = scenario_files(CATALOGUE).len() + 1;
+    let c = Comparison::from_json(&json).expect("the report's JSON");
+    assert_eq!(c.rows.len(), scenarios);
+    assert!(c.rows.iter().all(|r| r.seeds == 2), "--seeds 2");
+
+    // Each row keeps its first runs judged invalid, at most 3.
+    for (i, row) in c.rows.iter().enumerate() {
+        let kept = c.failing.iter().filter(|f| f.row == i).count() as u64;
+        assert_eq!(kept, row.verdicts.invalid.min(3), "{}", row.scenario);
+    }
+    assert!(c.failing.len() >= 20, "the catalogue's unsafe designs fail");
+    assert!(c.failing.iter().all(|f| !f.explanations.is_empty()));
+    let chaos = c.rows.last().expect("the chaos row");
+    assert!(chaos.recovery.is_some_and(|r| r.runs == 2), "{chaos:?}");
+
+    let doc = parse_html(&html);
+    let rows = elements(&doc, "tr", "row");
+    assert_eq!(rows.len(), scenarios);
+    let sections = elements(&doc, "section", "failing-seed");
+    assert_eq!(sections.len(), c.failing.len());
+    for (section, f) in sections.iter().zip(&c.failing) {
+        assert_eq!(section.attribute("id"), Some(f.anchor().as_str()));
+        let timelines: Vec<_> = section
+            .descendants()
+            .filter(|n| n.has_tag_name("div") && has_class(n, "timeline"))
+            .collect();
+        assert_eq!(timelines.len(), 1, "one timeline per failing seed");
+        let text: String = section.descendants().filter_map(|n| n.text()).collect();
+        assert!(text.contains(&f.reproduce), "{text}");
+        assert!(text.contains("timeline not rendered"), "{text}");
+        let why: Vec<_> = section
+            .descendants()
+            .filter(|n| n.has_tag_name("li"))
+            .collect();
+        assert!(why.len() >= f.explanations.len());
+    }
+    // Each row links to its failing seeds' sections.
+    for f in &c.failing {
+        assert!(html.contains(&format!("href=\"#{}\"", f.anchor())));
+    }
+    // Self-contained: no script, nothing fetched.
+    for banned in ["<script", "src=", "http://", "https://", "<link"] {
+        assert!(!html.contains(banned), "the page contains {banned}");
+    }
+    assert!(html.contains("<section id=\"sweep-maps\">"));
+}
+
+#[test]
+fn the_markdown_table_has_a_row_per_scenario() {
+    let dir = temp_dir("markdown");
+    let md = report_to(&dir.join("c.md"), &[CATALOGUE, "--seeds", "1"]);
+    let n = scenario_files(CATALOGUE).len();
+    let table: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("| scenario |"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    // The header, the separator, one line per scenario.
+    assert_eq!(table.len(), n + 2, "{md}");
+    let columns = table[0].matches(" | ").count();
+    for line in &table {
+        // Escaped pipes do not split a cell.
+        assert_eq!(
+            line.replace("\\|", "").matches('|').count(),
+            columns + 2,
+            "{line}"
+        );
+    }
+    assert!(md.contains("## Failing seeds"));
+    assert!(md.contains(
+        "Reproduce: `lockstep run scenarios/catalogue/k1-gc-pause-unfenced.toml --seed 1`"
+    ));
+}
+
+#[test]
+fn user_text_appears_only_escaped() {
+    let dir = temp_dir("hostile");
+    // A hostile name, in a directory whose name needs escaping too.
+    let sub = dir.join("a&b <c>");
+    std::fs::create_dir_all(&sub).expect("dir");
+    let k1 = std::fs::read_to_string(root().join(K1)).expect("K1");
+    let text = k1
+        .replace(
+            "name = \"k1-gc-pause-unfenced\"",
+            &format!("name = {}", toml_string(HOSTILE)),
+        )
+        .replace(
+            "description = \"",
+            &format!("description = \"{} ", HOSTILE.replace('"', "\\\"")),
+        );
+    assert!(text.contains("<script>"));
+    let file = sub.join("hostile.toml");
+    std::fs::write(&file, text).expect("write");
+    let html = report_to(&dir.join("h.html"), &[s(&file), "--seeds", "1"]);
+    let md = report_to(&dir.join("h.md"), &[s(&file), "--seeds", "1"]);
+
+    assert!(!html.contains("<script"), "{html}");
+    assert!(!html.contains("a&b"), "the path is escaped");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot;"));
+    let doc = parse_html(&html);
+    // The parser reads the name back as the text it is, in the row and in the section.
+    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+    assert!(
+        texts.iter().filter(|t| t.contains(HOSTILE)).count() >= 3,
+        "{texts:?}"
+    );
+    assert!(doc.descendants().all(|n| !n.has_tag_name("script")));
+    let title = elements(&doc, "td", "scenario")[0]
+        .attribute("title")
+        .expect("title");
+    assert!(title.starts_with(HOSTILE), "{title}");
+
+    // In Markdown the characters stay, each behind a backslash.
+    assert!(!md.replace("\\<", "").contains("<script"), "{md}");
+    assert!(
+        md.contains(r#"\<script\>alert(1)\</script\> \& "q""#),
+        "{md}"
+    );
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[test]
+fn the_json_round_trips_and_every_field_is_documented() {
+    let dir = temp_dir("json");
+    let json = report_to(&dir.join("r.json"), &[CATALOGUE, CHAOS, "--seeds", "1"]);
+    let c = Comparison::from_json(&json).expect("parses");
+    // serde_json parses a float to within an ulp, not always exactly: compare numbers closely
+    // and everything else exactly.
+    let value: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let again: serde_json::Value = serde_json::from_str(&c.json()).expect("JSON");
+    assert_close(&value, &again, "");
+    assert_eq!(Comparison::from_json(&c.json()).expect("parses"), c);
+
+    let docs = std::fs::read_to_string(root().join("docs/report-format.md")).expect("docs");
+    let section = docs
+        .split("\n## `lockstep report")
+        .nth(1)
+        .expect("docs/report-format.md documents lockstep report");
+    let mut keys = BTreeSet::new();
+    collect_keys(&value, &mut keys);
+    for key in &keys {
+        assert!(
+            section.contains(&format!("`{key}`"))
+                || section.contains(&format!("{{{key},"))
+                || section.contains(&format!(" {key},"))
+                || section.contains(&format!(" {key}}}")),
+            "docs/report-format.md does not document `{key}`"
+        );
+    }
+    // Every field of the section's tables is in the JSON.
+    let documented: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    assert!(documented.len() >= 30, "{documented:?}");
+    for field in documented {
+        assert!(
+            keys.contains(field),
+            "documented but not in the JSON: {field}"
+        );
+    }
+}
+
+/// `a` and `b` are the same JSON, numbers within a relative 1e-12.
+fn assert_close(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
+    use serde_json::Value as V;
+    match (a, b) {
+        (V::Object(x), V::Object(y)) => {
+            let kx: Vec<_> = x.keys().collect();
+            let ky: Vec<_> = y.keys().collect();
+            assert_eq!(kx, ky, "at {at}");
+            for (k, v) in x {
+                assert_close(v, &y[k], &format!("{at}.{k}"));
+            }
+        }
+        (V::Array(x), V::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "at {at}");
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                assert_close(v, w, &format!("{at}[{i}]"));
+            }
+        }
+        (V::Number(x), V::Number(y)) if x.is_f64() || y.is_f64() => {
+            let (x, y) = (x.as_f64().expect("f64"), y.as_f64().expect("f64"));
+            assert!(
+                (x - y).abs() <= 1e-12 * x.abs().max(1.0),
+                "at {at}: {x} {y}"
+            );
+        }
+        _ => assert_eq!(a, b, "at {at}"),
+    }
+}
+
+fn collect_keys(v: &serde_json::Value, keys: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                keys.insert(k.clone());
+                collect_keys(v, keys);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                collect_keys(v, keys);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_sweep_summary_is_a_row_and_its_failing_seeds_are_replayed() {
+    let dir = temp_dir("sweep");
+    let o = lockstep(&[
+        "sweep", K1, "--seeds", "6", "--format", "json", "--jobs", "2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let summary = dir.join("k1.json");
+    std::fs::write(&summary, stdout(&o)).expect("write");
+    let json = report_to(&dir.join("r.json"), &[s(&summary), K1, "--seeds", "6"]);
+    let c = Comparison::from_json(&json).expect("parses");
+    let (sweep, run) = (&c.rows[0], &c.rows[1]);
+    assert_eq!(sweep.file, s(&summary));
+    assert_eq!(sweep.system, run.system);
+    assert_eq!((sweep.seeds, sweep.verdicts), (run.seeds, run.verdicts));
+    assert_eq!(sweep.rates.invalid, run.rates.invalid);
+    assert_eq!(sweep.acquire_latency_ms, run.acquire_latency_ms);
+    assert!(sweep.overlap.is_none() && run.overlap.is_some());
+    // The sweep's first failing seeds, run again, are the scenario's.
+    let of = |row| -> Vec<(u64, String)> {
+        c.failing
+            .iter()
+            .filter(|f| f.row == row)
+            .map(|f| (f.seed, f.trace_hash.clone()))
+            .collect()
+    };
+    assert_eq!(of(0).len(), 3);
+    assert_eq!(of(0), of(1));
+
+    // A JSON file that is not a sweep summary is refused.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{}").expect("write");
+    let out = dir.join("never.html");
+    let o = lockstep(&["report", s(&bad), "--out", s(&out)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.json"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_bad_extension_or_an_unwritable_output_exits_2_and_writes_nothing() {
+    let dir = temp_dir("refused");
+    for (out, says) in [
+        (dir.join("report.txt"), ".html, .md or .json"),
+        (dir.join("report"), ".html, .md or .json"),
+        (dir.join("missing/report.html"), "no directory"),
+    ] {
+        let o = lockstep(&["report", K1, "--seeds", "1", "--out", s(&out)]);
+        assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+        assert!(!out.exists());
+    }
+    // A directory in the way: refused before any run, and nothing is left beside it.
+    let taken = dir.join("taken.html");
+    std::fs::create_dir(&taken).expect("dir");
+    let o = lockstep(&["report", K1, "--seeds", "1", "--out", s(&taken)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left, ["taken.html"], "no partial or temporary file");
+    assert_eq!(
+        ReportFormat::of(Path::new("a.md")),
+        Ok(ReportFormat::Markdown)
+    );
+}
+
+/// The sample report of the catalogue in `reports/sample/`, as `reports/sample/regenerate.sh`
+/// writes it. `UPDATE_EXPECT=1 cargo test sample` rewrites the files.
+#[test]
+fn the_sample_report_is_current_with_the_catalogue() {
+    let seeds = 5;
+    let inputs = report::load_inputs(&[PathBuf::from(CATALOGUE)]).expect("the catalogue loads");
+    let built = report::build(&inputs, ReportOptions { seeds: Some(seeds) }, |_| {});
+    let script = std::fs::read_to_string(root().join("reports/sample/regenerate.sh"))
+        .expect("reports/sample/regenerate.sh");
+    assert!(
+        script.contains(&format!("report {CATALOGUE} --seeds {seeds}")),
+        "{script}"
+    );
+    let visuals = report::visuals(&inputs, &built, 2).expect("the pictures draw");
+    assert_eq!(visuals.timelines.len(), built.comparison.failing.len());
+    for (name, format) in [
+        ("catalogue.md", ReportFormat::Markdown),
+        ("catalogue.json", ReportFormat::Json),
+        ("catalogue.html", ReportFormat::Html),
+    ] {
+        let path = root().join("reports/sample").join(name);
+        let now = built.render(format, &visuals);
+        if std::env::var_os("UPDATE_EXPECT").is_some() {
+            std::fs::write(&path, &now).expect("write the sample");
+            continue;
+        }
+        let kept = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            kept == now,
+            "reports/sample/{name} is not the report of the catalogue: run \
+             reports/sample/regenerate.sh (or UPDATE_EXPECT=1 cargo test sample)"
+        );
+        assert!(!now.contains(s(&root())), "no absolute path in {name}");
+    }
+}
