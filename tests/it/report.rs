@@ -398,3 +398,58 @@ fn the_sample_report_is_current_with_the_catalogue() {
         assert!(!now.contains(s(&root())), "no absolute path in {name}");
     }
 }
+
+#[test]
+fn a_scenario_with_a_sweep_block_puts_its_map_in_the_page() {
+    let path = crate::support::temp_scenario(
+        "report-map",
+        r#"
+[scenario]
+name = "map <&>"
+duration_ms = 30_000
+
+[model]
+kind = "redis"
+ttl_ms = 2_000
+
+[[fault]]
+on = { node = "client-1", mark = "validity-checked" }
+pause = { node = "client-1", for_ms = 1_000 }
+
+[expect]
+verdict = "any"
+
+[sweep]
+x = { key = "fault[0].pause.for_ms", values = [1_000, 5_000] }
+seeds = 2
+"#,
+    );
+    let out = std::env::temp_dir().join(format!("lockstep-map-{}.html", std::process::id()));
+    let o = lockstep(&[
+        "report",
+        path.to_str().expect("utf-8"),
+        "--seeds",
+        "1",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&out).expect("the page");
+    std::fs::remove_file(&out).expect("clean up");
+    let doc = parse_html(&html);
+    let section = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("sweep-maps"))
+        .expect("a sweep-maps section");
+    let svgs = section
+        .descendants()
+        .filter(|n| n.has_tag_name("svg"))
+        .count();
+    assert_eq!(svgs, 1, "one map");
+    let text: String = section.descendants().filter_map(|n| n.text()).collect();
+    // The name only escaped in the markup, read back whole; a 1 s pause never outlives a 2 s
+    // lease and a 5 s one always does.
+    assert!(text.contains("map <&>"), "{text}");
+    assert!(!html.contains("map <&>"));
+    assert!(text.contains("0%") && text.contains("100%"), "{text}");
+}
