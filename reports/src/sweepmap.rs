@@ -142,26 +142,9 @@ impl SweepMap {
     }
 }
 
-/// `text` safe inside XML (and HTML) text and attribute values: `&`, `<`, `>`, `"` and `'`
-/// escaped, and the characters XML 1.0 forbids (control characters other than tab, newline
-/// and carriage return, and U+FFFE, U+FFFF) replaced by U+FFFD.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if c.is_control() && (c as u32) < 0x20 => out.push('\u{FFFD}'),
-            '\u{FFFE}' | '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// `text` as XML character data or attribute value: the page's one escape function
+/// ([`crate::escape::html`]), so SVG and HTML escape alike.
+pub use crate::escape::html as escape;
 
 /// A rate as people read it: `0%` and `100%` only when exact, `<1%` and `>99%` near them.
 fn percent(k: u64, n: u64) -> String {

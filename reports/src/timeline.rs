@@ -379,23 +379,9 @@ impl Timeline {
     }
 }
 
-/// Escapes text for XML content and attribute values: `&`, `<`, `>`, `"` and `'`.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Control characters are not allowed in XML 1.0 at all.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// `text` as XML character data or attribute value: the page's one escape function
+/// ([`crate::escape::html`]), so SVG and HTML escape alike.
+pub use crate::escape::html as escape;
 
 /// A true time as seconds with millisecond precision, e.g. `12.345s`.
 pub fn seconds(ns: u64) -> String {
