@@ -481,26 +481,7 @@ impl ScenarioResult {
             self.file,
             self.failure_message()
         );
-        for (i, f) in self.failures.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "  seed {}  trace {}  verdict {}",
-                f.seed, f.trace_hash, f.verdict
-            );
-            for u in &f.unmet {
-                let _ = writeln!(out, "    - {u}");
-            }
-            if i == 0 {
-                for e in &f.explanations {
-                    let _ = writeln!(out, "    why: {e}");
-                }
-            }
-            let _ = writeln!(out, "    reproduce: {}", f.reproduce);
-        }
-        let more = self.failed.saturating_sub(self.failures.len() as u64);
-        if more > 0 {
-            let _ = writeln!(out, "  ... and {more} more failing seed{}", plural(more));
-        }
+        write_failures(&mut out, &self.failures, self.failed);
         if let Some(d) = &self.determinism {
             for m in &d.mismatches {
                 let _ = writeln!(out, "  {m}");
@@ -526,4 +507,30 @@ fn plural(n: u64) -> &'static str {
 /// `0.42s`.
 fn seconds(d: Duration) -> String {
     format!("{:.2}s", d.as_secs_f64())
+}
+
+/// The failing seeds kept, each with its unmet sentences and reproduce command, the first
+/// one's violations explained, and how many more of the `failed` seeds were not kept: the
+/// text of `check` and `sweep` alike.
+pub(crate) fn write_failures(out: &mut String, failures: &[SeedFailure], failed: u64) {
+    for (i, f) in failures.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  seed {}  trace {}  verdict {}",
+            f.seed, f.trace_hash, f.verdict
+        );
+        for u in &f.unmet {
+            let _ = writeln!(out, "    - {u}");
+        }
+        if i == 0 {
+            for e in &f.explanations {
+                let _ = writeln!(out, "    why: {e}");
+            }
+        }
+        let _ = writeln!(out, "    reproduce: {}", f.reproduce);
+    }
+    let more = failed.saturating_sub(failures.len() as u64);
+    if more > 0 {
+        let _ = writeln!(out, "  ... and {more} more failing seed{}", plural(more));
+    }
 }

@@ -1070,26 +1070,7 @@ impl SweepSummary {
         if !self.failures.is_empty() {
             let _ = writeln!(out, "first failing seeds:");
         }
-        for (i, f) in self.failures.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "  seed {}  trace {}  verdict {}",
-                f.seed, f.trace_hash, f.verdict
-            );
-            for u in &f.unmet {
-                let _ = writeln!(out, "    - {u}");
-            }
-            if i == 0 {
-                for e in &f.explanations {
-                    let _ = writeln!(out, "    why: {e}");
-                }
-            }
-            let _ = writeln!(out, "    reproduce: {}", f.reproduce);
-        }
-        let more = self.failed.saturating_sub(self.failures.len() as u64);
-        if more > 0 {
-            let _ = writeln!(out, "  ... and {more} more failing seed{}", plural(more));
-        }
+        crate::suite::write_failures(out, &self.failures, self.failed);
         for m in &self.mismatches {
             let _ = writeln!(out, "{m}");
         }
