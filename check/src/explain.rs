@@ -94,7 +94,7 @@ fn grant_tokens(history: &History) -> BTreeMap<GrantId, Option<u64>> {
         .entries
         .iter()
         .filter_map(|entry| match entry.event {
-            Event::Grant { grant, token } => Some((grant, token)),
+            Event::Grant { grant, token, .. } => Some((grant, token)),
             _ => None,
         });
     grants.collect()

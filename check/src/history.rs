@@ -18,7 +18,8 @@ pub struct NodeId(pub u32);
 /// One grant: the `seq`-th time (from 1) that `client` decided it holds the lock.
 ///
 /// The global grant order is not known to clients; the checker derives it from the true time
-/// of the [`Event::Grant`] events.
+/// at which the service issued each grant ([`Event::Issued`], named by the grant's ticket), or
+/// of its [`Event::Grant`] when the grant names no ticket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct GrantId {
     /// The client that holds the grant.
@@ -151,6 +152,12 @@ pub enum Event {
         grant: GrantId,
         /// The fencing token of the grant, if the family has one.
         token: Option<u64>,
+        /// The service's name for this acquisition, as an earlier [`Event::Issued`] of the
+        /// same client gave it: the grant then takes its place in grant order at the instant
+        /// the service issued it, not when the client learned of it. `None` for a family
+        /// whose acquisition has no single service instant (Redlock counts its own quorum).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<u64>,
     },
     /// A client gave up trying to acquire; its wait that began at the last `Request` ends.
     AcquireFailed {
@@ -168,6 +175,18 @@ pub enum Event {
     Storage(StorageOp),
     /// The world applied a fault.
     Fault(Fault),
+    /// The lock service made `client` the lock's owner: the instant an acquisition took effect
+    /// in the service (a Redis primary's `SET NX`, the etcd or ZooKeeper apply that left the
+    /// client's key first in line), recorded by the service. `ticket` names the acquisition
+    /// (Redis's lock value, etcd's create revision, ZooKeeper's czxid); the client's
+    /// [`Event::Grant`] names it again. Only the first `Issued` of a ticket counts: replicas
+    /// that apply the same change later record it again.
+    Issued {
+        /// The client the service made the owner.
+        client: NodeId,
+        /// The acquisition.
+        ticket: u64,
+    },
 }
 
 /// One history entry: an event at a true time.

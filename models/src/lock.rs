@@ -20,6 +20,9 @@ pub enum LockSignal {
     Granted {
         /// The fencing token.
         token: Option<u64>,
+        /// The service's name for the acquisition, as its `Issued` record gave it (see
+        /// `lockstep_check::Event::Issued`); `None` where the service records none.
+        ticket: Option<u64>,
     },
     /// The client gave up acquiring.
     AcquireFailed,

@@ -443,7 +443,10 @@ impl RedlockClient {
                     Some(until) => {
                         self.hold(ctx, until);
                         let token = self.config.value_as_token.then_some(self.value);
-                        Some(LockSignal::Granted { token })
+                        Some(LockSignal::Granted {
+                            token,
+                            ticket: None,
+                        })
                     }
                     None => {
                         let round = self.start_round(ctx, Purpose::Unlock);

@@ -214,13 +214,17 @@ impl Client {
 
     fn on_signal(&mut self, ctx: &mut Ctx<'_, Node>, signal: LockSignal) {
         match (self.phase, signal) {
-            (Phase::Acquiring, LockSignal::Granted { token }) => {
+            (Phase::Acquiring, LockSignal::Granted { token, ticket }) => {
                 self.grants += 1;
                 let id = GrantId {
                     client: Self::me(ctx),
                     seq: self.grants,
                 };
-                ctx.record(Event::Grant { grant: id, token });
+                ctx.record(Event::Grant {
+                    grant: id,
+                    token,
+                    ticket,
+                });
                 ctx.mark("granted");
                 self.held = Some(Held { id, token, base: 0 });
                 if self.claim {

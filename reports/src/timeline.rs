@@ -289,7 +289,7 @@ impl Timeline {
                     let l = lane_of(*client, &mut lanes);
                     lanes[l].kind = LaneKind::Client;
                 }
-                Event::Grant { grant, token } => {
+                Event::Grant { grant, token, .. } => {
                     let l = lane_of(grant.client, &mut lanes);
                     lanes[l].kind = LaneKind::Client;
                     open.push(held.len());
@@ -320,7 +320,9 @@ impl Timeline {
                         !crashed
                     });
                 }
-                Event::Fault(_) => {}
+                // What the servers issued is drawn from their own audits (the builder's
+                // `granted`), which also know when each ownership ended.
+                Event::Fault(_) | Event::Issued { .. } => {}
                 Event::Storage(op) => {
                     let l = lane_of(op.op.client, &mut lanes);
                     ops.push(Op {
@@ -1181,6 +1183,7 @@ mod tests {
                 event: Event::Grant {
                     grant: g(1, 1),
                     token: Some(3),
+                    ticket: None,
                 },
             },
             Entry {
@@ -1188,6 +1191,7 @@ mod tests {
                 event: Event::Grant {
                     grant: g(2, 1),
                     token: None,
+                    ticket: None,
                 },
             },
         ];

@@ -30,6 +30,9 @@ pub(super) struct Grant {
     pub(super) id: GrantId,
     /// Index of the `Grant` entry.
     pub(super) entry: usize,
+    /// Index of the entry at which the service issued the grant: the first `Issued` of its
+    /// ticket, or the `Grant` entry itself when it names none.
+    pub(super) issued_entry: usize,
     pub(super) token: Option<u64>,
     pub(super) from_ns: u64,
     pub(super) to_ns: u64,
@@ -45,13 +48,22 @@ impl Grant {
     }
 }
 
-/// All grants, indexed by grant ordinal (the order of their `Grant` entries).
+/// All grants, indexed by grant ordinal (the order of their `Grant` entries, in which clients
+/// learned of them), with their service order (the order in which the service issued them).
+///
+/// Critical sections are the clients' (a client acts from the moment it learns of its grant);
+/// which of two grants is the newer is the service's (a grant issued first is the older one,
+/// even when its reply reached its client last).
 #[derive(Debug)]
 pub(super) struct Grants {
     pub(super) list: Vec<Grant>,
     ordinals: BTreeMap<GrantId, usize>,
     /// Each client's grant ordinals, in grant order.
     by_client: BTreeMap<NodeId, Vec<usize>>,
+    /// Each grant's place in service order, by ordinal.
+    rank: Vec<usize>,
+    /// The ordinals in service order.
+    service_order: Vec<usize>,
 }
 
 impl Grants {
@@ -61,14 +73,25 @@ impl Grants {
             list: Vec::new(),
             ordinals: BTreeMap::new(),
             by_client: BTreeMap::new(),
+            rank: Vec::new(),
+            service_order: Vec::new(),
         };
         // The open critical section of each client, by grant ordinal.
         let mut open: BTreeMap<NodeId, usize> = BTreeMap::new();
+        // The first `Issued` entry of each (client, ticket).
+        let mut issued: BTreeMap<(NodeId, u64), usize> = BTreeMap::new();
         for (index, entry) in history.entries.iter().enumerate() {
             check_time(history, index)?;
             let time_ns = entry.time_ns;
             match &entry.event {
-                Event::Grant { grant, token } => {
+                Event::Issued { client, ticket } => {
+                    issued.entry((*client, *ticket)).or_insert(index);
+                }
+                Event::Grant {
+                    grant,
+                    token,
+                    ticket,
+                } => {
                     if let Some(&first) = grants.ordinals.get(grant) {
                         let message = format!(
                             "grant {} is granted twice (first at entry {})",
@@ -77,11 +100,25 @@ impl Grants {
                         );
                         return Err(HistoryError::at(index, message));
                     }
+                    let issued_entry = match ticket {
+                        None => index,
+                        Some(ticket) => match issued.get(&(grant.client, *ticket)) {
+                            Some(&at) => at,
+                            None => {
+                                let message = format!(
+                                    "grant {} names ticket {ticket}, which no service issued to \
+                                     its client before it",
+                                    grant_label(history, *grant)
+                                );
+                                return Err(HistoryError::at(index, message));
+                            }
+                        },
+                    };
                     let ordinal = grants.list.len();
                     if let Some(previous) = open.insert(grant.client, ordinal) {
                         grants.close(previous, time_ns, CsEnd::Regrant, index);
                     }
-                    grants.push(history, index, *grant, *token);
+                    grants.push(history, index, issued_entry, *grant, *token);
                 }
                 Event::Exit { grant, why } => {
                     let ordinal = grants.known(history, index, *grant, || "exit".to_owned())?;
@@ -113,7 +150,32 @@ impl Grants {
                 Event::Request { .. } | Event::AcquireFailed { .. } | Event::Fault(_) => {}
             }
         }
+        // Service order: by the entry that issued each grant; two grants of one ticket (a
+        // client re-entering an ownership the service never ended) in the order learned.
+        let mut order: Vec<usize> = (0..grants.list.len()).collect();
+        order.sort_by_key(|&ordinal| {
+            let g = &grants.list[ordinal];
+            (g.issued_entry, g.entry)
+        });
+        grants.rank = vec![0; order.len()];
+        for (rank, &ordinal) in order.iter().enumerate() {
+            grants.rank[ordinal] = rank;
+        }
+        grants.service_order = order;
         Ok(grants)
+    }
+
+    /// The place of grant `ordinal` in service order: of two grants, the one with the lower
+    /// rank was issued first.
+    pub(super) fn rank(&self, ordinal: usize) -> usize {
+        self.rank[ordinal]
+    }
+
+    /// The grants in service order.
+    pub(super) fn in_service_order(&self) -> impl Iterator<Item = &Grant> {
+        self.service_order
+            .iter()
+            .map(|&ordinal| &self.list[ordinal])
     }
 
     /// The grant ordinal of a grant that `build` has seen.
@@ -134,13 +196,21 @@ impl Grants {
         last.open_before(entry).then_some(last)
     }
 
-    fn push(&mut self, history: &History, entry: usize, id: GrantId, token: Option<u64>) {
+    fn push(
+        &mut self,
+        history: &History,
+        entry: usize,
+        issued_entry: usize,
+        id: GrantId,
+        token: Option<u64>,
+    ) {
         let ordinal = self.list.len();
         let from_ns = history.entries[entry].time_ns;
         let to_ns = history.end_ns;
         self.list.push(Grant {
             id,
             entry,
+            issued_entry,
             token,
             from_ns,
             to_ns,

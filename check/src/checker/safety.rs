@@ -73,10 +73,10 @@ pub(super) struct Stale {
     pub(super) rejected: u64,
 }
 
-/// The accepted op of the latest grant storage has accepted an op from.
+/// The accepted op of the latest grant (in service order) storage has accepted an op from.
 #[derive(Clone, Copy, Debug)]
 struct Newest {
-    ordinal: usize,
+    rank: usize,
     entry: usize,
     op: OpId,
     grant: GrantId,
@@ -84,9 +84,10 @@ struct Newest {
 
 /// Check 2: ops storage accepted from a grant after it had accepted an op of a later grant.
 ///
-/// Reads count like writes: a stale read hands the old holder data it may act on. An op of an
-/// older grant that lands before any op of a newer one is fine: it is consistent with the
-/// older holder having finished first.
+/// Later is in service order: a grant the service issued after another is the newer, even if
+/// its reply overtook the other's. Reads count like writes: a stale read hands the old holder
+/// data it may act on. An op of an older grant that lands before any op of a newer one is
+/// fine: it is consistent with the older holder having finished first.
 pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Stale {
     let mut stale = Stale {
         accepted: Found::default(),
@@ -101,9 +102,9 @@ pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Sta
             stale.rejected += 1;
             continue;
         }
-        let ordinal = grants.ordinal(op.grant);
+        let rank = grants.rank(grants.ordinal(op.grant));
         match newest {
-            Some(newer) if ordinal < newer.ordinal => {
+            Some(newer) if rank < newer.rank => {
                 let finding = StaleOp {
                     entry,
                     op: op.op,
@@ -115,10 +116,10 @@ pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Sta
                 };
                 stale.accepted.record(finding, limit);
             }
-            Some(newer) if ordinal == newer.ordinal => {}
+            Some(newer) if rank == newer.rank => {}
             _ => {
                 newest = Some(Newest {
-                    ordinal,
+                    rank,
                     entry,
                     op: op.op,
                     grant: op.grant,
@@ -185,7 +186,7 @@ pub(super) fn replay_writes(
     replay
 }
 
-/// Check 4: in grant order, a grant whose token is not above every earlier grant's token.
+/// Check 4: in service order, a grant whose token is not above every earlier grant's token.
 ///
 /// Grants without a token are skipped: a family that promises monotonic tokens gives one to
 /// every grant, and a missing one says nothing about order.
@@ -195,7 +196,7 @@ pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion
     let mut highest: Option<(u64, GrantId)> = None;
     // The grant just before, with its token.
     let mut previous: Option<(u64, GrantId)> = None;
-    for grant in &grants.list {
+    for grant in grants.in_service_order() {
         let Some(token) = grant.token else { continue };
         // A client that takes the lock again with the token of its own grant just before,
         // the highest so far, re-entered an ownership the service never ended (etcd's Mutex

@@ -93,3 +93,14 @@ fn entries_after_the_run_end_are_refused() {
         "time 20000000 ns is after the run's end (10000000 ns, end_ns)"
     );
 }
+
+#[test]
+fn a_grant_naming_a_ticket_never_issued_to_its_client_is_refused() {
+    let history = history().issued(0, C2, 5).grant(1, C1, 1).ticket(5).end(10);
+    let found = error(&history);
+    assert_eq!(found.entry, Some(1));
+    assert_eq!(
+        found.message,
+        "grant client-1#1 names ticket 5, which no service issued to its client before it"
+    );
+}

@@ -121,3 +121,77 @@ fn ops_of_the_newest_grant_are_never_stale_among_themselves() {
         .end(10);
     assert_eq!(verdict(&history).stale_accepted.count, 0);
 }
+
+#[test]
+fn grants_are_ordered_by_when_the_service_issued_them_not_when_clients_learned() {
+    // The service issued client-1's grant first (ticket 104) and client-2's after it (ticket
+    // 105), but client-2's reply overtook client-1's. Storage took client-1's write, then
+    // client-2's: the order the service gave, so nothing is stale (the two overlapping
+    // sections still break mutual exclusion).
+    let crossed = history()
+        .issued(0, C1, 104)
+        .issued(5, C2, 105)
+        .grant(6, C2, 1)
+        .ticket(105)
+        .grant(8, C1, 1)
+        .ticket(104)
+        .write(10, C1, 1, 1, 0)
+        .write(12, C2, 1, 1, 1)
+        .release(14, C1, 1)
+        .release(15, C2, 1)
+        .end(20);
+    let judged = verdict(&crossed);
+    assert_eq!(judged.stale_accepted.count, 0);
+    assert_eq!(judged.resource, Validity::Valid);
+    assert_eq!(judged.double_holders.pairs, 1);
+    assert_eq!(judged.mutual_exclusion, Validity::Invalid);
+
+    // The same history without tickets is judged by when the clients learned: client-1's
+    // write, after client-2's grant, came first, and client-2's write after it is stale.
+    let unnamed = history()
+        .grant(6, C2, 1)
+        .grant(8, C1, 1)
+        .write(10, C1, 1, 1, 0)
+        .write(12, C2, 1, 1, 1)
+        .release(14, C1, 1)
+        .release(15, C2, 1)
+        .end(20);
+    assert_eq!(verdict(&unnamed).stale_accepted.count, 1);
+
+    // And with the tickets, storage taking the writes the other way round took the older
+    // holder's op after the newer one's.
+    let inverted = history()
+        .issued(0, C1, 104)
+        .issued(5, C2, 105)
+        .grant(6, C2, 1)
+        .ticket(105)
+        .grant(8, C1, 1)
+        .ticket(104)
+        .write(10, C2, 1, 1, 0)
+        .write(12, C1, 1, 1, 1)
+        .release(14, C1, 1)
+        .release(15, C2, 1)
+        .end(20);
+    let judged = verdict(&inverted);
+    assert_eq!(judged.stale_accepted.count, 1);
+    assert_eq!(judged.stale_accepted.examples[0].grant, grant(C1, 1));
+    assert_eq!(judged.stale_accepted.examples[0].newer_grant, grant(C2, 1));
+}
+
+#[test]
+fn only_the_first_issue_of_a_ticket_counts() {
+    // A replica applying client-1's acquisition after client-2's was issued does not move
+    // client-1's grant after client-2's.
+    let history = history()
+        .issued(0, C1, 7)
+        .issued(2, C2, 8)
+        .issued(3, C1, 7)
+        .grant(4, C2, 1)
+        .ticket(8)
+        .grant(5, C1, 1)
+        .ticket(7)
+        .write(6, C1, 1, 1, 0)
+        .write(7, C2, 1, 1, 1)
+        .end(10);
+    assert_eq!(verdict(&history).stale_accepted.count, 0);
+}

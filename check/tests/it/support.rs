@@ -77,6 +77,7 @@ impl Builder {
             Event::Grant {
                 grant: grant(client, seq),
                 token: None,
+                ticket: None,
             },
         )
     }
@@ -87,8 +88,28 @@ impl Builder {
             Event::Grant {
                 grant: grant(client, seq),
                 token: Some(token),
+                ticket: None,
             },
         )
+    }
+
+    /// The service made `client` the owner under `ticket`.
+    pub(crate) fn issued(self, at_ms: u64, client: NodeId, ticket: u64) -> Self {
+        self.push(at_ms, Event::Issued { client, ticket })
+    }
+
+    /// Names the service's ticket on the grant just added.
+    pub(crate) fn ticket(mut self, ticket: u64) -> Self {
+        match self
+            .history
+            .entries
+            .last_mut()
+            .map(|entry| &mut entry.event)
+        {
+            Some(Event::Grant { ticket: t, .. }) => *t = Some(ticket),
+            _ => panic!("ticket() names the ticket of the grant just added"),
+        }
+        self
     }
 
     /// An exit after releasing the lock.

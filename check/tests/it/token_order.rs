@@ -107,3 +107,29 @@ fn grants_without_a_token_are_skipped() {
         .end(3);
     assert_eq!(verdict_with(&history, &monotonic()).token_order.count, 0);
 }
+
+#[test]
+fn token_order_follows_the_service_not_the_replies() {
+    // Revision 7 was issued before revision 9; client-1 learned of its grant last. In the
+    // service's order the tokens rise.
+    let crossed = history()
+        .issued(0, C1, 7)
+        .issued(2, C2, 9)
+        .grant_token(3, C2, 1, 9)
+        .ticket(9)
+        .grant_token(4, C1, 1, 7)
+        .ticket(7)
+        .end(5);
+    assert_eq!(verdict_with(&crossed, &monotonic()).token_order.count, 0);
+
+    // A service that issued the higher token first is inverted, whatever the replies did.
+    let inverted = history()
+        .issued(0, C1, 9)
+        .issued(2, C2, 7)
+        .grant_token(3, C1, 1, 9)
+        .ticket(9)
+        .grant_token(4, C2, 1, 7)
+        .ticket(7)
+        .end(5);
+    assert_eq!(verdict_with(&inverted, &monotonic()).token_order.count, 1);
+}

@@ -668,6 +668,7 @@ impl EtcdLock {
         self.phase = Phase::Held { my_rev };
         LockSignal::Granted {
             token: self.config.fencing.then_some(my_rev),
+            ticket: None,
         }
     }
 

@@ -575,7 +575,10 @@ impl RedisLock {
                 Timer::Lock(LockTimer::Renew { value }),
             );
         }
-        LockSignal::Granted { token }
+        LockSignal::Granted {
+            token,
+            ticket: None,
+        }
     }
 
     /// A renewal got no answer from a primary (a timeout, `-READONLY`): try again later, or,

@@ -783,7 +783,10 @@ impl ZkLock {
         if index == 0 {
             self.phase = Phase::Held { path, czxid };
             let token = self.config.fencing.then_some(czxid.as_u64());
-            return Some(LockSignal::Granted { token });
+            return Some(LockSignal::Granted {
+                token,
+                ticket: None,
+            });
         }
         let watched = match self.config.recipe {
             Recipe::Predecessor => format!("{LOCK_PATH}/{}", names[index - 1]),
