@@ -1,8 +1,9 @@
 //! The timeline of one run, built from the run and the world it left
 //! ([`crate::run::KeptRun`]): the history and verdict give the lanes, the held intervals, the
 //! operations and the overlaps ([`Timeline::from_history`]); the world gives the lane kinds,
-//! the faults with their true ends (from its fault log), each node's clock offsets and, for the
-//! Redis family, what the servers granted. Drawing is `lockstep_reports::timeline::svg`.
+//! the faults with their true ends (from its fault log), each node's clock offsets and what
+//! the servers granted (Redis: the lock-key audit; etcd and ZooKeeper: each member's owner
+//! audit). Drawing is `lockstep_reports::timeline::svg`.
 //!
 //! Clock offsets are exact: a node's clocks are piecewise-linear and change only at clock
 //! faults, at the end of a slew and at the steps of a strobe, all of which follow from the
@@ -11,6 +12,7 @@
 //! the replayed clocks are compared with the world's at the end, and a node whose replay does
 //! not match is named in the timeline's notes.
 
+use lockstep_models::audit::OwnerAudit;
 use lockstep_models::redis::LockAudit;
 use lockstep_models::system;
 use lockstep_models::{Node, StorageMode};
@@ -73,17 +75,13 @@ pub fn timeline(scenario: &Scenario, kept: &KeptRun) -> Timeline {
             ));
         }
         t.clocks.push(ClockSeries { lane: i, points });
-        if let Node::Redis(server) = kept.world.process(node) {
-            t.granted
-                .extend(redis_grants(i, server.lock_audit(), &segments, log, end));
-        }
-    }
-    if !matches!(kept.world.process(NodeId(0)), Node::Redis(_)) {
-        t.notes.push(
-            "Server lanes show faults only: this family's servers keep no record of what they \
-             granted."
-                .to_string(),
-        );
+        let granted = match kept.world.process(node) {
+            Node::Redis(server) => redis_grants(i, server.lock_audit(), &segments, log, end),
+            Node::Etcd(member) => owner_grants(i, member.owner_audit(), &segments, log, end),
+            Node::ZooKeeper(member) => owner_grants(i, member.owner_audit(), &segments, log, end),
+            Node::Client(_) | Node::Storage(_) | Node::Sentinel(_) => Vec::new(),
+        };
+        t.granted.extend(granted);
     }
     t
 }
@@ -375,6 +373,55 @@ fn redis_grants(
                 close(&mut open, true_time(mono_ns), "released", &mut grants);
             }
         }
+    }
+    close(&mut open, end_ns, "held at the end", &mut grants);
+    grants
+}
+
+/// What an etcd or ZooKeeper member considered granted, from its owner audit: from each change
+/// that made a client the owner (its key first in line in the member's applied state) to the
+/// next change, the member's crash, or the end of the run. Members apply the same changes at
+/// different times, so their lanes show each one's lag, and a cut-off member's stale view.
+fn owner_grants(
+    lane: usize,
+    audit: &OwnerAudit,
+    segments: &Segments,
+    log: &[AppliedFault],
+    end_ns: u64,
+) -> Vec<Granted> {
+    let node = NodeId(lane as u32);
+    let crashes: Vec<u64> = log
+        .iter()
+        .filter(|f| matches!(f.fault, Fault::Crash { node: n, .. } if n == node))
+        .map(|f| f.time.as_nanos())
+        .collect();
+    let mut grants = Vec::new();
+    // The owner in the member's view: (holder's lane, since).
+    let mut open: Option<(usize, u64)> = None;
+    let close = |open: &mut Option<(usize, u64)>, at: u64, how: &str, out: &mut Vec<_>| {
+        if let Some((holder, from_ns)) = open.take() {
+            let crash = crashes.iter().copied().find(|&c| c >= from_ns);
+            let (to_ns, detail) = match crash.filter(|&c| c < at) {
+                Some(c) => (c, "member crashed"),
+                None => (at, how),
+            };
+            out.push(Granted {
+                lane,
+                holder,
+                from_ns,
+                to_ns: to_ns.min(end_ns),
+                detail: detail.to_string(),
+            });
+        }
+    };
+    for change in audit.changes() {
+        let t = when(segments, ClockKind::Mono, change.mono_ns, 0);
+        let how = match change.owner {
+            Some(_) => "passed on",
+            None => "released",
+        };
+        close(&mut open, t, how, &mut grants);
+        open = change.owner.map(|o| (o.client.index(), t));
     }
     close(&mut open, end_ns, "held at the end", &mut grants);
     grants

@@ -13,6 +13,7 @@
 //! its atomic broadcast.
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod etcd;
 pub mod lock;
 pub mod node;

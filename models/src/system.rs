@@ -369,7 +369,9 @@ pub fn counters(world: &World<Node>) -> Vec<Counter> {
 ///
 /// Every etcd member records a resource write as it applies it; the first of those records is
 /// the moment the write took effect, and only it is kept (a member takes each operation once,
-/// so one operation is one raft entry).
+/// so one operation is one raft entry). Likewise every member of a replicated service records
+/// `Issued` as it applies the change that made a client the owner: only the first of each
+/// (client, ticket) is kept, the instant the service issued it.
 pub fn history(world: &World<Node>, outcome: Outcome) -> History {
     let mut h = History {
         entries: Vec::with_capacity(world.history().len() + world.fault_log().len()),
@@ -379,14 +381,17 @@ pub fn history(world: &World<Node>, outcome: Outcome) -> History {
     };
     let mut faults = world.fault_log().iter().peekable();
     let mut applied = BTreeSet::new();
+    let mut issued = BTreeSet::new();
     for (i, record) in world.history().iter().enumerate() {
         while let Some(f) = faults.next_if(|f| f.records_before <= i) {
             h.push(f.time.as_nanos(), fault_event(f));
         }
-        if let (Event::Storage(op), Node::Etcd(_)) = (&record.event, world.process(record.node)) {
-            if !applied.insert(op.op) {
+        match (&record.event, world.process(record.node)) {
+            (Event::Storage(op), Node::Etcd(_)) if !applied.insert(op.op) => continue,
+            (Event::Issued { client, ticket }, _) if !issued.insert((*client, *ticket)) => {
                 continue;
             }
+            _ => {}
         }
         h.push(record.time.as_nanos(), record.event.clone());
     }

@@ -36,6 +36,7 @@ use super::lease::{Lessor, RenewError};
 use super::mvcc::{EventKind, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
 use super::proto::{Reply, Request};
 use super::resource;
+use crate::audit::OwnerAudit;
 use crate::node::{EtcdServerTimer, Msg, Node, Timer};
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
 use crate::storage::{StorageReply, StorageRequest};
@@ -172,6 +173,9 @@ pub struct EtcdServer {
     /// Raft's outbox, empty between calls: kept so that its vectors are allocated once
     /// rather than for every message and tick.
     outbox: Outbox<Proposal>,
+    /// Who this member's applied state makes the lock's owner, over time (kept across
+    /// crashes: it is an observer's record, not the member's state).
+    owners: OwnerAudit,
 }
 
 impl EtcdServer {
@@ -198,6 +202,7 @@ impl EtcdServer {
             promoted_term: None,
             resource_ops: BTreeSet::new(),
             outbox: Outbox::default(),
+            owners: OwnerAudit::default(),
         }
     }
 
@@ -230,6 +235,11 @@ impl EtcdServer {
         &self.lessor
     }
 
+    /// Who this member's applied state made the lock's owner, across restarts.
+    pub fn owner_audit(&self) -> &OwnerAudit {
+        &self.owners
+    }
+
     /// Starts (or restarts) the member from raft's durable state: a fresh raft node, and the
     /// loops.
     pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
@@ -260,7 +270,10 @@ impl EtcdServer {
     /// pending requests. The raft node itself is rebuilt from its durable state at restart.
     pub(crate) fn on_crash(&mut self) {
         let raft = self.raft.clone();
+        let mut owners = std::mem::take(&mut self.owners);
+        owners.crashed();
         *self = EtcdServer::with_raft(self.config.clone(), self.me, raft);
+        self.owners = owners;
     }
 
     pub(crate) fn on_restart(&mut self, ctx: &mut Ctx<'_, Node>) {

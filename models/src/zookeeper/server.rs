@@ -34,6 +34,7 @@ use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
 use super::proto::{Op, OpResult, Peer, Proposal, Reply, Request};
 use super::tree::{DataTree, ErrorCode, EventKind, Txn, TxnResult};
 use super::{LOCK_PATH, SessionId, Zxid, negotiate_timeout, round_to_next_tick};
+use crate::audit::OwnerAudit;
 use crate::node::{Msg, Node, Timer, ZkServerTimer};
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
 
@@ -164,6 +165,9 @@ pub struct ZkServer {
     proposed: BTreeMap<SessionId, BTreeSet<u64>>,
     boots: u32,
     audit: Vec<Audit>,
+    /// Who this member's applied tree makes the lock's owner, over time (kept across crashes:
+    /// it is an observer's record, not the member's state).
+    owners: OwnerAudit,
 }
 
 impl ZkServer {
@@ -198,6 +202,7 @@ impl ZkServer {
             proposed: BTreeMap::new(),
             boots,
             audit,
+            owners: OwnerAudit::default(),
         }
     }
 
@@ -240,6 +245,11 @@ impl ZkServer {
         &self.audit
     }
 
+    /// Who this member's applied tree made the lock's owner, across restarts.
+    pub fn owner_audit(&self) -> &OwnerAudit {
+        &self.owners
+    }
+
     pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
         let durable = self.raft.durable().clone();
         self.raft = Raft::new(Self::raft_config(&self.config, self.me), durable, ctx.rng());
@@ -269,7 +279,10 @@ impl ZkServer {
     pub(crate) fn on_crash(&mut self) {
         let raft = self.raft.clone();
         let audit = std::mem::take(&mut self.audit);
+        let mut owners = std::mem::take(&mut self.owners);
+        owners.crashed();
         *self = ZkServer::with_raft(self.config.clone(), self.me, raft, self.boots, audit);
+        self.owners = owners;
     }
 
     pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: ZkServerTimer) {
