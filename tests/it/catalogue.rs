@@ -44,7 +44,7 @@ fn k1_golden_trace_hash_is_pinned() {
     // intended change of behaviour, and say so in the commit message.
     assert_eq!(
         (r.events, format!("{:016x}", r.trace_hash)),
-        (4722, "18f1be60ef4da99d".to_string())
+        (4722, "62fc2726a8391f19".to_string())
     );
 }
 

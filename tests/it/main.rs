@@ -9,6 +9,7 @@ mod fault_keys;
 mod hunt;
 mod report;
 mod scenario_errors;
+mod service_order;
 mod shrink;
 mod support;
 mod sweep_cmd;

@@ -575,9 +575,10 @@ impl RedisLock {
                 Timer::Lock(LockTimer::Renew { value }),
             );
         }
+        // The server recorded this attempt's value as issued when its SET took the key.
         LockSignal::Granted {
             token,
-            ticket: None,
+            ticket: Some(value),
         }
     }
 

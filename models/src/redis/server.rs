@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use lockstep_check::{Event, NodeId as HistNode};
 use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, LocalTime, NodeId, TimerId};
 
 use super::persistence::{
@@ -302,7 +303,11 @@ impl RedisServer {
     /// Notes a change of the lock key's owner or deadline in the audit, judged from the key
     /// before and after a command (so every command that sets, renews or deletes it counts,
     /// whatever its name). A key deleted because it had expired ends at its deadline anyway.
-    fn audit(&mut self, ctx: &Ctx<'_, Node>, from: NodeId, before: Option<Entry>, now_ms: i64) {
+    ///
+    /// A command that makes `from` the key's owner is also the service issuing that
+    /// acquisition: it is recorded in the history as `Issued`, named by the lock value the
+    /// client chose for this attempt (docs/checker.md, service order).
+    fn audit(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, before: Option<Entry>, now_ms: i64) {
         let after = self.db.get(LOCK_KEY).copied();
         let mono_ns = ctx.mono().as_nanos();
         let clock = self.config.expiry_clock;
@@ -322,6 +327,12 @@ impl RedisServer {
             (Some(_), None) => LockAudit::Del { mono_ns },
             _ => return,
         };
+        if let (LockAudit::Set { .. }, Some(a)) = (entry, after) {
+            ctx.record(Event::Issued {
+                client: HistNode(from.0),
+                ticket: a.value,
+            });
+        }
         self.audit.push(entry);
     }
 

@@ -1,0 +1,96 @@
+//! Service order (docs/checker.md): services record when they issue an acquisition, grants
+//! name it, and the checker orders grants by it rather than by when each client learned.
+
+use lockstep::{load, run};
+use lockstep_check::{Event, History, check};
+
+use crate::support::{root, scenario_files};
+
+/// Each grant's (grant entry, issued entry), for the grants that name a ticket; panics when a
+/// ticket was not issued to its client before the grant.
+fn issued_before_grants(history: &History) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    for (i, entry) in history.entries.iter().enumerate() {
+        let Event::Grant {
+            grant,
+            ticket: Some(ticket),
+            ..
+        } = entry.event
+        else {
+            continue;
+        };
+        let issued = history.entries[..i].iter().position(|e| {
+            matches!(e.event, Event::Issued { client, ticket: t }
+                if client == grant.client && t == ticket)
+        });
+        let issued = issued.unwrap_or_else(|| panic!("grant {grant:?} names an unissued ticket"));
+        pairs.push((i, issued));
+    }
+    pairs
+}
+
+fn family_of(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).expect("readable");
+    let model: toml::Table = toml::from_str(&text).expect("toml");
+    model["model"]["kind"].as_str().expect("kind").to_string()
+}
+
+#[test]
+fn every_redis_grant_names_the_set_that_issued_it_and_redlock_grants_name_none() {
+    let mut seen = 0;
+    for path in scenario_files("scenarios/catalogue") {
+        let kind = family_of(&path);
+        if kind != "redis" && kind != "redlock" {
+            continue;
+        }
+        let s = load(&path).expect("loads").scenario;
+        let r = run(&s, s.seed, false);
+        let grants = r
+            .history
+            .entries
+            .iter()
+            .filter(|e| matches!(e.event, Event::Grant { .. }))
+            .count();
+        let named = issued_before_grants(&r.history).len();
+        match kind.as_str() {
+            "redis" => assert_eq!(named, grants, "{}", path.display()),
+            _ => assert_eq!(named, 0, "{}", path.display()),
+        }
+        seen += grants;
+    }
+    assert!(
+        seen > 1000,
+        "the catalogue's Redis runs grant the lock: {seen}"
+    );
+}
+
+#[test]
+fn crossed_replies_are_judged_in_the_order_the_server_issued_them() {
+    // Seed 31 of the atomic-token fix: the server issues token 104 then 105 as a clock strobe
+    // cuts the first lease short, the replies cross, and storage takes 104's ops then 105's.
+    let path = root().join("scenarios/found/redis-incr-atomic-token-fixed.toml");
+    let s = load(&path).expect("loads").scenario;
+    let r = run(&s, 31, false);
+    let pairs = issued_before_grants(&r.history);
+    let crossed = pairs
+        .iter()
+        .zip(pairs.iter().skip(1))
+        .filter(|((_, a), (_, b))| b < a)
+        .count();
+    assert!(
+        crossed > 0,
+        "some grant was learned after a grant issued later"
+    );
+    assert!(r.verdict.double_holders.pairs > 0);
+    assert_eq!(r.verdict.stale_accepted.count, 0);
+
+    // Judged by when the clients learned, the same history has stale ops: the old reading.
+    let mut unnamed = r.history.clone();
+    for entry in &mut unnamed.entries {
+        if let Event::Grant { ticket, .. } = &mut entry.event {
+            *ticket = None;
+        }
+    }
+    let old = check(&unnamed, &s.check_options).expect("judges");
+    assert!(old.stale_accepted.count > 0);
+}
