@@ -153,7 +153,7 @@ fn what_hunt_found_stays_found_and_its_fix_stays_clean() {
     let o = lockstep(&["check", dir.to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(
-        stdout(&o).contains("2 scenarios, 2 runs: all expectations hold"),
+        stdout(&o).contains("3 scenarios, 3 runs: all expectations hold"),
         "{}",
         stdout(&o)
     );

@@ -94,3 +94,25 @@ fn crossed_replies_are_judged_in_the_order_the_server_issued_them() {
     let old = check(&unnamed, &s.check_options).expect("judges");
     assert!(old.stale_accepted.count > 0);
 }
+
+#[test]
+fn a_holder_stalled_between_set_and_incr_is_stale_in_service_order_only() {
+    // client-1's SET was issued first; it learned of it (and took its INCR token) last, after
+    // its key had expired and client-2 had taken the lock.
+    let path = root().join("scenarios/found/redis-incr-two-step-paused-between.toml");
+    let s = load(&path).expect("loads").scenario;
+    let r = run(&s, s.seed, false);
+    assert!(r.verdict.stale_accepted.count > 0);
+    let example = &r.verdict.stale_accepted.examples[0];
+    assert_eq!(r.history.name(example.grant.client), "client-1");
+
+    // Judged by when the clients learned, client-1 looks like the newer holder: no stale op.
+    let mut unnamed = r.history.clone();
+    for entry in &mut unnamed.entries {
+        if let Event::Grant { ticket, .. } = &mut entry.event {
+            *ticket = None;
+        }
+    }
+    let old = check(&unnamed, &s.check_options).expect("judges");
+    assert_eq!(old.stale_accepted.count, 0);
+}
