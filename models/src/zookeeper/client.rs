@@ -33,7 +33,7 @@ use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
 
 use super::proto::{Op, OpResult, Reply, Request};
 use super::tree::{ErrorCode, EventKind};
-use super::{LOCK_PATH, SessionId, Zxid, ping_interval, read_timeout};
+use super::{LOCK_PATH, SessionId, Zxid, lock_order, ping_interval, read_timeout};
 use crate::lock::LockSignal;
 use crate::node::{LockTimer, Msg, Node, Timer, ZkTimer};
 
@@ -773,7 +773,7 @@ impl ZkLock {
         mut names: Vec<String>,
     ) -> Option<LockSignal> {
         // Curator sorts by the sequence number after "lock-".
-        names.sort_by(|a, b| sequence(a).cmp(sequence(b)).then(a.cmp(b)));
+        names.sort_by(|a, b| lock_order(a, b));
         let ours = path.rsplit('/').next().unwrap_or_default();
         let Some(index) = names.iter().position(|n| n == ours) else {
             // Our node is gone with its session: acquire again.
@@ -861,9 +861,4 @@ impl ZkLock {
             ctx.send(self.config.servers[self.server], Msg::Zk { conn, seq, req });
         }
     }
-}
-
-/// The sequence number of a lock node's name: what follows the last `lock-`.
-fn sequence(name: &str) -> &str {
-    name.rsplit("lock-").next().unwrap_or(name)
 }

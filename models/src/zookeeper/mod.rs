@@ -34,6 +34,8 @@ pub mod proto;
 pub mod server;
 pub mod tree;
 
+use std::cmp::Ordering;
+
 use lockstep_sim::{Dur, LocalTime};
 
 /// A session id.
@@ -42,6 +44,19 @@ pub type SessionId = u64;
 /// The path of the lock's parent node (it exists from the start, as Curator's
 /// `creatingParentContainersIfNeeded` would have made it).
 pub const LOCK_PATH: &str = "/lock";
+
+/// The sequence number of a lock node's name: what follows the last `lock-` (Curator's
+/// `StandardLockInternalsDriver.fixForSorting`).
+pub fn lock_sequence(name: &str) -> &str {
+    name.rsplit("lock-").next().unwrap_or(name)
+}
+
+/// The recipe's queue order of lock nodes by name: by sequence number, then by name. The first
+/// node in this order holds the lock; the client and [`tree::DataTree::first_in_line`] both
+/// use it.
+pub fn lock_order(a: &str, b: &str) -> Ordering {
+    lock_sequence(a).cmp(lock_sequence(b)).then(a.cmp(b))
+}
 
 /// ZooKeeper's transaction id: the leader's epoch and a counter that restarts at every epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
