@@ -24,8 +24,9 @@
 //!   found again after the reconnect by listing the children and looking for the guid
 //!   (protection); with [`Protection::GuidAndSession`] (the CURATOR-498 fix) the name also
 //!   carries the session id, and a node of another session is disregarded. The fencing token
-//!   is the node's czxid. After a reconnect the recipe lists again (standing in for the watches
-//!   ZooKeeper re-registers with `SetWatches`).
+//!   is the node's czxid, and so is the grant's ticket, fenced or not (the members record it
+//!   as `Issued` when the node comes first in line). After a reconnect the recipe lists again
+//!   (standing in for the watches ZooKeeper re-registers with `SetWatches`).
 
 use std::collections::BTreeMap;
 
@@ -782,10 +783,12 @@ impl ZkLock {
         };
         if index == 0 {
             self.phase = Phase::Held { path, czxid };
+            // The ticket is the node's czxid, fenced or not: the members' owner audits record
+            // it as `Issued` when the node comes first in line.
             let token = self.config.fencing.then_some(czxid.as_u64());
             return Some(LockSignal::Granted {
                 token,
-                ticket: None,
+                ticket: Some(czxid.as_u64()),
             });
         }
         let watched = match self.config.recipe {

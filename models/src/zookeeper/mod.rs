@@ -5,7 +5,9 @@
 //!   and the session table, as a pure state machine that applies transactions.
 //! - [`server`] is one ensemble member: atomic broadcast and commit, the leader's session
 //!   tracker (expiry on its MONO clock, rounded up to whole ticks), learners' touch tables,
-//!   client connections and watches.
+//!   client connections and watches; and its owner audit, the client whose node its applied
+//!   tree puts first in line, recorded as `Issued` with the node's czxid (docs/checker.md,
+//!   service order), the ticket the client's grant names.
 //! - [`client`] is the client: `ClientCnxn`'s connection state machine (ping when idle, a
 //!   disconnect after 2T/3 of silence, `Expired` learned only on reconnect), a Curator-like
 //!   layer (SUSPENDED, LOST, simulated expiration on the client's WALL clock) and the lock
