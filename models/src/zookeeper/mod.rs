@@ -50,7 +50,11 @@ pub const LOCK_PATH: &str = "/lock";
 /// The sequence number of a lock node's name: what follows the last `lock-` (Curator's
 /// `StandardLockInternalsDriver.fixForSorting`).
 pub fn lock_sequence(name: &str) -> &str {
-    name.rsplit("lock-").next().unwrap_or(name)
+    // `rsplit("lock-")`, without building a string searcher for every comparison.
+    match name.as_bytes().windows(5).rposition(|w| w == b"lock-") {
+        Some(i) => &name[i + 5..],
+        None => name,
+    }
 }
 
 /// The recipe's queue order of lock nodes by name: by sequence number, then by name. The first
@@ -170,6 +174,17 @@ mod tests {
         assert_eq!(ping_interval(read_timeout(ms(30_000))), ms(9_000));
         // T = 60 s: capped at 10 s without a send.
         assert_eq!(ping_interval(read_timeout(ms(60_000))), ms(10_000));
+    }
+
+    #[test]
+    fn the_sequence_follows_the_last_lock_dash() {
+        assert_eq!(lock_sequence("_c_ab-lock-0000000003"), "0000000003");
+        assert_eq!(lock_sequence("_c_ab-lock-lock-0000000004"), "0000000004");
+        assert_eq!(lock_sequence("lock-"), "");
+        assert_eq!(lock_sequence("no-sequence"), "no-sequence");
+        // By sequence, then by name.
+        assert!(lock_order("_c_ff-lock-0000000001", "_c_00-lock-0000000002").is_lt());
+        assert!(lock_order("_c_00-lock-0000000002", "_c_ff-lock-0000000002").is_lt());
     }
 
     #[test]

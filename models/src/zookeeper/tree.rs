@@ -169,21 +169,19 @@ impl DataTree {
         first
     }
 
-    /// Calls `f` with the name and stat of each child of `path`, in name order.
+    /// Calls `f` with the name and stat of each child of `path`, in name order: the keys
+    /// `path/name`, which lie among the keys after `path` that start with it.
     fn each_child<'a>(&'a self, path: &str, mut f: impl FnMut(&'a str, &'a Stat)) {
-        let prefix = if path == "/" {
-            "/".to_string()
-        } else {
-            format!("{path}/")
-        };
+        let base = path.strip_suffix('/').unwrap_or(path);
         for (p, stat) in self
             .nodes
-            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
-            .take_while(|(p, _)| p.starts_with(&prefix))
+            .range::<str, _>((Bound::Excluded(path), Bound::Unbounded))
+            .take_while(|(p, _)| p.starts_with(base))
         {
-            let name = &p[prefix.len()..];
-            if !name.contains('/') {
-                f(name, stat);
+            if let Some(name) = p[base.len()..].strip_prefix('/') {
+                if !name.is_empty() && !name.contains('/') {
+                    f(name, stat);
+                }
             }
         }
     }
@@ -372,6 +370,30 @@ mod tests {
         );
         assert_eq!(parent_of("/lock/c"), "/lock");
         assert_eq!(parent_of("/lock"), "/");
+    }
+
+    #[test]
+    fn children_are_the_direct_children_only() {
+        let mut t = DataTree::with_parents(&["/lock", "/lock-x", "/lock.y", "/lockz", "/lock/sub"]);
+        t.apply(
+            &Txn::CreateSession {
+                session: 7,
+                timeout: Dur::from_secs(4),
+            },
+            z(1),
+        );
+        t.apply(&create(7, "/lock/sub/deep-lock-"), z(2));
+        t.apply(&create(7, "/lock/a-lock-"), z(3));
+        assert_eq!(
+            t.children("/lock").unwrap(),
+            vec!["a-lock-0000000000".to_string(), "sub".to_string()]
+        );
+        assert_eq!(
+            t.children("/").unwrap(),
+            vec!["lock", "lock-x", "lock.y", "lockz"]
+        );
+        assert_eq!(t.children("/lock-x").unwrap(), Vec::<String>::new());
+        assert_eq!(t.children("/nothing"), None);
     }
 
     #[test]
