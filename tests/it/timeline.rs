@@ -267,3 +267,47 @@ clock_strobe = { node = "client-1", delta_ms = 50, period_ms = 1_000, for_ms = 3
     );
     roxmltree::Document::parse(&svg(&t)).expect("well-formed");
 }
+
+/// J8's timeline: each ZooKeeper member's lane shows whom its applied tree made the owner
+/// (its owner audit). Client-1 owns the lock on every member until the leader expires its
+/// paused session, whose close passes the lock on to client-2 while client-1 still believes
+/// it holds it; the members grant client-2 before client-2 hears of it.
+#[test]
+fn j8_timeline_shows_each_zookeeper_members_owner_passing_on_at_the_expiry() {
+    let s = load(&root().join("scenarios/catalogue/j8-zk-client-pause.toml"))
+        .expect("J8 loads")
+        .scenario;
+    let (r, t) = timeline::of_seed(&s, 1);
+    let overlap = &r.verdict.double_holders.examples[0];
+    let (c1, c2) = (lane(&t, "client-1"), lane(&t, "client-2"));
+    assert_eq!(overlap.first.client.0 as usize, c1);
+    let c2_bar = t
+        .held
+        .iter()
+        .find(|h| h.grant == overlap.second)
+        .expect("client-2's held bar");
+    for member in ["zk-1", "zk-2", "zk-3"] {
+        let m = lane(&t, member);
+        assert_eq!(t.lanes[m].kind, LaneKind::Server);
+        let bars: Vec<_> = t.granted.iter().filter(|g| g.lane == m).collect();
+        assert!(
+            bars.windows(2).all(|w| w[0].to_ns <= w[1].from_ns),
+            "{member}: one owner at a time"
+        );
+        // The member's owner when client-2 learned of its grant is client-2, since after
+        // client-1's ownership passed on.
+        let i = bars
+            .iter()
+            .rposition(|g| g.from_ns <= c2_bar.from_ns)
+            .unwrap_or_else(|| panic!("{member} granted client-2's lock"));
+        assert_eq!(bars[i].holder, c2, "{member}: {:?}", bars[i]);
+        let before = bars[i - 1];
+        assert_eq!(
+            (before.holder, before.detail.as_str()),
+            (c1, "passed on"),
+            "{member}"
+        );
+        assert!(before.to_ns <= bars[i].from_ns && bars[i].from_ns <= overlap.from_ns);
+    }
+    roxmltree::Document::parse(&svg(&t)).expect("well-formed");
+}

@@ -24,8 +24,9 @@
 //!   found again after the reconnect by listing the children and looking for the guid
 //!   (protection); with [`Protection::GuidAndSession`] (the CURATOR-498 fix) the name also
 //!   carries the session id, and a node of another session is disregarded. The fencing token
-//!   is the node's czxid. After a reconnect the recipe lists again (standing in for the watches
-//!   ZooKeeper re-registers with `SetWatches`).
+//!   is the node's czxid, and so is the grant's ticket, fenced or not (the members record it
+//!   as `Issued` when the node comes first in line). After a reconnect the recipe lists again
+//!   (standing in for the watches ZooKeeper re-registers with `SetWatches`).
 
 use std::collections::BTreeMap;
 
@@ -33,7 +34,7 @@ use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
 
 use super::proto::{Op, OpResult, Reply, Request};
 use super::tree::{ErrorCode, EventKind};
-use super::{LOCK_PATH, SessionId, Zxid, ping_interval, read_timeout};
+use super::{LOCK_PATH, SessionId, Zxid, lock_order, ping_interval, read_timeout};
 use crate::lock::LockSignal;
 use crate::node::{LockTimer, Msg, Node, Timer, ZkTimer};
 
@@ -773,7 +774,7 @@ impl ZkLock {
         mut names: Vec<String>,
     ) -> Option<LockSignal> {
         // Curator sorts by the sequence number after "lock-".
-        names.sort_by(|a, b| sequence(a).cmp(sequence(b)).then(a.cmp(b)));
+        names.sort_by(|a, b| lock_order(a, b));
         let ours = path.rsplit('/').next().unwrap_or_default();
         let Some(index) = names.iter().position(|n| n == ours) else {
             // Our node is gone with its session: acquire again.
@@ -782,10 +783,12 @@ impl ZkLock {
         };
         if index == 0 {
             self.phase = Phase::Held { path, czxid };
+            // The ticket is the node's czxid, fenced or not: the members' owner audits record
+            // it as `Issued` when the node comes first in line.
             let token = self.config.fencing.then_some(czxid.as_u64());
             return Some(LockSignal::Granted {
                 token,
-                ticket: None,
+                ticket: Some(czxid.as_u64()),
             });
         }
         let watched = match self.config.recipe {
@@ -861,9 +864,4 @@ impl ZkLock {
             ctx.send(self.config.servers[self.server], Msg::Zk { conn, seq, req });
         }
     }
-}
-
-/// The sequence number of a lock node's name: what follows the last `lock-`.
-fn sequence(name: &str) -> &str {
-    name.rsplit("lock-").next().unwrap_or(name)
 }

@@ -5,7 +5,9 @@
 //!   and the session table, as a pure state machine that applies transactions.
 //! - [`server`] is one ensemble member: atomic broadcast and commit, the leader's session
 //!   tracker (expiry on its MONO clock, rounded up to whole ticks), learners' touch tables,
-//!   client connections and watches.
+//!   client connections and watches; and its owner audit, the client whose node its applied
+//!   tree puts first in line, recorded as `Issued` with the node's czxid (docs/checker.md,
+//!   service order), the ticket the client's grant names.
 //! - [`client`] is the client: `ClientCnxn`'s connection state machine (ping when idle, a
 //!   disconnect after 2T/3 of silence, `Expired` learned only on reconnect), a Curator-like
 //!   layer (SUSPENDED, LOST, simulated expiration on the client's WALL clock) and the lock
@@ -34,6 +36,8 @@ pub mod proto;
 pub mod server;
 pub mod tree;
 
+use std::cmp::Ordering;
+
 use lockstep_sim::{Dur, LocalTime};
 
 /// A session id.
@@ -42,6 +46,23 @@ pub type SessionId = u64;
 /// The path of the lock's parent node (it exists from the start, as Curator's
 /// `creatingParentContainersIfNeeded` would have made it).
 pub const LOCK_PATH: &str = "/lock";
+
+/// The sequence number of a lock node's name: what follows the last `lock-` (Curator's
+/// `StandardLockInternalsDriver.fixForSorting`).
+pub fn lock_sequence(name: &str) -> &str {
+    // `rsplit("lock-")`, without building a string searcher for every comparison.
+    match name.as_bytes().windows(5).rposition(|w| w == b"lock-") {
+        Some(i) => &name[i + 5..],
+        None => name,
+    }
+}
+
+/// The recipe's queue order of lock nodes by name: by sequence number, then by name. The first
+/// node in this order holds the lock; the client and [`tree::DataTree::first_in_line`] both
+/// use it.
+pub fn lock_order(a: &str, b: &str) -> Ordering {
+    lock_sequence(a).cmp(lock_sequence(b)).then(a.cmp(b))
+}
 
 /// ZooKeeper's transaction id: the leader's epoch and a counter that restarts at every epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -153,6 +174,17 @@ mod tests {
         assert_eq!(ping_interval(read_timeout(ms(30_000))), ms(9_000));
         // T = 60 s: capped at 10 s without a send.
         assert_eq!(ping_interval(read_timeout(ms(60_000))), ms(10_000));
+    }
+
+    #[test]
+    fn the_sequence_follows_the_last_lock_dash() {
+        assert_eq!(lock_sequence("_c_ab-lock-0000000003"), "0000000003");
+        assert_eq!(lock_sequence("_c_ab-lock-lock-0000000004"), "0000000004");
+        assert_eq!(lock_sequence("lock-"), "");
+        assert_eq!(lock_sequence("no-sequence"), "no-sequence");
+        // By sequence, then by name.
+        assert!(lock_order("_c_ff-lock-0000000001", "_c_00-lock-0000000002").is_lt());
+        assert!(lock_order("_c_00-lock-0000000002", "_c_ff-lock-0000000002").is_lt());
     }
 
     #[test]

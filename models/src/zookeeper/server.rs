@@ -26,6 +26,13 @@
 //!   `SessionMoved`, and that member closes the connection (`SessionTrackerImpl.checkSession`,
 //!   `FinalRequestProcessor`, ZOOKEEPER-710).
 //! - **Crash.** Only the broadcast's durable state survives; the tree is rebuilt by replay.
+//! - **Owner audit** ([`crate::audit`]). After each applied transaction that changes the lock
+//!   node's children (a create or delete under it, a session close that deletes its
+//!   ephemerals), the member notes who its tree makes the owner: the client whose node is
+//!   first in line by the recipe's order ([`super::lock_order`], the lowest sequence number),
+//!   named by the node's ephemeral owner's session (the client that created the session) and
+//!   its czxid. A new owner is recorded as `Issued { client, ticket: czxid }`, the service's
+//!   instant of that acquisition. Observer's bookkeeping: it changes no message or timer.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,7 +41,7 @@ use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
 use super::proto::{Op, OpResult, Peer, Proposal, Reply, Request};
 use super::tree::{DataTree, ErrorCode, EventKind, Txn, TxnResult};
 use super::{LOCK_PATH, SessionId, Zxid, negotiate_timeout, round_to_next_tick};
-use crate::audit::OwnerAudit;
+use crate::audit::{Owner, OwnerAudit};
 use crate::node::{Msg, Node, Timer, ZkServerTimer};
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
 
@@ -168,6 +175,10 @@ pub struct ZkServer {
     /// Who this member's applied tree makes the lock's owner, over time (kept across crashes:
     /// it is an observer's record, not the member's state).
     owners: OwnerAudit,
+    /// The client that made each session of the applied tree (from its `createSession`
+    /// proposal), so that the owner audit can name a lock node's client by its ephemeral
+    /// owner. An observer's record, never read by the model; rebuilt by replay like the tree.
+    session_clients: BTreeMap<SessionId, NodeId>,
 }
 
 impl ZkServer {
@@ -203,6 +214,7 @@ impl ZkServer {
             boots,
             audit,
             owners: OwnerAudit::default(),
+            session_clients: BTreeMap::new(),
         }
     }
 
@@ -818,6 +830,21 @@ impl ZkServer {
             txn: p.txn.clone(),
             result: result.clone(),
         });
+        match (&p.txn, &result) {
+            (Txn::CreateSession { session, .. }, TxnResult::Ok) => {
+                self.session_clients.insert(*session, p.client);
+            }
+            (Txn::CloseSession { session }, _) => {
+                self.session_clients.remove(session);
+            }
+            _ => {}
+        }
+        if events
+            .iter()
+            .any(|(path, kind)| *kind == EventKind::NodeChildrenChanged && path == LOCK_PATH)
+        {
+            self.observe_owner(ctx);
+        }
         let now = ctx.mono();
         let tick = self.config.tick;
         if let Some(t) = &mut self.tracker {
@@ -846,6 +873,25 @@ impl ZkServer {
         if p.origin == self.me && p.client != self.me {
             self.answer(ctx, p, result);
         }
+    }
+
+    /// The lock's children changed: notes who the applied tree now makes the owner, the client
+    /// whose node is first in line, as the recipe orders them ([`super::lock_order`]), named
+    /// by the node's czxid (its fencing token).
+    fn observe_owner(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let owner = self.tree.first_in_line(LOCK_PATH).map(|(name, stat)| {
+            let client = stat
+                .ephemeral_owner
+                .and_then(|session| self.session_clients.get(&session));
+            let Some(&client) = client else {
+                panic!("lock node {name} of no known client's session: {stat:?}")
+            };
+            Owner {
+                client,
+                ticket: stat.czxid.as_u64(),
+            }
+        });
+        self.owners.observe(ctx, owner);
     }
 
     fn answer(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal, result: TxnResult) {

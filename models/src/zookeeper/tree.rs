@@ -8,10 +8,11 @@
 //! the serving member's business (watches are local to the server a client is connected to).
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 use lockstep_sim::Dur;
 
-use super::{SessionId, Zxid};
+use super::{SessionId, Zxid, lock_order};
 
 /// One znode's stat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -151,19 +152,38 @@ impl DataTree {
     /// The names of `path`'s children, in name order; `None` when `path` does not exist.
     pub fn children(&self, path: &str) -> Option<Vec<String>> {
         self.nodes.get(path)?;
-        let prefix = if path == "/" {
-            "/".to_string()
-        } else {
-            format!("{path}/")
-        };
-        Some(
-            self.nodes
-                .range(prefix.clone()..)
-                .take_while(|(p, _)| p.starts_with(&prefix))
-                .filter(|(p, _)| !p[prefix.len()..].contains('/'))
-                .map(|(p, _)| p[prefix.len()..].to_string())
-                .collect(),
-        )
+        let mut names = Vec::new();
+        self.each_child(path, |name, _| names.push(name.to_string()));
+        Some(names)
+    }
+
+    /// The child of `parent` the lock recipe puts first in line ([`super::lock_order`]: the
+    /// lowest sequence number), with its stat; `None` when `parent` has no children.
+    pub fn first_in_line(&self, parent: &str) -> Option<(&str, &Stat)> {
+        let mut first: Option<(&str, &Stat)> = None;
+        self.each_child(parent, |name, stat| {
+            if first.is_none_or(|(f, _)| lock_order(name, f).is_lt()) {
+                first = Some((name, stat));
+            }
+        });
+        first
+    }
+
+    /// Calls `f` with the name and stat of each child of `path`, in name order: the keys
+    /// `path/name`, which lie among the keys after `path` that start with it.
+    fn each_child<'a>(&'a self, path: &str, mut f: impl FnMut(&'a str, &'a Stat)) {
+        let base = path.strip_suffix('/').unwrap_or(path);
+        for (p, stat) in self
+            .nodes
+            .range::<str, _>((Bound::Excluded(path), Bound::Unbounded))
+            .take_while(|(p, _)| p.starts_with(base))
+        {
+            if let Some(name) = p[base.len()..].strip_prefix('/') {
+                if !name.is_empty() && !name.contains('/') {
+                    f(name, stat);
+                }
+            }
+        }
     }
 
     /// Every ephemeral node with its owner, in path order.
@@ -350,5 +370,60 @@ mod tests {
         );
         assert_eq!(parent_of("/lock/c"), "/lock");
         assert_eq!(parent_of("/lock"), "/");
+    }
+
+    #[test]
+    fn children_are_the_direct_children_only() {
+        let mut t = DataTree::with_parents(&["/lock", "/lock-x", "/lock.y", "/lockz", "/lock/sub"]);
+        t.apply(
+            &Txn::CreateSession {
+                session: 7,
+                timeout: Dur::from_secs(4),
+            },
+            z(1),
+        );
+        t.apply(&create(7, "/lock/sub/deep-lock-"), z(2));
+        t.apply(&create(7, "/lock/a-lock-"), z(3));
+        assert_eq!(
+            t.children("/lock").unwrap(),
+            vec!["a-lock-0000000000".to_string(), "sub".to_string()]
+        );
+        assert_eq!(
+            t.children("/").unwrap(),
+            vec!["lock", "lock-x", "lock.y", "lockz"]
+        );
+        assert_eq!(t.children("/lock-x").unwrap(), Vec::<String>::new());
+        assert_eq!(t.children("/nothing"), None);
+    }
+
+    #[test]
+    fn first_in_line_is_the_lowest_sequence_number_not_the_first_name() {
+        let mut t = DataTree::with_parents(&["/lock"]);
+        assert_eq!(t.first_in_line("/lock"), None);
+        for (i, session) in [7, 8].into_iter().enumerate() {
+            let session_txn = Txn::CreateSession {
+                session,
+                timeout: Dur::from_secs(4),
+            };
+            t.apply(&session_txn, z(1 + i as u64));
+        }
+        // By name "_c_ff" sorts after "_c_00"; by sequence it is first.
+        t.apply(&create(7, "/lock/_c_ff-lock-"), z(3));
+        t.apply(&create(8, "/lock/_c_00-lock-"), z(4));
+        let (name, stat) = t.first_in_line("/lock").expect("two children");
+        assert_eq!((name, stat.czxid), ("_c_ff-lock-0000000000", z(3)));
+        assert_eq!(stat.ephemeral_owner, Some(7));
+        // The holder's session closes: the next in line holds.
+        t.apply(&Txn::CloseSession { session: 7 }, z(5));
+        let (name, stat) = t.first_in_line("/lock").expect("one child");
+        assert_eq!((name, stat.czxid), ("_c_00-lock-0000000001", z(4)));
+        let delete = Txn::Delete {
+            session: 8,
+            path: "/lock/_c_00-lock-0000000001".into(),
+        };
+        t.apply(&delete, z(6));
+        assert_eq!(t.first_in_line("/lock"), None);
+        // A node that does not exist has no one in line either.
+        assert_eq!(t.first_in_line("/nothing"), None);
     }
 }

@@ -243,6 +243,12 @@ fn random_run_world(seed: u64) -> (World<Node>, Seen) {
     if let Err(e) = audit_invariants(&w, members, &mut seen) {
         panic!("seed {seed}: {e}");
     }
+    // Every grant names a ticket a member issued to its client before it, through crashed
+    // members' replays and leader changes: the checker refuses no history.
+    let h = history(&w, lockstep_sim::Outcome::Completed);
+    if let Err(e) = check(&h, &Options::default()) {
+        panic!("seed {seed}: {e}");
+    }
     let quiet = QUIET.as_nanos();
     seen.grants_after_quiet = w
         .history()
@@ -404,5 +410,219 @@ fn a_create_from_a_connection_the_client_left_is_refused_as_session_moved() {
                 > 0,
             "seed {seed}: no grant after the heal"
         );
+    }
+}
+
+const ZK_CLIENT_1: lockstep_sim::NodeId = lockstep_sim::NodeId(4);
+
+/// Every grant names its lock node's czxid as its ticket, fenced or not (the token is the
+/// czxid only when fencing), and a member recorded `Issued` of that ticket to that client
+/// before it: the checker places it in service order and refuses none of the histories.
+#[test]
+fn every_grant_names_a_ticket_a_member_issued_to_its_client_before_it() {
+    use lockstep_check::Event;
+    use std::collections::BTreeSet;
+    for fencing in [false, true] {
+        for seed in 1..=5 {
+            let mut spec = zk_spec(3, Recipe::Predecessor);
+            if let Family::ZooKeeper { client, .. } = &mut spec.family {
+                client.fencing = fencing;
+            }
+            let mut w = world(&spec, seed, 30, |_| {});
+            let outcome = w.run();
+            let h = history(&w, outcome);
+            let mut issued = BTreeSet::new();
+            let mut grants = 0;
+            for (i, e) in h.entries.iter().enumerate() {
+                match &e.event {
+                    Event::Issued { client, ticket } => {
+                        assert!(
+                            issued.insert((*client, *ticket)),
+                            "seed {seed}: entry {i}: the history keeps one Issued per ticket"
+                        );
+                    }
+                    Event::Grant {
+                        grant,
+                        token,
+                        ticket,
+                    } => {
+                        let ticket = ticket.expect("a ZooKeeper grant names its ticket");
+                        assert!(
+                            issued.contains(&(grant.client, ticket)),
+                            "seed {seed} fencing {fencing}: entry {i}: {grant:?} ticket {ticket:x} \
+                             was not issued to its client before it"
+                        );
+                        assert_eq!(*token, fencing.then_some(ticket), "seed {seed}");
+                        grants += 1;
+                    }
+                    _ => {}
+                }
+            }
+            assert!(grants >= 50, "seed {seed}: {grants} grants");
+            let v = check(&h, &Options::default()).expect("well formed");
+            assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+            assert_eq!(v.token_order.count, 0, "seed {seed}: {v:?}");
+        }
+    }
+}
+
+/// A change of the node first in line, found by replaying what a member applied.
+#[derive(Debug)]
+struct InLine {
+    /// The first node's path, czxid, sequence number and ephemeral owner; `None` when empty.
+    first: Option<(String, lockstep_models::zookeeper::Zxid, u64, u64)>,
+    /// The transaction that made the change.
+    txn: lockstep_models::zookeeper::tree::Txn,
+}
+
+/// Replays a member's applied transactions on a fresh tree and lists every change of the
+/// node first in line, the lowest sequence number parsed from the name (independently of
+/// the model's own ordering code).
+fn replay_first_in_line(s: &lockstep_models::zookeeper::server::ZkServer) -> Vec<InLine> {
+    use lockstep_models::zookeeper::LOCK_PATH;
+    use lockstep_models::zookeeper::server::Audit;
+    use lockstep_models::zookeeper::tree::DataTree;
+    let mut tree = DataTree::with_parents(&[LOCK_PATH]);
+    let mut changes: Vec<InLine> = Vec::new();
+    let mut current = None;
+    for a in s.audit() {
+        match a {
+            Audit::Boot => {
+                assert!(changes.is_empty(), "a member of this test never restarts");
+            }
+            Audit::Applied { zxid, txn, .. } => {
+                tree.apply(txn, *zxid);
+                let first = tree
+                    .children(LOCK_PATH)
+                    .expect("the lock node")
+                    .into_iter()
+                    .map(|name| {
+                        let seq: u64 = name
+                            .rsplit("lock-")
+                            .next()
+                            .and_then(|n| n.parse().ok())
+                            .expect("a sequence number");
+                        (name, seq)
+                    })
+                    .min_by_key(|&(_, seq)| seq)
+                    .map(|(name, seq)| {
+                        let path = format!("{LOCK_PATH}/{name}");
+                        let stat = *tree.stat(&path).expect("listed");
+                        let session = stat.ephemeral_owner.expect("lock nodes are ephemeral");
+                        (path, stat.czxid, seq, session)
+                    });
+                if first != current {
+                    current = first.clone();
+                    changes.push(InLine {
+                        first,
+                        txn: txn.clone(),
+                    });
+                }
+            }
+            Audit::Leading { .. } | Audit::Expired { .. } => {}
+        }
+    }
+    changes
+}
+
+/// Each member's owner audit follows the recipe: owners come in sequence (and czxid) order,
+/// the same on every member; the lock passes on when the holder's node is deleted (a release)
+/// or when its session expires (the holder paused past its session timeout, whose close
+/// deletes its ephemeral node); and an owner is named by the client that made the node's
+/// session, as that client's grants of the ticket confirm.
+#[test]
+fn members_owner_audits_pass_the_lock_in_sequence_order_on_delete_and_expiry() {
+    use lockstep_check::Event;
+    use lockstep_models::zookeeper::tree::Txn;
+    use std::collections::BTreeMap;
+    for seed in 1..=3 {
+        // Client-1 pauses at its first grant for 10 s, past its 4 s session (expired by the
+        // leader within T + tickTime = 6 s).
+        let pause = on_mark(
+            ZK_CLIENT_1,
+            "granted",
+            Fault::Pause {
+                node: ZK_CLIENT_1,
+                duration: Some(ms(10_000)),
+            },
+        );
+        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 30, |cfg| {
+            cfg.faults = vec![pause]
+        });
+        let outcome = w.run();
+        assert!(
+            w.fault_log()
+                .iter()
+                .any(|f| matches!(f.fault, Fault::Pause { .. })),
+            "seed {seed}: client-1 was never granted"
+        );
+        // The clients' grants, by ticket.
+        let mut granted = BTreeMap::new();
+        for e in &history(&w, outcome).entries {
+            if let Event::Grant {
+                grant,
+                ticket: Some(t),
+                ..
+            } = &e.event
+            {
+                granted.insert(*t, grant.client.0);
+            }
+        }
+        let mut first_member: Option<Vec<Option<lockstep_models::audit::Owner>>> = None;
+        for member in [ZK_1, ZK_2, ZK_3] {
+            let Node::ZooKeeper(s) = w.process(member) else {
+                unreachable!()
+            };
+            let owners: Vec<_> = s.owner_audit().changes().iter().map(|c| c.owner).collect();
+            let replay = replay_first_in_line(s);
+            assert_eq!(
+                owners
+                    .iter()
+                    .map(|o| o.map(|o| o.ticket))
+                    .collect::<Vec<_>>(),
+                replay
+                    .iter()
+                    .map(|c| c.first.as_ref().map(|f| f.1.as_u64()))
+                    .collect::<Vec<_>>(),
+                "seed {seed} {member:?}: the audit is not the replay's first in line"
+            );
+            let (mut deleted, mut expired) = (0, 0);
+            for (i, pair) in replay.windows(2).enumerate() {
+                let (Some(before), after) = (&pair[0].first, &pair[1].first) else {
+                    continue;
+                };
+                if let Some(after) = after {
+                    assert!(
+                        after.1 > before.1 && after.2 > before.2,
+                        "seed {seed} {member:?}: {after:?} after {before:?}"
+                    );
+                }
+                match &pair[1].txn {
+                    Txn::Delete { path, .. } if *path == before.0 => deleted += 1,
+                    Txn::CloseSession { session } if *session == before.3 => {
+                        expired += 1;
+                        // Client-1's session expired while it held: client-2 holds next.
+                        let (from, to) = (owners[i], owners[i + 1]);
+                        assert_eq!(from.map(|o| o.client), Some(ZK_CLIENT_1), "seed {seed}");
+                        assert_eq!(to.map(|o| o.client), Some(ZK_CLIENT_2), "seed {seed}");
+                    }
+                    // A waiter's node created behind the holder changes nothing; a change of
+                    // the first node is its deletion or its session's close.
+                    other => panic!("seed {seed} {member:?}: {other:?} moved {before:?}"),
+                }
+            }
+            assert!(deleted >= 10, "seed {seed} {member:?}: {deleted} releases");
+            assert_eq!(expired, 1, "seed {seed} {member:?}: {expired} expiries");
+            for owner in owners.iter().flatten() {
+                if let Some(&client) = granted.get(&owner.ticket) {
+                    assert_eq!(client, owner.client.0, "seed {seed}: ticket {owner:?}");
+                }
+            }
+            // Every member applies the same log: the same owners in the same order.
+            match &first_member {
+                None => first_member = Some(owners),
+                Some(first) => assert_eq!(*first, owners, "seed {seed} {member:?}"),
+            }
+        }
     }
 }
