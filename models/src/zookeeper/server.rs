@@ -371,9 +371,18 @@ impl ZkServer {
                 let touched = std::mem::take(&mut self.touches).into_iter().collect();
                 ctx.send(from, Msg::ZkPeer(Peer::Touches(touched)));
             }
+            // A learner's touch table is for the leader's tracker only: `LearnerHandler`
+            // hands a PING reply's sessions to `learnerMaster.touch`, and a learner handler
+            // exists only on a leader, closed with its epoch (`Leader.shutdown`). A reply
+            // that reaches a member that no longer leads (a paused learner answering the
+            // pings queued up while its leader lost the quorum) is dropped, not kept in this
+            // member's own table: reported to the next leader, it would renew a session
+            // nobody had touched since before the fault, an abandoned lock node's among them.
             Peer::Touches(sessions) => {
-                for s in sessions {
-                    self.touch(ctx, s);
+                if self.tracker.is_some() {
+                    for s in sessions {
+                        self.touch(ctx, s);
+                    }
                 }
             }
         }

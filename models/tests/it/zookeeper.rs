@@ -626,3 +626,108 @@ fn members_owner_audits_pass_the_lock_in_sequence_order_on_delete_and_expiry() {
         }
     }
 }
+
+/// A learner's answers to its leader's pings, held while the leader loses its quorum, reach
+/// the old leader only after it stepped down. They are the leader's tracker's business and
+/// die with its epoch (`LearnerHandler`, PING: `learnerMaster.touch`): kept in the old
+/// leader's own touch table and reported to the next leader, they renewed sessions nobody
+/// had touched since before the fault, and a dead client's lock node outlived the new
+/// leader's `now + T` by a tick or more (chaos-zookeeper-czxid-fenced, seed 277: no grant in
+/// the quiet tail). Here client-2 dies for good while the old leader's pings are answered:
+/// every later ready leader's tracker keeps the expiry it gave client-2's session at
+/// `become_ready`, until the session is closed.
+#[test]
+fn ping_replies_reaching_a_member_that_no_longer_leads_renew_no_session() {
+    use lockstep_models::lock::Lock;
+    use lockstep_sim::NodeId;
+    use std::collections::BTreeMap;
+    let mut renewals = 0;
+    let mut expired = 0;
+    for seed in 1..=8 {
+        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 60, |_| {});
+        w.run_until(Time::from_millis(5_000));
+        let leader = (0..3)
+            .map(NodeId)
+            .find(|&id| matches!(w.process(id), Node::ZooKeeper(s) if s.is_ready_leader()))
+            .expect("a leader by 5 s");
+        let others: Vec<NodeId> = (0..3).map(NodeId).filter(|&n| n != leader).collect();
+        let (f1, f2) = (others[0], others[1]);
+        let split = |from_ms, for_ms, a: Vec<NodeId>, b: Vec<NodeId>| {
+            at(
+                from_ms,
+                Fault::Partition {
+                    shape: Shape::Split { groups: vec![a, b] },
+                    mode: PartitionMode::Drop,
+                    duration: Some(ms(for_ms)),
+                },
+            )
+        };
+        // Both clients move to f1.
+        w.schedule(split(
+            5_000,
+            8_000,
+            vec![ZK_CLIENT_1, ZK_CLIENT_2],
+            vec![leader, f2],
+        ));
+        // From 13 s for 25 s the leader hears nothing from f1 (its answers are held) nor f2:
+        // it steps down; f1 still hears it, and answers its pings with client-2's session.
+        w.schedule(at(
+            13_000,
+            Fault::Partition {
+                shape: Shape::OneWay {
+                    from: vec![f1],
+                    to: vec![leader],
+                },
+                mode: PartitionMode::Hold,
+                duration: Some(ms(25_000)),
+            },
+        ));
+        w.schedule(split(13_000, 25_000, vec![leader], vec![f2]));
+        w.run_until(Time::from_millis(14_900));
+        let dead = match w.process(ZK_CLIENT_2) {
+            Node::Client(c) => match c.lock() {
+                Lock::ZooKeeper(l) => l.session().expect("client-2 has a session"),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        w.schedule(at(
+            15_000,
+            Fault::Crash {
+                node: ZK_CLIENT_2,
+                restart_after: None,
+            },
+        ));
+        // The expiry each ready leader (member, epoch) first gave the dead session.
+        let mut first: BTreeMap<(NodeId, u64), lockstep_sim::LocalTime> = BTreeMap::new();
+        let mut t = Time::from_millis(15_000);
+        while t < w.end() {
+            w.run_until(t);
+            for id in (0..3).map(NodeId) {
+                let Node::ZooKeeper(s) = w.process(id) else {
+                    continue;
+                };
+                let Some(expiry) = s.tracked().and_then(|t| t.get(&dead).copied()) else {
+                    continue;
+                };
+                let given = *first.entry((id, s.raft().term())).or_insert(expiry);
+                if expiry != given {
+                    renewals += 1;
+                    eprintln!("seed {seed}: {id:?} renewed the dead session at {t:?}");
+                }
+            }
+            t += ms(10);
+        }
+        w.run();
+        let gone = (0..3).map(NodeId).all(|id| match w.process(id) {
+            Node::ZooKeeper(s) => !s.tree().sessions().contains_key(&dead),
+            _ => true,
+        });
+        expired += u32::from(gone);
+    }
+    assert_eq!(renewals, 0, "a dead session was renewed");
+    assert!(
+        expired >= 6,
+        "the dead session expired in {expired} of 8 runs"
+    );
+}
