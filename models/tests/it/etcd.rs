@@ -40,6 +40,53 @@ fn without_faults_the_mutex_is_exclusive_and_live() {
     }
 }
 
+#[test]
+fn a_restarted_client_never_reuses_a_request_id() {
+    // Old answers still arrive after a client's restart: a member that restarts too answers
+    // its old proposals again as it re-applies its log, and old watches stream on. A request
+    // id of the new life that equals one of the old would take such an answer for its own.
+    for seed in 1..=5 {
+        let crash = Fault::Crash {
+            node: CLIENT_1,
+            restart_after: Some(ms(1_000)),
+        };
+        let mut w = world(&etcd_spec(), seed, 20, |cfg| {
+            cfg.trace = true;
+            cfg.faults = vec![ScheduledFault {
+                when: When::At(Time::from_millis(5_000)),
+                fault: crash,
+            }];
+        });
+        w.run();
+        let ids: Vec<(u64, u64)> = w
+            .trace()
+            .expect("traced")
+            .iter()
+            .filter_map(|e| {
+                let rest = e.text.strip_prefix("client-1 -> ")?;
+                let id = rest.split("Etcd { id: ").nth(1)?.split(',').next()?;
+                Some((e.time.as_nanos(), id.parse().ok()?))
+            })
+            .collect();
+        let before = ids
+            .iter()
+            .filter(|&&(t, _)| t < 5_000_000_000)
+            .map(|&(_, id)| id)
+            .max()
+            .expect("requests before the crash");
+        let after: Vec<u64> = ids
+            .iter()
+            .filter(|&&(t, _)| t > 6_000_000_000)
+            .map(|&(_, id)| id)
+            .collect();
+        assert!(after.len() > 10, "seed {seed}: the client works again");
+        assert!(
+            after.iter().all(|&id| id > before),
+            "seed {seed}: ids up to {before} before the crash, {after:?} after"
+        );
+    }
+}
+
 fn leader(w: &World<Node>) -> Option<NodeId> {
     (0..MEMBERS)
         .map(NodeId)
