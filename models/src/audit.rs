@@ -43,7 +43,6 @@ pub struct OwnerAudit {
 impl OwnerAudit {
     /// Notes the owner after an apply: a change is kept, and a new owner is recorded in the
     /// history as the service issuing that acquisition.
-    #[allow(dead_code, reason = "the etcd and ZooKeeper members call it next")]
     pub(crate) fn observe(&mut self, ctx: &mut Ctx<'_, Node>, owner: Option<Owner>) {
         if owner == self.current {
             return;

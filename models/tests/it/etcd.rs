@@ -3,6 +3,7 @@
 //! guards of a resource kept in etcd (failure catalogue J4).
 
 use lockstep_check::{Event, OpOutcome, Options, Validity, check};
+use lockstep_models::audit::{Owner, OwnerAudit};
 use lockstep_models::etcd::client::EtcdLockConfig;
 use lockstep_models::etcd::resource::ResourceGuard;
 use lockstep_models::etcd::server::EtcdServerConfig;
@@ -37,6 +38,107 @@ fn without_faults_the_mutex_is_exclusive_and_live() {
         let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
         assert!(v.liveness.grants >= 50, "seed {seed}: {:?}", v.liveness);
+    }
+}
+
+fn owner_audit(w: &World<Node>, member: u32) -> &OwnerAudit {
+    match w.process(NodeId(member)) {
+        Node::Etcd(s) => s.owner_audit(),
+        other => panic!("not an etcd member: {other:?}"),
+    }
+}
+
+/// The owners a member's audit went through, `None` for "no key in line".
+fn owners(w: &World<Node>, member: u32) -> Vec<Option<Owner>> {
+    owner_audit(w, member)
+        .changes()
+        .iter()
+        .map(|c| c.owner)
+        .collect()
+}
+
+#[test]
+fn members_see_owners_in_create_revision_order_and_a_revoke_passes_the_lock_on() {
+    let ttl_ms = 2_000;
+    for seed in 1..=5 {
+        // client-1 crashes for good as it is first granted: its key stays until the leader
+        // revokes its lease, which passes the lock to client-2's key (or to no one).
+        let crash = on_mark(
+            CLIENT_1,
+            "granted",
+            Fault::Crash {
+                node: CLIENT_1,
+                restart_after: None,
+            },
+        );
+        let mut w = world(&etcd_spec(), seed, 30, |cfg| cfg.faults = vec![crash]);
+        let outcome = w.run();
+        let h = history(&w, outcome);
+        let crashed_at = h
+            .entries
+            .iter()
+            .find(|e| matches!(e.event, Event::Fault(_)))
+            .expect("client-1 crashed")
+            .time_ns;
+        // client-1's one key, as the first member's audit names it.
+        let first = owners(&w, 0)
+            .into_iter()
+            .flatten()
+            .find(|o| o.client == CLIENT_1)
+            .expect("client-1's key was first in line")
+            .ticket;
+        assert!(
+            h.entries.iter().any(
+                |e| matches!(e.event, Event::Grant { grant, .. } if grant.client.0 == CLIENT_1.0)
+            ),
+            "seed {seed}: client-1 was granted"
+        );
+        let mut sequences = Vec::new();
+        for member in 0..MEMBERS {
+            let seen = owners(&w, member);
+            // Owners follow one another in create-revision order: a later key is never
+            // first before an earlier one that is still live.
+            let tickets: Vec<u64> = seen.iter().flatten().map(|o| o.ticket).collect();
+            assert!(
+                tickets.windows(2).all(|p| p[0] < p[1]),
+                "seed {seed}: etcd-{}: {seen:?}",
+                member + 1
+            );
+            // client-1's key is owner once, and what follows it comes from the revoke.
+            let mine: Vec<usize> = (0..seen.len())
+                .filter(|&i| seen[i].is_some_and(|o| o.client == CLIENT_1))
+                .collect();
+            let [at] = mine[..] else {
+                panic!("seed {seed}: etcd-{}: {seen:?}", member + 1)
+            };
+            assert_eq!(seen[at].map(|o| o.ticket), Some(first), "seed {seed}");
+            let next = seen.get(at + 1).expect("client-1's ownership ends");
+            assert!(
+                next.is_none_or(|o| o.client != CLIENT_1 && o.ticket > first),
+                "seed {seed}: {seen:?}"
+            );
+            sequences.push(seen);
+        }
+        // Every member applies the same log, so all see the same owners (a member may lag
+        // behind at the end).
+        let longest = sequences.iter().max_by_key(|s| s.len()).expect("members");
+        for seen in &sequences {
+            assert!(longest.starts_with(seen), "seed {seed}: {sequences:?}");
+        }
+        // The service passed the lock on only when the lease ran out, at least a TTL after
+        // the crash: client-2's next ticket was issued then, and granted after.
+        let next_issued = h
+            .entries
+            .iter()
+            .find(|e| matches!(e.event, Event::Issued { ticket, .. } if ticket > first))
+            .expect("client-2 is issued the lock after the revoke");
+        assert!(
+            next_issued.time_ns >= crashed_at + ttl_ms * 1_000_000,
+            "seed {seed}: issued {} ms after the crash",
+            (next_issued.time_ns - crashed_at) / 1_000_000
+        );
+        let v = check(&h, &Options::default()).expect("well formed");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
     }
 }
 
