@@ -3,7 +3,7 @@
 //! session alive and runs the Mutex and Election recipes. The protected resource may live in
 //! the key space too, written by guarded transactions ([`resource`]). Each member keeps an
 //! owner audit ([`crate::audit`]): the key first in line in its applied state, recorded as
-//! `Issued` with the key's create revision.
+//! `Issued` with the key's create revision, which the client's grant names as its ticket.
 
 pub mod client;
 pub mod lease;

@@ -58,6 +58,62 @@ fn owners(w: &World<Node>, member: u32) -> Vec<Option<Owner>> {
 }
 
 #[test]
+fn every_grant_names_a_ticket_a_member_issued_before_it_from_its_apply() {
+    for seed in 1..=5 {
+        let mut w = world(&etcd_spec(), seed, 30, |_| {});
+        let outcome = w.run();
+        let records = w.history();
+        let mut grants = 0;
+        for (i, r) in records.iter().enumerate() {
+            let Event::Grant { ticket, token, .. } = r.event else {
+                continue;
+            };
+            grants += 1;
+            assert_eq!(token, None, "seed {seed}: unfenced, no token");
+            let ticket = ticket.expect("an etcd grant names its key's create revision");
+            let client = lockstep_check::NodeId(r.node.0);
+            let issued = records[..i]
+                .iter()
+                .find(|e| e.event == Event::Issued { client, ticket })
+                .unwrap_or_else(|| panic!("seed {seed}: grant {i} ({ticket}) never issued"));
+            assert!(
+                issued.node.0 < MEMBERS,
+                "seed {seed}: issued by {:?}",
+                issued.node
+            );
+            assert!(issued.time <= r.time, "seed {seed}");
+            // The member recorded it as its applied state made that client the owner.
+            let owner = Owner {
+                client: r.node,
+                ticket,
+            };
+            assert!(
+                owners(&w, issued.node.0).contains(&Some(owner)),
+                "seed {seed}: {owner:?} is not in the issuing member's audit"
+            );
+        }
+        assert!(grants >= 50, "seed {seed}: {grants} grants");
+        // Every member records each change it applies; the history keeps the first.
+        let h = history(&w, outcome);
+        let issued = h
+            .entries
+            .iter()
+            .filter(|e| matches!(e.event, Event::Issued { .. }))
+            .count();
+        let raw = records
+            .iter()
+            .filter(|r| matches!(r.event, Event::Issued { .. }))
+            .count();
+        assert!(
+            issued >= grants && raw > issued,
+            "seed {seed}: {issued} of {raw}"
+        );
+        let v = check(&h, &Options::default()).expect("well formed");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+    }
+}
+
+#[test]
 fn members_see_owners_in_create_revision_order_and_a_revoke_passes_the_lock_on() {
     let ttl_ms = 2_000;
     for seed in 1..=5 {
@@ -140,6 +196,35 @@ fn members_see_owners_in_create_revision_order_and_a_revoke_passes_the_lock_on()
         let v = check(&h, &Options::default()).expect("well formed");
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
     }
+}
+
+#[test]
+fn a_hold_no_answer_confirmed_names_no_ticket() {
+    // Without the check after waiting (Election, the Mutex before PR #11408) a waiter holds
+    // once its predecessors are gone, with no answer showing its own key first: it names no
+    // ticket. A key revoked while it waited was never first, so none was issued.
+    let mut spec = etcd_spec();
+    if let Family::Etcd { client, .. } = &mut spec.family {
+        client.recheck_after_wait = false;
+    }
+    let (mut confirmed, mut unconfirmed) = (0, 0);
+    for seed in 1..=3 {
+        let mut w = world(&spec, seed, 30, |_| {});
+        let outcome = w.run();
+        for r in w.history() {
+            if let Event::Grant { ticket, .. } = r.event {
+                match ticket {
+                    Some(_) => confirmed += 1,
+                    None => unconfirmed += 1,
+                }
+            }
+        }
+        check(&history(&w, outcome), &Options::default()).expect("well formed");
+    }
+    assert!(
+        confirmed > 0 && unconfirmed > 0,
+        "{confirmed} {unconfirmed}"
+    );
 }
 
 #[test]
