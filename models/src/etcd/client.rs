@@ -16,7 +16,11 @@
 //!   until it is deleted and looks again. After waiting, `Lock` gets its own key once more and
 //!   fails with `ErrSessionExpired` if it is gone — the fix for etcd #11456 (PR #11408).
 //!   `recheck_after_wait = false` reproduces the defect, and is what `Election.Campaign`
-//!   does. The fencing token is the key's create revision.
+//!   does. The fencing token is the key's create revision. A grant names that revision as
+//!   its ticket (fenced or not) when a member's answer showed the own key first in line:
+//!   `tryAcquire`'s, or the check after waiting; the members' owner audit recorded it as
+//!   `Issued` by then. A hold after waiting without the check names none: its key may have
+//!   been revoked before it was ever first, so no member issued it.
 //!
 //! Requests go to one endpoint; a `NotLeader` answer moves the client to the leader it names,
 //! a timeout to the next endpoint. A watch is re-checked every 5 s with a fresh predecessor
@@ -269,8 +273,15 @@ impl EtcdLock {
         None
     }
 
+    /// The client crashed: its session, recipe and connections are gone. Request ids go on
+    /// from where they were: a restarted client talks over new connections, on which no
+    /// answer to a request of its previous life arrives, so none may be taken for one of this
+    /// life (a member that re-applies its log after a restart answers its old proposals again,
+    /// and old watches still stream).
     pub(crate) fn reset(&mut self) {
+        let next_req = self.next_req;
         *self = EtcdLock::new(self.config.clone());
+        self.next_req = next_req;
     }
 
     /// Sends a workload operation on the etcd-resident resource to the current endpoint: a
@@ -401,7 +412,8 @@ impl EtcdLock {
                     _ => None,
                 };
                 if first == Some(my_rev) {
-                    return Some(self.hold(my_rev));
+                    // The answer shows the own key first in line.
+                    return Some(self.hold(my_rev, true));
                 }
                 self.find_predecessor(ctx, my_rev);
                 None
@@ -456,10 +468,15 @@ impl EtcdLock {
                 None
             }
             (Phase::Rechecking { req, my_rev }, Reply::Txn(r)) if req == id => {
-                let exists =
-                    matches!(r.results.first(), Some(OpResult::Get(kvs)) if !kvs.is_empty());
-                if exists {
-                    Some(self.hold(my_rev))
+                let own = match r.results.first() {
+                    Some(OpResult::Get(kvs)) => kvs.first().map(|kv| kv.create_revision),
+                    _ => None,
+                };
+                if let Some(created) = own {
+                    // No earlier key was left and the own key still exists: it is first in
+                    // line (unless it was deleted and put again since `my_rev`, which only a
+                    // duplicated put can do; the Mutex holds all the same, unconfirmed).
+                    Some(self.hold(my_rev, created == my_rev))
                 } else {
                     // ErrSessionExpired.
                     self.phase = Phase::Idle;
@@ -647,7 +664,9 @@ impl EtcdLock {
 
     fn done_waiting(&mut self, ctx: &mut Ctx<'_, Node>, my_rev: Rev) -> Option<LockSignal> {
         if !self.config.recheck() {
-            return Some(self.hold(my_rev));
+            // Election, or the Mutex before PR #11408: no answer says the own key is still
+            // there, so none confirms the ownership.
+            return Some(self.hold(my_rev, false));
         }
         let lease = match &self.session {
             SessionState::Open(s) => s.lease,
@@ -664,11 +683,17 @@ impl EtcdLock {
         Some(LockSignal::AcquireFailed)
     }
 
-    fn hold(&mut self, my_rev: Rev) -> LockSignal {
+    /// Holds the lock with the own key, created at `my_rev`. The fencing token is that create
+    /// revision when fencing is on. The ticket is the same revision, fenced or not, when a
+    /// member's answer showed the own key first in line (`confirmed`): that member's owner
+    /// audit recorded the key's ownership as `Issued` by then. A hold no answer confirmed
+    /// (the wait without the check after it) names none, and takes its own place in service
+    /// order: the key may have been revoked before it was ever first.
+    fn hold(&mut self, my_rev: Rev, confirmed: bool) -> LockSignal {
         self.phase = Phase::Held { my_rev };
         LockSignal::Granted {
             token: self.config.fencing.then_some(my_rev),
-            ticket: None,
+            ticket: confirmed.then_some(my_rev),
         }
     }
 

@@ -206,6 +206,17 @@ impl Store {
         self.kvs.get(key)
     }
 
+    /// The live key under `prefix` with the lowest create revision (the first creator, as
+    /// `Range` with [`CreateOrder::First`] finds it), without cloning: a walk of the keys
+    /// under the prefix only.
+    pub fn first_created(&self, prefix: &str) -> Option<&KeyValue> {
+        self.kvs
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, kv)| kv)
+            .min_by_key(|kv| kv.create_revision)
+    }
+
     /// Events on `key` at or after `from`, in order.
     pub fn events_since<'a>(&'a self, key: &'a str, from: Rev) -> impl Iterator<Item = &'a Event> {
         let start = self.events.partition_point(|e| e.revision < from);
@@ -450,6 +461,17 @@ mod tests {
             max_create_rev: None,
         });
         assert_eq!(all.len(), 3, "lockx is not under lock/");
+        // The owner audit's walk: the same first creator, by reference.
+        assert_eq!(
+            s.first_created("lock/").map(|kv| kv.key.as_str()),
+            Some("lock/c")
+        );
+        s.delete_all(&["lock/c".into()]);
+        assert_eq!(
+            s.first_created("lock/").map(|kv| kv.key.as_str()),
+            Some("lock/a")
+        );
+        assert!(s.first_created("nothing/").is_none());
     }
 
     #[test]

@@ -26,17 +26,25 @@
 //!   write proposed by a leader that was then cut off to when that member learns the commit,
 //!   long after the new leader applied it and others read it.) A member takes each operation
 //!   once, as gRPC over one connection delivers a request once.
+//! - The owner audit ([`crate::audit::OwnerAudit`]), an observer's record: after an apply that
+//!   creates or deletes a key under the lock prefix (a transaction, or a revoke), the member
+//!   notes the owner its applied state gives, as the recipes define it: the live lock key
+//!   with the lowest create revision, named by the client whose proposal created it and that
+//!   revision; a new owner is recorded as `Issued`. The creators are remembered per live key
+//!   and rebuilt by the replay after a crash; nothing the member sends or times depends on
+//!   them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use lockstep_check::{Event, OpId, StorageOp};
 use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
 
+use super::client::PREFIX;
 use super::lease::{Lessor, RenewError};
 use super::mvcc::{EventKind, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
 use super::proto::{Reply, Request};
 use super::resource;
-use crate::audit::OwnerAudit;
+use crate::audit::{Owner, OwnerAudit};
 use crate::node::{EtcdServerTimer, Msg, Node, Timer};
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
 use crate::storage::{StorageReply, StorageRequest};
@@ -176,6 +184,10 @@ pub struct EtcdServer {
     /// Who this member's applied state makes the lock's owner, over time (kept across
     /// crashes: it is an observer's record, not the member's state).
     owners: OwnerAudit,
+    /// The client that created each live lock key, from the proposal that created it: the
+    /// owner audit's bookkeeping, never read by the member's behaviour. Lost in a crash with
+    /// the key space, and rebuilt with it by the replay.
+    creators: BTreeMap<String, NodeId>,
 }
 
 impl EtcdServer {
@@ -203,6 +215,7 @@ impl EtcdServer {
             resource_ops: BTreeSet::new(),
             outbox: Outbox::default(),
             owners: OwnerAudit::default(),
+            creators: BTreeMap::new(),
         }
     }
 
@@ -515,7 +528,9 @@ impl EtcdServer {
         let answer = p.member == self.me && p.client != self.me;
         let reply = match p.cmd {
             Command::Resource { op, ref txn } => {
-                let result = self.apply_txn(txn).expect("resource writes name no lease");
+                let result = self
+                    .apply_txn(ctx, p.client, txn)
+                    .expect("resource writes name no lease");
                 let reply = Self::record_op(ctx, op, &result);
                 if answer {
                     ctx.send(p.client, Msg::StorageReply(reply));
@@ -530,13 +545,20 @@ impl EtcdServer {
                 let keys = self.lessor.revoke(id);
                 self.store.delete_all(&keys);
                 self.revoking.remove(&id);
+                let mut lock_keys_gone = false;
+                for key in keys.iter().filter(|k| is_lock_key(k)) {
+                    lock_keys_gone |= self.creators.remove(key).is_some();
+                }
+                if lock_keys_gone {
+                    self.observe_owner(ctx);
+                }
                 Reply::Revoked
             }
             Command::LeaseCheckpoint { id, remaining } => {
                 self.lessor.checkpoint(id, remaining);
                 Reply::Revoked
             }
-            Command::Txn(ref txn) => match self.apply_txn(txn) {
+            Command::Txn(ref txn) => match self.apply_txn(ctx, p.client, txn) {
                 Some(r) => Reply::Txn(r),
                 None => Reply::LeaseNotFound,
             },
@@ -546,9 +568,16 @@ impl EtcdServer {
         }
     }
 
-    /// Applies a transaction, keeping leases' key sets in step; `None` when a put names a
-    /// lease that does not exist (etcd fails the whole transaction with "lease not found").
-    fn apply_txn(&mut self, txn: &Txn) -> Option<TxnResult> {
+    /// Applies a transaction proposed for `client`, keeping leases' key sets in step; `None`
+    /// when a put names a lease that does not exist (etcd fails the whole transaction with
+    /// "lease not found"). A transaction that creates or deletes a lock key updates the owner
+    /// audit.
+    fn apply_txn(
+        &mut self,
+        ctx: &mut Ctx<'_, Node>,
+        client: NodeId,
+        txn: &Txn,
+    ) -> Option<TxnResult> {
         // Which branch runs is decided by the store; check its puts' leases first by a dry
         // evaluation of the guards.
         let ops = if self.store.holds_all(&txn.compares) {
@@ -582,7 +611,50 @@ impl EtcdServer {
                 Op::Get(_) => {}
             }
         }
-        Some(self.store.txn(txn))
+        let result = self.store.txn(txn);
+        // The owner audit: which lock keys this transaction created (a put whose key now has
+        // the transaction's revision as its create revision; a put over a live key changes
+        // nothing) or deleted (a known key that is gone now).
+        let mut lock_keys_moved = false;
+        for op in ops {
+            match op {
+                Op::Put { key, .. } if is_lock_key(key) => {
+                    let created = self
+                        .store
+                        .get(key)
+                        .is_some_and(|kv| kv.create_revision == result.revision);
+                    if created {
+                        self.creators.insert(key.clone(), client);
+                        lock_keys_moved = true;
+                    }
+                }
+                Op::Delete { key } if is_lock_key(key) => {
+                    if self.store.get(key).is_none() && self.creators.remove(key).is_some() {
+                        lock_keys_moved = true;
+                    }
+                }
+                Op::Put { .. } | Op::Delete { .. } | Op::Get(_) => {}
+            }
+        }
+        if lock_keys_moved {
+            self.observe_owner(ctx);
+        }
+        Some(result)
+    }
+
+    /// Notes the lock's owner in this member's applied state, as the Mutex and Election
+    /// recipes define it: the live key under the lock prefix with the lowest create revision,
+    /// named by the client that created it and that revision. Called after an apply that
+    /// created or deleted a lock key; the resource key is not under the prefix.
+    fn observe_owner(&mut self, ctx: &mut Ctx<'_, Node>) {
+        let owner = self.store.first_created(PREFIX).map(|kv| Owner {
+            client: *self
+                .creators
+                .get(&kv.key)
+                .expect("every live lock key was created by an applied put"),
+            ticket: kv.create_revision,
+        });
+        self.owners.observe(ctx, owner);
     }
 
     fn serve_reads(&mut self, ctx: &mut Ctx<'_, Node>) {
@@ -693,4 +765,9 @@ impl EtcdServer {
     pub fn local_get(&self, range: &Range) -> Vec<OpResult> {
         self.store.read(range).results
     }
+}
+
+/// A key of the lock's queue (the Mutex's and the Election's `prefix + lease`).
+fn is_lock_key(key: &str) -> bool {
+    key.starts_with(PREFIX)
 }

@@ -3,6 +3,7 @@
 //! guards of a resource kept in etcd (failure catalogue J4).
 
 use lockstep_check::{Event, OpOutcome, Options, Validity, check};
+use lockstep_models::audit::{Owner, OwnerAudit};
 use lockstep_models::etcd::client::EtcdLockConfig;
 use lockstep_models::etcd::resource::ResourceGuard;
 use lockstep_models::etcd::server::EtcdServerConfig;
@@ -37,6 +38,239 @@ fn without_faults_the_mutex_is_exclusive_and_live() {
         let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
         assert!(v.liveness.grants >= 50, "seed {seed}: {:?}", v.liveness);
+    }
+}
+
+fn owner_audit(w: &World<Node>, member: u32) -> &OwnerAudit {
+    match w.process(NodeId(member)) {
+        Node::Etcd(s) => s.owner_audit(),
+        other => panic!("not an etcd member: {other:?}"),
+    }
+}
+
+/// The owners a member's audit went through, `None` for "no key in line".
+fn owners(w: &World<Node>, member: u32) -> Vec<Option<Owner>> {
+    owner_audit(w, member)
+        .changes()
+        .iter()
+        .map(|c| c.owner)
+        .collect()
+}
+
+#[test]
+fn every_grant_names_a_ticket_a_member_issued_before_it_from_its_apply() {
+    for seed in 1..=5 {
+        let mut w = world(&etcd_spec(), seed, 30, |_| {});
+        let outcome = w.run();
+        let records = w.history();
+        let mut grants = 0;
+        for (i, r) in records.iter().enumerate() {
+            let Event::Grant { ticket, token, .. } = r.event else {
+                continue;
+            };
+            grants += 1;
+            assert_eq!(token, None, "seed {seed}: unfenced, no token");
+            let ticket = ticket.expect("an etcd grant names its key's create revision");
+            let client = lockstep_check::NodeId(r.node.0);
+            let issued = records[..i]
+                .iter()
+                .find(|e| e.event == Event::Issued { client, ticket })
+                .unwrap_or_else(|| panic!("seed {seed}: grant {i} ({ticket}) never issued"));
+            assert!(
+                issued.node.0 < MEMBERS,
+                "seed {seed}: issued by {:?}",
+                issued.node
+            );
+            assert!(issued.time <= r.time, "seed {seed}");
+            // The member recorded it as its applied state made that client the owner.
+            let owner = Owner {
+                client: r.node,
+                ticket,
+            };
+            assert!(
+                owners(&w, issued.node.0).contains(&Some(owner)),
+                "seed {seed}: {owner:?} is not in the issuing member's audit"
+            );
+        }
+        assert!(grants >= 50, "seed {seed}: {grants} grants");
+        // Every member records each change it applies; the history keeps the first.
+        let h = history(&w, outcome);
+        let issued = h
+            .entries
+            .iter()
+            .filter(|e| matches!(e.event, Event::Issued { .. }))
+            .count();
+        let raw = records
+            .iter()
+            .filter(|r| matches!(r.event, Event::Issued { .. }))
+            .count();
+        assert!(
+            issued >= grants && raw > issued,
+            "seed {seed}: {issued} of {raw}"
+        );
+        let v = check(&h, &Options::default()).expect("well formed");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+    }
+}
+
+#[test]
+fn members_see_owners_in_create_revision_order_and_a_revoke_passes_the_lock_on() {
+    let ttl_ms = 2_000;
+    for seed in 1..=5 {
+        // client-1 crashes for good as it is first granted: its key stays until the leader
+        // revokes its lease, which passes the lock to client-2's key (or to no one).
+        let crash = on_mark(
+            CLIENT_1,
+            "granted",
+            Fault::Crash {
+                node: CLIENT_1,
+                restart_after: None,
+            },
+        );
+        let mut w = world(&etcd_spec(), seed, 30, |cfg| cfg.faults = vec![crash]);
+        let outcome = w.run();
+        let h = history(&w, outcome);
+        let crashed_at = h
+            .entries
+            .iter()
+            .find(|e| matches!(e.event, Event::Fault(_)))
+            .expect("client-1 crashed")
+            .time_ns;
+        // client-1's one key, as the first member's audit names it.
+        let first = owners(&w, 0)
+            .into_iter()
+            .flatten()
+            .find(|o| o.client == CLIENT_1)
+            .expect("client-1's key was first in line")
+            .ticket;
+        assert!(
+            h.entries.iter().any(
+                |e| matches!(e.event, Event::Grant { grant, .. } if grant.client.0 == CLIENT_1.0)
+            ),
+            "seed {seed}: client-1 was granted"
+        );
+        let mut sequences = Vec::new();
+        for member in 0..MEMBERS {
+            let seen = owners(&w, member);
+            // Owners follow one another in create-revision order: a later key is never
+            // first before an earlier one that is still live.
+            let tickets: Vec<u64> = seen.iter().flatten().map(|o| o.ticket).collect();
+            assert!(
+                tickets.windows(2).all(|p| p[0] < p[1]),
+                "seed {seed}: etcd-{}: {seen:?}",
+                member + 1
+            );
+            // client-1's key is owner once, and what follows it comes from the revoke.
+            let mine: Vec<usize> = (0..seen.len())
+                .filter(|&i| seen[i].is_some_and(|o| o.client == CLIENT_1))
+                .collect();
+            let [at] = mine[..] else {
+                panic!("seed {seed}: etcd-{}: {seen:?}", member + 1)
+            };
+            assert_eq!(seen[at].map(|o| o.ticket), Some(first), "seed {seed}");
+            let next = seen.get(at + 1).expect("client-1's ownership ends");
+            assert!(
+                next.is_none_or(|o| o.client != CLIENT_1 && o.ticket > first),
+                "seed {seed}: {seen:?}"
+            );
+            sequences.push(seen);
+        }
+        // Every member applies the same log, so all see the same owners (a member may lag
+        // behind at the end).
+        let longest = sequences.iter().max_by_key(|s| s.len()).expect("members");
+        for seen in &sequences {
+            assert!(longest.starts_with(seen), "seed {seed}: {sequences:?}");
+        }
+        // The service passed the lock on only when the lease ran out, at least a TTL after
+        // the crash: client-2's next ticket was issued then, and granted after.
+        let next_issued = h
+            .entries
+            .iter()
+            .find(|e| matches!(e.event, Event::Issued { ticket, .. } if ticket > first))
+            .expect("client-2 is issued the lock after the revoke");
+        assert!(
+            next_issued.time_ns >= crashed_at + ttl_ms * 1_000_000,
+            "seed {seed}: issued {} ms after the crash",
+            (next_issued.time_ns - crashed_at) / 1_000_000
+        );
+        let v = check(&h, &Options::default()).expect("well formed");
+        assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
+    }
+}
+
+#[test]
+fn a_hold_no_answer_confirmed_names_no_ticket() {
+    // Without the check after waiting (Election, the Mutex before PR #11408) a waiter holds
+    // once its predecessors are gone, with no answer showing its own key first: it names no
+    // ticket. A key revoked while it waited was never first, so none was issued.
+    let mut spec = etcd_spec();
+    if let Family::Etcd { client, .. } = &mut spec.family {
+        client.recheck_after_wait = false;
+    }
+    let (mut confirmed, mut unconfirmed) = (0, 0);
+    for seed in 1..=3 {
+        let mut w = world(&spec, seed, 30, |_| {});
+        let outcome = w.run();
+        for r in w.history() {
+            if let Event::Grant { ticket, .. } = r.event {
+                match ticket {
+                    Some(_) => confirmed += 1,
+                    None => unconfirmed += 1,
+                }
+            }
+        }
+        check(&history(&w, outcome), &Options::default()).expect("well formed");
+    }
+    assert!(
+        confirmed > 0 && unconfirmed > 0,
+        "{confirmed} {unconfirmed}"
+    );
+}
+
+#[test]
+fn a_restarted_client_never_reuses_a_request_id() {
+    // Old answers still arrive after a client's restart: a member that restarts too answers
+    // its old proposals again as it re-applies its log, and old watches stream on. A request
+    // id of the new life that equals one of the old would take such an answer for its own.
+    for seed in 1..=5 {
+        let crash = Fault::Crash {
+            node: CLIENT_1,
+            restart_after: Some(ms(1_000)),
+        };
+        let mut w = world(&etcd_spec(), seed, 20, |cfg| {
+            cfg.trace = true;
+            cfg.faults = vec![ScheduledFault {
+                when: When::At(Time::from_millis(5_000)),
+                fault: crash,
+            }];
+        });
+        w.run();
+        let ids: Vec<(u64, u64)> = w
+            .trace()
+            .expect("traced")
+            .iter()
+            .filter_map(|e| {
+                let rest = e.text.strip_prefix("client-1 -> ")?;
+                let id = rest.split("Etcd { id: ").nth(1)?.split(',').next()?;
+                Some((e.time.as_nanos(), id.parse().ok()?))
+            })
+            .collect();
+        let before = ids
+            .iter()
+            .filter(|&&(t, _)| t < 5_000_000_000)
+            .map(|&(_, id)| id)
+            .max()
+            .expect("requests before the crash");
+        let after: Vec<u64> = ids
+            .iter()
+            .filter(|&&(t, _)| t > 6_000_000_000)
+            .map(|&(_, id)| id)
+            .collect();
+        assert!(after.len() > 10, "seed {seed}: the client works again");
+        assert!(
+            after.iter().all(|&id| id > before),
+            "seed {seed}: ids up to {before} before the crash, {after:?} after"
+        );
     }
 }
 
