@@ -276,8 +276,7 @@ impl EtcdLock {
     /// The client crashed: its session, recipe and connections are gone. Request ids go on
     /// from where they were: a restarted client talks over new connections, on which no
     /// answer to a request of its previous life arrives, so none may be taken for one of this
-    /// life (a member that re-applies its log after a restart answers its old proposals again,
-    /// and old watches still stream).
+    /// life (replies in flight at the crash still land, and old watches still stream).
     pub(crate) fn reset(&mut self) {
         let next_req = self.next_req;
         *self = EtcdLock::new(self.config.clone());

@@ -188,6 +188,9 @@ pub struct EtcdServer {
     /// owner audit's bookkeeping, never read by the member's behaviour. Lost in a crash with
     /// the key space, and rebuilt with it by the replay.
     creators: BTreeMap<String, NodeId>,
+    /// The proposals of this life still waiting for their apply, by (client, request id):
+    /// etcd's wait registry, lost in a crash.
+    awaiting: BTreeSet<(NodeId, u64)>,
 }
 
 impl EtcdServer {
@@ -216,6 +219,7 @@ impl EtcdServer {
             outbox: Outbox::default(),
             owners: OwnerAudit::default(),
             creators: BTreeMap::new(),
+            awaiting: BTreeSet::new(),
         }
     }
 
@@ -422,9 +426,11 @@ impl EtcdServer {
             req,
             cmd,
         };
+        self.awaiting.insert((client, req));
         match self.raft.propose(p, &mut out) {
             Ok(_) => self.process(ctx, out),
             Err(not) => {
+                self.awaiting.remove(&(client, req));
                 // Raft touched nothing: the outbox goes back as it came.
                 self.outbox = out;
                 ctx.send(
@@ -525,7 +531,11 @@ impl EtcdServer {
     fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal) {
         let now = ctx.mono();
         // Revokes by the lessor and checkpoints are the member's own: nobody waits for them.
-        let answer = p.member == self.me && p.client != self.me;
+        // Only a proposal of this life is answered: etcd registers a waiter per proposal
+        // (`s.w.Register(id)`, triggered by the apply), and a restarted member has none, so
+        // the entries it replays from its log answer nobody.
+        let answer =
+            p.member == self.me && p.client != self.me && self.awaiting.remove(&(p.client, p.req));
         let reply = match p.cmd {
             Command::Resource { op, ref txn } => {
                 let result = self
