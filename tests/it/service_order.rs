@@ -36,13 +36,13 @@ fn family_of(path: &std::path::Path) -> String {
 }
 
 #[test]
-fn every_redis_grant_names_the_set_that_issued_it_and_redlock_grants_name_none() {
-    let mut seen = 0;
+fn every_grant_names_an_issue_of_its_service_but_redlocks() {
+    // Redis: the SET that took the key; ZooKeeper: the apply that put the node first in
+    // line; etcd: likewise, for every hold a member's answer confirmed (a hold after waiting
+    // without the re-check may never have been issued, and names nothing); Redlock: nothing.
+    let mut named_by_family = std::collections::BTreeMap::<String, (usize, usize)>::new();
     for path in scenario_files("scenarios/catalogue") {
         let kind = family_of(&path);
-        if kind != "redis" && kind != "redlock" {
-            continue;
-        }
         let s = load(&path).expect("loads").scenario;
         let r = run(&s, s.seed, false);
         let grants = r
@@ -53,15 +53,21 @@ fn every_redis_grant_names_the_set_that_issued_it_and_redlock_grants_name_none()
             .count();
         let named = issued_before_grants(&r.history).len();
         match kind.as_str() {
-            "redis" => assert_eq!(named, grants, "{}", path.display()),
-            _ => assert_eq!(named, 0, "{}", path.display()),
+            "redis" | "zookeeper" => assert_eq!(named, grants, "{}", path.display()),
+            "redlock" => assert_eq!(named, 0, "{}", path.display()),
+            _ => assert!(named <= grants, "{}", path.display()),
         }
-        seen += grants;
+        let counts = named_by_family.entry(kind).or_default();
+        counts.0 += named;
+        counts.1 += grants;
     }
-    assert!(
-        seen > 1000,
-        "the catalogue's Redis runs grant the lock: {seen}"
-    );
+    for family in ["redis", "etcd", "zookeeper"] {
+        let (named, grants) = named_by_family[family];
+        assert!(
+            grants > 100 && named * 10 >= grants * 9,
+            "{family}: {named} of {grants} grants named"
+        );
+    }
 }
 
 #[test]

@@ -311,3 +311,41 @@ fn j8_timeline_shows_each_zookeeper_members_owner_passing_on_at_the_expiry() {
     }
     roxmltree::Document::parse(&svg(&t)).expect("well-formed");
 }
+
+#[test]
+fn j3_timeline_shows_each_etcd_members_owner_passing_on_at_the_revoke() {
+    let s = load(&root().join("scenarios/catalogue/j3-etcd-client-pause.toml"))
+        .expect("J3 loads")
+        .scenario;
+    let (r, t) = timeline::of_seed(&s, 1);
+    let overlap = &r.verdict.double_holders.examples[0];
+    let (c1, c2) = (lane(&t, "client-1"), lane(&t, "client-2"));
+    assert_eq!(overlap.first.client.0 as usize, c1);
+    let c2_bar = t
+        .held
+        .iter()
+        .find(|h| h.grant == overlap.second)
+        .expect("client-2's held bar");
+    let members: Vec<usize> = (0..t.lanes.len())
+        .filter(|&l| t.lanes[l].kind == LaneKind::Server)
+        .collect();
+    assert_eq!(members.len(), 3, "{:?}", t.lanes);
+    for m in members {
+        let bars: Vec<_> = t.granted.iter().filter(|g| g.lane == m).collect();
+        assert!(
+            bars.windows(2).all(|w| w[0].to_ns <= w[1].from_ns),
+            "{m}: one owner at a time"
+        );
+        // Client-2's key became first in line in the member's applied state when client-1's
+        // lease was revoked, before client-2 heard, while client-1 still believed it held.
+        let i = bars
+            .iter()
+            .rposition(|g| g.from_ns <= c2_bar.from_ns)
+            .unwrap_or_else(|| panic!("member lane {m} granted client-2's lock"));
+        assert_eq!(bars[i].holder, c2, "{:?}", bars[i]);
+        let before = bars[i - 1];
+        assert_eq!((before.holder, before.detail.as_str()), (c1, "passed on"));
+        assert!(before.to_ns <= bars[i].from_ns && bars[i].from_ns <= overlap.from_ns);
+    }
+    roxmltree::Document::parse(&svg(&t)).expect("well-formed");
+}
