@@ -78,15 +78,23 @@ impl Grants {
         };
         // The open critical section of each client, by grant ordinal.
         let mut open: BTreeMap<NodeId, usize> = BTreeMap::new();
-        // The first `Issued` entry of each (client, ticket).
-        let mut issued: BTreeMap<(NodeId, u64), usize> = BTreeMap::new();
+        // Every `Issued` as ((client, ticket), entry), sorted: the first of a ticket is found
+        // by binary search. (A sorted vector, not a map: this runs once per checked run, on
+        // every run of a sweep.)
+        let mut issued: Vec<((NodeId, u64), usize)> = history
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(index, entry)| match entry.event {
+                Event::Issued { client, ticket } => Some(((client, ticket), index)),
+                _ => None,
+            })
+            .collect();
+        issued.sort_unstable();
         for (index, entry) in history.entries.iter().enumerate() {
             check_time(history, index)?;
             let time_ns = entry.time_ns;
             match &entry.event {
-                Event::Issued { client, ticket } => {
-                    issued.entry((*client, *ticket)).or_insert(index);
-                }
                 Event::Grant {
                     grant,
                     token,
@@ -102,9 +110,9 @@ impl Grants {
                     }
                     let issued_entry = match ticket {
                         None => index,
-                        Some(ticket) => match issued.get(&(grant.client, *ticket)) {
-                            Some(&at) => at,
-                            None => {
+                        Some(ticket) => match first_issued(&issued, (grant.client, *ticket)) {
+                            Some(at) if at < index => at,
+                            _ => {
                                 let message = format!(
                                     "grant {} names ticket {ticket}, which no service issued to \
                                      its client before it",
@@ -147,7 +155,10 @@ impl Grants {
                         }
                     }
                 }
-                Event::Request { .. } | Event::AcquireFailed { .. } | Event::Fault(_) => {}
+                Event::Request { .. }
+                | Event::AcquireFailed { .. }
+                | Event::Fault(_)
+                | Event::Issued { .. } => {}
             }
         }
         // Service order: by the entry that issued each grant; two grants of one ticket (a
@@ -254,6 +265,15 @@ impl Grants {
         );
         Err(HistoryError::at(index, message))
     }
+}
+
+/// The entry of the first `Issued` of `key` in `issued`, sorted by (key, entry).
+fn first_issued(issued: &[((NodeId, u64), usize)], key: (NodeId, u64)) -> Option<usize> {
+    let at = issued.partition_point(|&(k, _)| k < key);
+    issued
+        .get(at)
+        .filter(|&&(k, _)| k == key)
+        .map(|&(_, entry)| entry)
 }
 
 /// Entries must be in true-time order and within the run.
