@@ -2,9 +2,9 @@
 //! name it, and the checker orders grants by it rather than by when each client learned.
 
 use lockstep::{load, run};
-use lockstep_check::{Event, History, check};
+use lockstep_check::{Event, History};
 
-use crate::support::{root, scenario_files};
+use crate::support::{judged_by_grant_order, root, scenario_files};
 
 /// Each grant's (grant entry, issued entry), for the grants that name a ticket; panics when a
 /// ticket was not issued to its client before the grant.
@@ -52,10 +52,11 @@ fn every_grant_names_an_issue_of_its_service_but_redlocks() {
             .filter(|e| matches!(e.event, Event::Grant { .. }))
             .count();
         let named = issued_before_grants(&r.history).len();
+        // etcd: only a share, checked over the family below.
         match kind.as_str() {
             "redis" | "zookeeper" => assert_eq!(named, grants, "{}", path.display()),
             "redlock" => assert_eq!(named, 0, "{}", path.display()),
-            _ => assert!(named <= grants, "{}", path.display()),
+            _ => {}
         }
         let counts = named_by_family.entry(kind).or_default();
         counts.0 += named;
@@ -91,13 +92,7 @@ fn crossed_replies_are_judged_in_the_order_the_server_issued_them() {
     assert_eq!(r.verdict.stale_accepted.count, 0);
 
     // Judged by when the clients learned, the same history has stale ops: the old reading.
-    let mut unnamed = r.history.clone();
-    for entry in &mut unnamed.entries {
-        if let Event::Grant { ticket, .. } = &mut entry.event {
-            *ticket = None;
-        }
-    }
-    let old = check(&unnamed, &s.check_options).expect("judges");
+    let old = judged_by_grant_order(&r.history, &s.check_options);
     assert!(old.stale_accepted.count > 0);
 }
 
@@ -113,12 +108,6 @@ fn a_holder_stalled_between_set_and_incr_is_stale_in_service_order_only() {
     assert_eq!(r.history.name(example.grant.client), "client-1");
 
     // Judged by when the clients learned, client-1 looks like the newer holder: no stale op.
-    let mut unnamed = r.history.clone();
-    for entry in &mut unnamed.entries {
-        if let Event::Grant { ticket, .. } = &mut entry.event {
-            *ticket = None;
-        }
-    }
-    let old = check(&unnamed, &s.check_options).expect("judges");
+    let old = judged_by_grant_order(&r.history, &s.check_options);
     assert_eq!(old.stale_accepted.count, 0);
 }

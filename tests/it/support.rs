@@ -53,3 +53,19 @@ pub(crate) fn stdout(o: &Output) -> String {
 pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// The verdict of `history` judged by grant order (when clients learned), as the checker
+/// judged before services named their grants: the same history with every grant's ticket
+/// taken away.
+pub(crate) fn judged_by_grant_order(
+    history: &lockstep_check::History,
+    options: &lockstep_check::Options,
+) -> lockstep_check::Verdict {
+    let mut unnamed = history.clone();
+    for entry in &mut unnamed.entries {
+        if let lockstep_check::Event::Grant { ticket, .. } = &mut entry.event {
+            *ticket = None;
+        }
+    }
+    lockstep_check::check(&unnamed, options).expect("a history without tickets is judged")
+}
