@@ -272,11 +272,12 @@ clock_strobe = { node = "client-1", delta_ms = 50, period_ms = 1_000, for_ms = 3
 /// (its owner audit). Client-1 owns the lock on every member until the leader expires its
 /// paused session, whose close passes the lock on to client-2 while client-1 still believes
 /// it holds it; the members grant client-2 before client-2 hears of it.
-#[test]
-fn j8_timeline_shows_each_zookeeper_members_owner_passing_on_at_the_expiry() {
-    let s = load(&root().join("scenarios/catalogue/j8-zk-client-pause.toml"))
-        .expect("J8 loads")
-        .scenario;
+/// In the timeline of `file`'s first seed, where client-1 and then client-2 hold the lock at
+/// once, every server lane (an ensemble member) shows one owner at a time, and client-2 first
+/// in line since before it heard, taken over from client-1 ("passed on"), while client-1
+/// still believed it held. Returns the member lanes.
+fn members_pass_the_lock_from_client_1_to_client_2(file: &str) -> Vec<String> {
+    let s = load(&root().join(file)).expect("loads").scenario;
     let (r, t) = timeline::of_seed(&s, 1);
     let overlap = &r.verdict.double_holders.examples[0];
     let (c1, c2) = (lane(&t, "client-1"), lane(&t, "client-2"));
@@ -286,16 +287,16 @@ fn j8_timeline_shows_each_zookeeper_members_owner_passing_on_at_the_expiry() {
         .iter()
         .find(|h| h.grant == overlap.second)
         .expect("client-2's held bar");
-    for member in ["zk-1", "zk-2", "zk-3"] {
-        let m = lane(&t, member);
-        assert_eq!(t.lanes[m].kind, LaneKind::Server);
+    let members: Vec<usize> = (0..t.lanes.len())
+        .filter(|&l| t.lanes[l].kind == LaneKind::Server)
+        .collect();
+    for &m in &members {
+        let member = &t.lanes[m].name;
         let bars: Vec<_> = t.granted.iter().filter(|g| g.lane == m).collect();
         assert!(
             bars.windows(2).all(|w| w[0].to_ns <= w[1].from_ns),
             "{member}: one owner at a time"
         );
-        // The member's owner when client-2 learned of its grant is client-2, since after
-        // client-1's ownership passed on.
         let i = bars
             .iter()
             .rposition(|g| g.from_ns <= c2_bar.from_ns)
@@ -310,42 +311,21 @@ fn j8_timeline_shows_each_zookeeper_members_owner_passing_on_at_the_expiry() {
         assert!(before.to_ns <= bars[i].from_ns && bars[i].from_ns <= overlap.from_ns);
     }
     roxmltree::Document::parse(&svg(&t)).expect("well-formed");
+    members.iter().map(|&m| t.lanes[m].name.clone()).collect()
+}
+
+#[test]
+fn j8_timeline_shows_each_zookeeper_members_owner_passing_on_at_the_expiry() {
+    let members = members_pass_the_lock_from_client_1_to_client_2(
+        "scenarios/catalogue/j8-zk-client-pause.toml",
+    );
+    assert_eq!(members, ["zk-1", "zk-2", "zk-3"]);
 }
 
 #[test]
 fn j3_timeline_shows_each_etcd_members_owner_passing_on_at_the_revoke() {
-    let s = load(&root().join("scenarios/catalogue/j3-etcd-client-pause.toml"))
-        .expect("J3 loads")
-        .scenario;
-    let (r, t) = timeline::of_seed(&s, 1);
-    let overlap = &r.verdict.double_holders.examples[0];
-    let (c1, c2) = (lane(&t, "client-1"), lane(&t, "client-2"));
-    assert_eq!(overlap.first.client.0 as usize, c1);
-    let c2_bar = t
-        .held
-        .iter()
-        .find(|h| h.grant == overlap.second)
-        .expect("client-2's held bar");
-    let members: Vec<usize> = (0..t.lanes.len())
-        .filter(|&l| t.lanes[l].kind == LaneKind::Server)
-        .collect();
-    assert_eq!(members.len(), 3, "{:?}", t.lanes);
-    for m in members {
-        let bars: Vec<_> = t.granted.iter().filter(|g| g.lane == m).collect();
-        assert!(
-            bars.windows(2).all(|w| w[0].to_ns <= w[1].from_ns),
-            "{m}: one owner at a time"
-        );
-        // Client-2's key became first in line in the member's applied state when client-1's
-        // lease was revoked, before client-2 heard, while client-1 still believed it held.
-        let i = bars
-            .iter()
-            .rposition(|g| g.from_ns <= c2_bar.from_ns)
-            .unwrap_or_else(|| panic!("member lane {m} granted client-2's lock"));
-        assert_eq!(bars[i].holder, c2, "{:?}", bars[i]);
-        let before = bars[i - 1];
-        assert_eq!((before.holder, before.detail.as_str()), (c1, "passed on"));
-        assert!(before.to_ns <= bars[i].from_ns && bars[i].from_ns <= overlap.from_ns);
-    }
-    roxmltree::Document::parse(&svg(&t)).expect("well-formed");
+    let members = members_pass_the_lock_from_client_1_to_client_2(
+        "scenarios/catalogue/j3-etcd-client-pause.toml",
+    );
+    assert_eq!(members.len(), 3, "{members:?}");
 }

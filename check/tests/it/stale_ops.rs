@@ -1,6 +1,6 @@
 //! Check 2: storage accepted an op from a grant after it had accepted an op of a later grant.
 
-use lockstep_check::{StaleOp, Validity};
+use lockstep_check::{History, NodeId, StaleOp, Validity};
 
 use crate::support::{C1, C2, C3, grant, history, ms, op, verdict};
 
@@ -122,25 +122,35 @@ fn ops_of_the_newest_grant_are_never_stale_among_themselves() {
     assert_eq!(verdict(&history).stale_accepted.count, 0);
 }
 
-#[test]
-fn grants_are_ordered_by_when_the_service_issued_them_not_when_clients_learned() {
-    // The service issued client-1's grant first (ticket 104) and client-2's after it (ticket
-    // 105), but client-2's reply overtook client-1's. Storage took client-1's write, then
-    // client-2's: the order the service gave, so nothing is stale (the two overlapping
-    // sections still break mutual exclusion).
-    let crossed = history()
-        .issued(0, C1, 104)
-        .issued(5, C2, 105)
-        .grant(6, C2, 1)
-        .ticket(105)
-        .grant(8, C1, 1)
-        .ticket(104)
-        .write(10, C1, 1, 1, 0)
-        .write(12, C2, 1, 1, 1)
+/// The service issues client-1's grant (ticket 104), then client-2's (ticket 105); client-2
+/// learns first, at 6 ms, client-1 at 8 ms. Storage then takes a write of `first`, then one of
+/// `second`. Without `tickets` the grants name nothing the service issued.
+fn crossed(first: NodeId, second: NodeId, tickets: bool) -> History {
+    let mut h = history();
+    if tickets {
+        h = h.issued(0, C1, 104).issued(5, C2, 105);
+    }
+    h = h.grant(6, C2, 1);
+    if tickets {
+        h = h.ticket(105);
+    }
+    h = h.grant(8, C1, 1);
+    if tickets {
+        h = h.ticket(104);
+    }
+    h.write(10, first, 1, 1, 0)
+        .write(12, second, 1, 1, 1)
         .release(14, C1, 1)
         .release(15, C2, 1)
-        .end(20);
-    let judged = verdict(&crossed);
+        .end(20)
+}
+
+#[test]
+fn grants_are_ordered_by_when_the_service_issued_them_not_when_clients_learned() {
+    // client-2's reply overtook client-1's. Storage took client-1's write, then client-2's:
+    // the order the service gave, so nothing is stale (the two overlapping sections still
+    // break mutual exclusion).
+    let judged = verdict(&crossed(C1, C2, true));
     assert_eq!(judged.stale_accepted.count, 0);
     assert_eq!(judged.resource, Validity::Valid);
     assert_eq!(judged.double_holders.pairs, 1);
@@ -148,31 +158,11 @@ fn grants_are_ordered_by_when_the_service_issued_them_not_when_clients_learned()
 
     // The same history without tickets is judged by when the clients learned: client-1's
     // write, after client-2's grant, came first, and client-2's write after it is stale.
-    let unnamed = history()
-        .grant(6, C2, 1)
-        .grant(8, C1, 1)
-        .write(10, C1, 1, 1, 0)
-        .write(12, C2, 1, 1, 1)
-        .release(14, C1, 1)
-        .release(15, C2, 1)
-        .end(20);
-    assert_eq!(verdict(&unnamed).stale_accepted.count, 1);
+    assert_eq!(verdict(&crossed(C1, C2, false)).stale_accepted.count, 1);
 
     // And with the tickets, storage taking the writes the other way round took the older
     // holder's op after the newer one's.
-    let inverted = history()
-        .issued(0, C1, 104)
-        .issued(5, C2, 105)
-        .grant(6, C2, 1)
-        .ticket(105)
-        .grant(8, C1, 1)
-        .ticket(104)
-        .write(10, C2, 1, 1, 0)
-        .write(12, C1, 1, 1, 1)
-        .release(14, C1, 1)
-        .release(15, C2, 1)
-        .end(20);
-    let judged = verdict(&inverted);
+    let judged = verdict(&crossed(C2, C1, true));
     assert_eq!(judged.stale_accepted.count, 1);
     assert_eq!(judged.stale_accepted.examples[0].grant, grant(C1, 1));
     assert_eq!(judged.stale_accepted.examples[0].newer_grant, grant(C2, 1));
