@@ -320,11 +320,7 @@ fn redis_grants(
         let local = at_ms.saturating_add(1).saturating_mul(1_000_000);
         when(segments, clock, local, from)
     };
-    let crashes: Vec<u64> = log
-        .iter()
-        .filter(|f| matches!(f.fault, Fault::Crash { node: n, .. } if n == node))
-        .map(|f| f.time.as_nanos())
-        .collect();
+    let crashes = crash_times(node, log);
     let mut grants = Vec::new();
     // The grant open on the server: (holder, since, expiry in true time).
     let mut open: Option<(usize, u64, u64)> = None;
@@ -390,11 +386,7 @@ fn owner_grants(
     end_ns: u64,
 ) -> Vec<Granted> {
     let node = NodeId(lane as u32);
-    let crashes: Vec<u64> = log
-        .iter()
-        .filter(|f| matches!(f.fault, Fault::Crash { node: n, .. } if n == node))
-        .map(|f| f.time.as_nanos())
-        .collect();
+    let crashes = crash_times(node, log);
     let mut grants = Vec::new();
     // The owner in the member's view: (holder's lane, since).
     let mut open: Option<(usize, u64)> = None;
@@ -425,6 +417,14 @@ fn owner_grants(
     }
     close(&mut open, end_ns, "held at the end", &mut grants);
     grants
+}
+
+/// When `node` crashed, in true time: a server's grants end there.
+fn crash_times(node: NodeId, log: &[AppliedFault]) -> Vec<u64> {
+    log.iter()
+        .filter(|f| matches!(f.fault, Fault::Crash { node: n, .. } if n == node))
+        .map(|f| f.time.as_nanos())
+        .collect()
 }
 
 /// Applies the pending changes due at or before `t`, in (time, order) order.
