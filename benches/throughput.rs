@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use lockstep_sim::{
-    Ctx, Distribution, Dur, LinkConfig, LocalTime, NodeConfig, NodeId, Process, Time, TimerId,
+    Distribution, Dur, EnvOf, LinkConfig, LocalTime, NodeConfig, NodeId, Process, Time, TimerId,
     World, WorldConfig,
 };
 
@@ -26,18 +26,19 @@ impl Process for Pong {
     type Msg = u64;
     type Timer = ();
     type Event = ();
+    type Observation = ();
 
-    fn on_start(&mut self, ctx: &mut Ctx<'_, Pong>) {
+    fn on_start(&mut self, ctx: &mut impl EnvOf<Pong>) {
         if self.serve {
             ctx.send(self.peer, 0);
         }
     }
-    fn on_message(&mut self, ctx: &mut Ctx<'_, Pong>, _from: NodeId, msg: u64) {
+    fn on_message(&mut self, ctx: &mut impl EnvOf<Pong>, _from: NodeId, msg: u64) {
         ctx.send(self.peer, msg + 1);
     }
-    fn on_timer(&mut self, _ctx: &mut Ctx<'_, Pong>, _id: TimerId, _t: ()) {}
+    fn on_timer(&mut self, _ctx: &mut impl EnvOf<Pong>, _id: TimerId, _t: ()) {}
     fn on_crash(&mut self) {}
-    fn on_restart(&mut self, _ctx: &mut Ctx<'_, Pong>) {}
+    fn on_restart(&mut self, _ctx: &mut impl EnvOf<Pong>) {}
 }
 
 fn ping_pong(events: u64, latency: Distribution) -> (u64, f64) {

@@ -7,7 +7,7 @@
 //! folded into a stable trace hash.
 //!
 //! This crate knows nothing of locks or of the checker: models plug in through the
-//! [`Process`] trait and record whatever history type they like. It must not read the host's
+//! [`Process`] trait, see the world only through [`Env`], and record whatever history type they like. It must not read the host's
 //! clocks, iterate hash maps, spawn threads or do IO.
 //!
 //! Start reading at [`world`]; then [`clock`], [`net`] and [`fault`].
@@ -15,6 +15,7 @@
 
 pub mod clock;
 pub mod dist;
+pub mod env;
 pub mod fault;
 pub mod net;
 pub mod rng;
@@ -24,6 +25,7 @@ pub mod world;
 
 pub use clock::{ClockKind, Clocks};
 pub use dist::Distribution;
+pub use env::{Env, EnvOf};
 pub use fault::{AppliedFault, Fault, ScheduledFault, When};
 pub use net::{LinkConfig, PartitionMode, Shape};
 pub use rng::Rng;

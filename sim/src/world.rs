@@ -1,10 +1,10 @@
 //! The world: the event loop that owns every nondeterministic choice, and the `Process` trait
 //! through which models see it.
 //!
-//! A model node is a plain struct implementing [`Process`]. Its handlers receive a [`Ctx`] and
-//! can only read their own clocks (local time, never true time), send messages, set and cancel
-//! timers on either clock, draw from their own random stream, record history events and reach
-//! named marks. Everything else — delivery delay, loss, duplication, partitions, clock rates
+//! A model node is a plain struct implementing [`Process`]. Its handlers receive an [`Env`]
+//! (here the world's [`Ctx`]) and can only read their own clocks (local time, never true time),
+//! send messages, set and cancel timers on either clock, draw from their own random stream,
+//! record history events, emit observations and reach named marks. Everything else — delivery delay, loss, duplication, partitions, clock rates
 //! and steps, pauses, crashes — is decided here, from the run's seed and its fault schedule.
 //!
 //! Events are ordered by (true time, sequence number). Every run is bounded by an end time and
@@ -19,6 +19,7 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{ClockKind, Clocks};
+use crate::env::{Env, EnvOf};
 use crate::fault::{AppliedFault, Fault, ScheduledFault, When};
 use crate::net::{Gate, LinkConfig, Links, PartitionMode};
 use crate::rng::Rng;
@@ -36,10 +37,11 @@ impl NodeId {
     }
 }
 
-/// A model node: a state machine driven by the world.
+/// A model node: a state machine driven by its host.
 ///
 /// Handlers must not block, loop unboundedly, read the host's time, use global randomness or
-/// do IO: everything goes through the [`Ctx`].
+/// do IO: everything goes through the [`Env`] they receive. The world's [`Ctx`] is one such
+/// environment; a process never names it, so another host can run the same process.
 pub trait Process: Sized {
     /// The messages nodes send each other.
     type Msg: Clone + fmt::Debug + Hash;
@@ -47,25 +49,42 @@ pub trait Process: Sized {
     type Timer: Copy + fmt::Debug + Hash;
     /// The history events nodes record.
     type Event: fmt::Debug + Hash;
+    /// What nodes note for observers beside the history ([`Env::observe`]).
+    type Observation: fmt::Debug;
 
     /// Called once at true time zero.
-    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>);
+    fn on_start(&mut self, env: &mut impl EnvOf<Self>);
     /// A message arrived.
-    fn on_message(&mut self, ctx: &mut Ctx<'_, Self>, from: NodeId, msg: Self::Msg);
+    fn on_message(&mut self, env: &mut impl EnvOf<Self>, from: NodeId, msg: Self::Msg);
     /// A timer set by this node fired.
-    fn on_timer(&mut self, ctx: &mut Ctx<'_, Self>, id: TimerId, timer: Self::Timer);
+    fn on_timer(&mut self, env: &mut impl EnvOf<Self>, id: TimerId, timer: Self::Timer);
     /// The node crashed: drop every piece of volatile state, keep only what the real system
     /// keeps on disk. Nothing can be sent or recorded here.
     fn on_crash(&mut self);
     /// The node starts again after a crash, from what [`Process::on_crash`] kept.
-    fn on_restart(&mut self, ctx: &mut Ctx<'_, Self>);
+    fn on_restart(&mut self, env: &mut impl EnvOf<Self>);
 }
 
-/// A timer, as returned by [`Ctx::set_timer`]; used to cancel it.
+/// A timer, as returned by [`Env::set_timer`]; used to cancel it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TimerId {
     slot: u32,
     generation: u32,
+}
+
+impl TimerId {
+    /// A timer id of another host, from its own 64-bit name for the timer.
+    pub fn from_raw(raw: u64) -> TimerId {
+        TimerId {
+            slot: raw as u32,
+            generation: (raw >> 32) as u32,
+        }
+    }
+
+    /// The id as 64 bits ([`TimerId::from_raw`] gives it back).
+    pub fn raw(self) -> u64 {
+        u64::from(self.generation) << 32 | u64::from(self.slot)
+    }
 }
 
 /// Whether a node runs.
@@ -160,7 +179,7 @@ impl WorldConfig {
     }
 }
 
-/// A history event recorded by a node, stamped with true time.
+/// A history event (or an observation) of a node, stamped with true time.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Record<E> {
     /// True time of the event.
@@ -171,7 +190,7 @@ pub struct Record<E> {
     pub event: E,
 }
 
-/// The handle a process's handlers get to the world.
+/// The world's [`Env`]: the handle a process's handlers get to it.
 pub struct Ctx<'a, P: Process> {
     core: &'a mut Core<P>,
     node: NodeId,
@@ -185,78 +204,70 @@ impl<P: Process> fmt::Debug for Ctx<'_, P> {
     }
 }
 
-impl<P: Process> Ctx<'_, P> {
-    /// This node.
-    pub fn id(&self) -> NodeId {
+impl<P: Process> Env for Ctx<'_, P> {
+    type Msg = P::Msg;
+    type Timer = P::Timer;
+    type Event = P::Event;
+    type Observation = P::Observation;
+
+    fn id(&self) -> NodeId {
         self.node
     }
 
-    /// This node's name.
-    pub fn name(&self) -> &str {
+    fn name(&self) -> &str {
         &self.core.names[self.node.index()]
     }
 
-    /// This node's monotonic clock.
-    pub fn mono(&self) -> LocalTime {
-        self.core.nodes[self.node.index()]
-            .clocks
-            .mono(self.core.now)
-    }
-
-    /// This node's wall clock.
-    pub fn wall(&self) -> LocalTime {
-        self.core.nodes[self.node.index()]
-            .clocks
-            .wall(self.core.now)
-    }
-
-    /// This node's clock of the given kind.
-    pub fn clock(&self, kind: ClockKind) -> LocalTime {
+    #[inline]
+    fn clock(&self, kind: ClockKind) -> LocalTime {
         self.core.nodes[self.node.index()]
             .clocks
             .read(kind, self.core.now)
     }
 
-    /// Sends `msg` to `to` over the network.
-    pub fn send(&mut self, to: NodeId, msg: P::Msg) {
+    #[inline]
+    fn mono(&self) -> LocalTime {
+        self.core.nodes[self.node.index()]
+            .clocks
+            .mono(self.core.now)
+    }
+
+    #[inline]
+    fn wall(&self) -> LocalTime {
+        self.core.nodes[self.node.index()]
+            .clocks
+            .wall(self.core.now)
+    }
+
+    fn send(&mut self, to: NodeId, msg: P::Msg) {
         self.core.send(self.node, to, msg);
     }
 
-    /// Sets a timer that fires when this node's `clock` has advanced by `after`.
-    pub fn set_timer(&mut self, clock: ClockKind, after: Dur, timer: P::Timer) -> TimerId {
-        let deadline = self.clock(clock) + after;
+    fn set_timer_at(&mut self, clock: ClockKind, deadline: LocalTime, timer: P::Timer) -> TimerId {
         self.core.set_timer(self.node, clock, deadline, timer)
     }
 
-    /// Sets a timer that fires when this node's `clock` reads `deadline` (at once if it
-    /// already does).
-    pub fn set_timer_at(
-        &mut self,
-        clock: ClockKind,
-        deadline: LocalTime,
-        timer: P::Timer,
-    ) -> TimerId {
-        self.core.set_timer(self.node, clock, deadline, timer)
-    }
-
-    /// Cancels a timer; false if it already fired or was cancelled.
-    pub fn cancel_timer(&mut self, id: TimerId) -> bool {
+    fn cancel_timer(&mut self, id: TimerId) -> bool {
         self.core.cancel_timer(self.node, id)
     }
 
-    /// This node's own random stream.
-    pub fn rng(&mut self) -> &mut Rng {
+    fn rng(&mut self) -> &mut Rng {
         &mut self.core.nodes[self.node.index()].rng
     }
 
-    /// Records a history event at the current true time.
-    pub fn record(&mut self, event: P::Event) {
+    fn record(&mut self, event: P::Event) {
         self.core.record(self.node, event);
     }
 
-    /// Reaches the named mark: a point where real code could be interrupted. Faults scheduled
-    /// on this mark are applied right after the current handler returns.
-    pub fn mark(&mut self, mark: &'static str) {
+    fn observe(&mut self, observation: P::Observation) {
+        self.core.observations.push(Record {
+            time: self.core.now,
+            node: self.node,
+            event: observation,
+        });
+    }
+
+    fn mark(&mut self, mark: &'static str) {
         self.core.mark(self.node, mark);
     }
 }
@@ -463,6 +474,8 @@ struct Core<P: Process> {
     fired: Vec<Fault>,
     fault_log: Vec<AppliedFault>,
     history: Vec<Record<P::Event>>,
+    /// Observations, beside the history: kept, never hashed.
+    observations: Vec<Record<P::Observation>>,
     hasher: TraceHasher,
     trace: Option<Vec<TraceEntry>>,
     events: u64,
@@ -857,6 +870,7 @@ impl<P: Process> World<P> {
             fired: Vec::new(),
             fault_log: Vec::new(),
             history: Vec::new(),
+            observations: Vec::new(),
             hasher: TraceHasher::new(),
             trace: config.trace.then(Vec::new),
             events: 0,
@@ -1651,6 +1665,11 @@ impl<P: Process> World<P> {
     /// The history events recorded so far, in order.
     pub fn history(&self) -> &[Record<P::Event>] {
         &self.core.history
+    }
+
+    /// The observations emitted so far, in order ([`Env::observe`]).
+    pub fn observations(&self) -> &[Record<P::Observation>] {
+        &self.core.observations
     }
 
     /// Takes the recorded history out of the world.

@@ -1,7 +1,7 @@
 //! A small probe process and helpers shared by the world tests.
 
 use lockstep_sim::{
-    ClockKind, Ctx, Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, Process,
+    ClockKind, Distribution, EnvOf, Dur, Fault, LinkConfig, NodeConfig, NodeId, Process,
     ScheduledFault, Time, TimerId, When, World, WorldConfig,
 };
 
@@ -69,7 +69,7 @@ impl Probe {
         }
     }
 
-    fn send_note(&mut self, ctx: &mut Ctx<'_, Probe>) {
+    fn send_note(&mut self, ctx: &mut impl EnvOf<Probe>) {
         let peer = self.peer.expect("a sender has a peer");
         ctx.send(peer, Msg::Note(self.next));
         self.next += 1;
@@ -88,8 +88,9 @@ impl Process for Probe {
     type Msg = Msg;
     type Timer = Tick;
     type Event = Ev;
+    type Observation = ();
 
-    fn on_start(&mut self, ctx: &mut Ctx<'_, Probe>) {
+    fn on_start(&mut self, ctx: &mut impl EnvOf<Probe>) {
         for &(clock, after, tag) in &self.timers {
             ctx.set_timer(clock, after, Tick::Named(tag));
         }
@@ -98,7 +99,7 @@ impl Process for Probe {
         }
     }
 
-    fn on_message(&mut self, ctx: &mut Ctx<'_, Probe>, from: NodeId, msg: Msg) {
+    fn on_message(&mut self, ctx: &mut impl EnvOf<Probe>, from: NodeId, msg: Msg) {
         if let (true, Msg::Note(n)) = (self.echo, &msg) {
             ctx.send(from, Msg::Pong(*n));
         }
@@ -109,7 +110,7 @@ impl Process for Probe {
         }
     }
 
-    fn on_timer(&mut self, ctx: &mut Ctx<'_, Probe>, _id: TimerId, timer: Tick) {
+    fn on_timer(&mut self, ctx: &mut impl EnvOf<Probe>, _id: TimerId, timer: Tick) {
         match timer {
             Tick::Send if self.yield_before_send => {
                 ctx.mark("before-send");
@@ -132,7 +133,7 @@ impl Process for Probe {
         self.sends = 0;
     }
 
-    fn on_restart(&mut self, ctx: &mut Ctx<'_, Probe>) {
+    fn on_restart(&mut self, ctx: &mut impl EnvOf<Probe>) {
         ctx.record(Ev::Restarted {
             durable: self.durable,
             volatile: self.next,
