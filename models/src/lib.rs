@@ -14,9 +14,13 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+pub mod env;
 pub mod etcd;
+pub mod family;
+pub mod keys;
 pub mod lock;
 pub mod node;
+pub mod observe;
 pub mod raft;
 pub mod redis;
 pub mod redlock;
@@ -25,9 +29,10 @@ pub mod system;
 pub mod workload;
 pub mod zookeeper;
 
-pub use lock::{Lock, LockSignal};
-pub use node::{
-    EtcdServerTimer, EtcdTimer, LockTimer, Msg, Node, Timer, WorkTimer, ZkServerTimer, ZkTimer,
-};
+pub use family::{Family, Role};
+pub use lock::{LockClient, LockSignal};
+pub use node::{Msg, Node, Timer, WorkTimer};
+pub use observe::Observation;
 pub use storage::{Storage, StorageMode};
-pub use workload::{Client, WorkloadConfig};
+pub use system::{Resource, System, SystemSpec};
+pub use workload::{Client, Place, WorkloadConfig};

@@ -1,17 +1,17 @@
-//! The lock-client interface a workload client drives, and the families behind it.
+//! The lock-client interface a workload client drives, whatever the family.
 //!
-//! Each family's client is a state machine that takes commands from the workload (acquire,
+//! A family's lock client is a state machine that takes commands from the workload (acquire,
 //! release, is my lease still valid?) and answers with [`LockSignal`]s as replies and timers
-//! arrive.
+//! arrive. It speaks its family's protocol (`Msg`) and sets its own timers (`Timer`), through
+//! an environment in those types ([`crate::env::Host`]).
 
-use lockstep_sim::Ctx;
+use std::fmt::Debug;
+use std::hash::Hash;
 
-use crate::etcd::client::EtcdLock;
-use crate::node::{LockTimer, Msg, Node};
-use crate::redis::{RedisLock, SentinelMsg};
-use crate::redlock::RedlockClient;
-use crate::storage::StorageRequest;
-use crate::zookeeper::client::ZkLock;
+use lockstep_sim::NodeId;
+
+use crate::env::Host;
+use crate::storage::{StorageReply, StorageRequest};
 
 /// What a lock client tells its workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,95 +30,53 @@ pub enum LockSignal {
     Lost,
     /// The release finished (or there was nothing to release).
     Released,
+    /// The service answered an operation on a resource it keeps itself
+    /// ([`LockClient::resource_op`]), with storage's own reply.
+    Resource(StorageReply),
 }
 
-/// A lock client of some family.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Lock {
-    /// Redis: a single instance, or a primary with replicas and Sentinel.
-    Redis(RedisLock),
-    /// Redlock over several instances.
-    Redlock(RedlockClient),
-    /// An etcd session and Mutex (or Election).
-    Etcd(EtcdLock),
-    /// A ZooKeeper session with Curator's connection states and the lock recipe.
-    ZooKeeper(ZkLock),
-}
+/// No resource: the `Resource` of a lock client whose service keeps none. It has no values,
+/// so a workload of such a client can only address a storage node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NoResource {}
 
-impl Lock {
-    pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        match self {
-            Lock::Redis(l) => l.acquire(ctx),
-            Lock::Redlock(l) => l.acquire(ctx),
-            Lock::Etcd(l) => l.acquire(ctx),
-            Lock::ZooKeeper(l) => l.acquire(ctx),
-        }
-    }
+/// A family's lock client.
+pub trait LockClient: Clone + Debug + Eq {
+    /// The family's messages, to and from its service.
+    type Msg: Clone + Debug + Hash + Eq;
+    /// The client's timers.
+    type Timer: Copy + Debug + Hash + Eq;
+    /// How the protected resource is kept when the lock service keeps it itself (the guard of
+    /// its writes, say); [`NoResource`] when the service keeps none.
+    type Resource: Copy + Debug + Eq + Send + Sync;
 
-    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        match self {
-            Lock::Redis(l) => l.release(ctx),
-            Lock::Redlock(l) => l.release(ctx),
-            Lock::Etcd(l) => l.release(ctx),
-            Lock::ZooKeeper(l) => l.release(ctx),
-        }
-    }
-
-    pub(crate) fn valid(&self, ctx: &Ctx<'_, Node>) -> bool {
-        match self {
-            Lock::Redis(l) => l.valid(ctx),
-            Lock::Redlock(l) => l.valid(ctx),
-            Lock::Etcd(l) => l.valid(ctx),
-            Lock::ZooKeeper(l) => l.valid(ctx),
-        }
-    }
-
-    /// Sends a storage operation to a resource that lives in the lock service itself.
-    ///
-    /// # Panics
-    /// For a family whose service holds no resource (only etcd's does).
-    pub(crate) fn resource_op(&mut self, ctx: &mut Ctx<'_, Node>, op: StorageRequest) {
-        match self {
-            Lock::Etcd(l) => l.resource_op(ctx, op),
-            lock => panic!("the resource lives in a storage node, not in {lock:?}"),
-        }
-    }
-
-    pub(crate) fn reset(&mut self) {
-        match self {
-            Lock::Redis(l) => l.reset(),
-            Lock::Redlock(l) => l.reset(),
-            Lock::Etcd(l) => l.reset(),
-            Lock::ZooKeeper(l) => l.reset(),
-        }
-    }
-
-    /// A message from the lock service; `None` if it was not for the lock client.
-    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, msg: &Msg) -> Option<LockSignal> {
-        match (self, msg) {
-            (Lock::Redis(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
-            (Lock::Redlock(l), Msg::RedisReply { id, reply }) => l.on_reply(ctx, *id, *reply),
-            (Lock::Etcd(l), Msg::EtcdReply { id, reply }) => l.on_reply(ctx, *id, reply.clone()),
-            (Lock::ZooKeeper(l), Msg::ZkReply { conn, seq, reply }) => {
-                l.on_reply(ctx, *conn, *seq, reply.clone())
-            }
-            (Lock::Redis(l), Msg::Sentinel(SentinelMsg::PrimaryIs { id, primary })) => {
-                l.on_primary(ctx, *id, *primary)
-            }
-            (lock, msg) => panic!("lock client {lock:?} got {msg:?}"),
-        }
-    }
-
-    pub(crate) fn on_timer(
+    /// Starts acquiring; a signal when the outcome is known at once.
+    fn acquire(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>) -> Option<LockSignal>;
+    /// Starts releasing; [`LockSignal::Released`] when done at once.
+    fn release(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>) -> Option<LockSignal>;
+    /// Whether the client believes it still holds the lock, by its own clocks.
+    fn valid(&self, env: &impl Host<Self::Msg, Self::Timer>) -> bool;
+    /// The process crashed: forget everything volatile.
+    fn reset(&mut self);
+    /// A message from the service.
+    fn on_message(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
-        timer: LockTimer,
-    ) -> Option<LockSignal> {
-        match self {
-            Lock::Redis(l) => l.on_timer(ctx, timer),
-            Lock::Redlock(l) => l.on_timer(ctx, timer),
-            Lock::Etcd(l) => l.on_timer(ctx, timer),
-            Lock::ZooKeeper(l) => l.on_timer(ctx, timer),
-        }
-    }
+        env: &mut impl Host<Self::Msg, Self::Timer>,
+        from: NodeId,
+        msg: Self::Msg,
+    ) -> Option<LockSignal>;
+    /// A timer of the client fired.
+    fn on_timer(
+        &mut self,
+        env: &mut impl Host<Self::Msg, Self::Timer>,
+        timer: Self::Timer,
+    ) -> Option<LockSignal>;
+    /// Sends a storage operation to the resource the service keeps, kept as `resource`; the
+    /// answer comes back as [`LockSignal::Resource`].
+    fn resource_op(
+        &mut self,
+        env: &mut impl Host<Self::Msg, Self::Timer>,
+        resource: &Self::Resource,
+        op: StorageRequest,
+    );
 }

@@ -12,10 +12,10 @@
 //! not by who was granted last.
 
 use lockstep_check::{Event, GrantId, OpId, OpKind, OpOutcome, StorageOp};
-use lockstep_sim::{Ctx, NodeId};
+use lockstep_sim::NodeId;
 
-use crate::etcd::resource::ResourceGuard;
-use crate::node::{Msg, Node};
+use crate::env::Host;
+use crate::node::Msg;
 
 /// How storage treats fencing tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,9 +30,26 @@ pub enum StorageMode {
     /// A claim makes the operation's token the owner, unconditionally; a write is accepted
     /// only if its token is the owner; reads are not checked.
     CasToken,
-    /// No storage node: the resource lives in etcd's key space and its writes are
-    /// transactions with this guard ([`crate::etcd::resource`]).
-    Etcd(ResourceGuard),
+}
+
+impl StorageMode {
+    /// Every mode, by its name in scenario files.
+    pub const ALL: [(&'static str, StorageMode); 4] = [
+        ("unfenced", StorageMode::Unfenced),
+        ("fenced-writes", StorageMode::FencedWrites),
+        ("fenced-all", StorageMode::FencedAll),
+        ("cas-token", StorageMode::CasToken),
+    ];
+
+    /// Its name in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageMode::Unfenced => "unfenced",
+            StorageMode::FencedWrites => "fenced-writes",
+            StorageMode::FencedAll => "fenced-all",
+            StorageMode::CasToken => "cas-token",
+        }
+    }
 }
 
 /// What a client asks of storage.
@@ -112,9 +129,9 @@ impl Storage {
         self.value
     }
 
-    pub(crate) fn on_request(
+    pub(crate) fn on_request<M, T>(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg<M>, T>,
         from: NodeId,
         req: StorageRequest,
     ) {
@@ -122,7 +139,6 @@ impl Storage {
             return self.on_cas_request(ctx, from, req);
         }
         let checked = match (self.mode, req.kind) {
-            (StorageMode::Etcd(_), _) => panic!("an etcd-resident resource has no storage node"),
             (StorageMode::Unfenced | StorageMode::CasToken, _)
             | (StorageMode::FencedWrites, RequestKind::Read | RequestKind::Claim) => false,
             (StorageMode::FencedWrites, RequestKind::Write { .. })
@@ -163,7 +179,12 @@ impl Storage {
     }
 
     /// Compare-and-set on the owner's token: claims always take, writes need the claim.
-    fn on_cas_request(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, req: StorageRequest) {
+    fn on_cas_request<M, T>(
+        &mut self,
+        ctx: &mut impl Host<Msg<M>, T>,
+        from: NodeId,
+        req: StorageRequest,
+    ) {
         let (kind, result) = match req.kind {
             RequestKind::Read => (
                 OpKind::Read { value: self.value },
@@ -187,9 +208,9 @@ impl Storage {
     }
 
     /// Records the operation as handled and replies.
-    fn answer(
+    fn answer<M, T>(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg<M>, T>,
         from: NodeId,
         req: &StorageRequest,
         kind: OpKind,

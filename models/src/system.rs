@@ -1,91 +1,45 @@
-//! Assembly: the nodes of one lock system (servers, sentinels, storage, workload clients)
-//! with their names, in [`lockstep_sim::NodeId`] order. The scenario loader and the tests
-//! build every world through here.
+//! A whole system of one family: its settings, the workload and where the protected resource
+//! lives ([`SystemSpec`]); its layout (every node, named, with its role, in node-id order);
+//! building and running its world; and the checker's history of a finished run.
 //!
-//! etcd names: members are `etcd-1`, `etcd-2`, ...; with the resource in etcd
-//! ([`StorageMode::Etcd`]) there is no `storage` node.
-//!
-//! Redis names: a single instance is `redis`; with replicas the servers are `redis-1` (the
-//! primary at start), `redis-2`, ...; sentinels are `sentinel-1`, .... etcd members are
-//! `etcd-1`, ...; ZooKeeper servers `zk-1`, ....
+//! [`System`] is the same behind a trait object: a scenario holds one, chosen by its
+//! `model.kind` once when it is loaded, and every run goes through it, so everything above
+//! knows no family and every handler below is the family's own, monomorphized.
 
 use std::collections::BTreeSet;
+use std::fmt::Debug;
 
 use lockstep_check::{Event, Fault as HistFault, FaultKind, History, NodeId as HistNode};
-use lockstep_sim::{AppliedFault, Fault, NodeId, Outcome, World};
-
-use crate::etcd::client::{EtcdLock, EtcdLockConfig};
-use crate::etcd::server::{EtcdServer, EtcdServerConfig};
-use crate::lock::Lock;
-use crate::node::Node;
-use crate::redis::{
-    RedisLock, RedisLockConfig, RedisServer, RedisServerConfig, Sentinel, SentinelConfig,
+use lockstep_sim::{
+    AppliedFault, Clocks, Fault, NodeId, Outcome, Record, TraceEntry, World, WorldConfig,
 };
-use crate::redlock::{RedlockClient, RedlockConfig};
-use crate::storage::{Storage, StorageMode};
-use crate::workload::{Client, WorkloadConfig};
-use crate::zookeeper::client::{ZkLock, ZkLockConfig};
-use crate::zookeeper::server::{ZkServer, ZkServerConfig};
 
-/// A lock family and its settings. Node ids inside the client settings are filled in by
-/// [`build`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Family {
-    /// Redis: one instance, or a primary with asynchronous replicas, watched by sentinels or
-    /// not.
-    Redis {
-        /// Every server's settings (`replica_of` is overwritten).
-        server: RedisServerConfig,
-        /// Every client's lock settings (`server` and `sentinels` are overwritten).
-        client: RedisLockConfig,
-        /// Replicas of the primary; 0 is a single instance.
-        replicas: u32,
-        /// The sentinels' settings (`servers` and `sentinels` are overwritten), and how many.
-        sentinel: Option<(u32, SentinelConfig)>,
-    },
-    /// Redlock over independent Redis instances, named `redis-1`, `redis-2`, ...
-    Redlock {
-        /// Every instance's settings.
-        server: RedisServerConfig,
-        /// How many instances.
-        instances: u32,
-        /// Every client's settings (`servers` is overwritten with the instances).
-        client: RedlockConfig,
-    },
-    /// etcd: a raft cluster of members named `etcd-1`, `etcd-2`, ... and clients running the
-    /// concurrency package's session and Mutex (or Election).
-    Etcd {
-        /// The cluster's settings (`members` is overwritten with the member ids).
-        server: EtcdServerConfig,
-        /// How many members.
-        members: u32,
-        /// Every client's settings (`servers` is overwritten with the members, `resource`
-        /// with the guard of [`StorageMode::Etcd`]).
-        client: EtcdLockConfig,
-    },
-    /// ZooKeeper: an ensemble of servers named `zk-1`, `zk-2`, ... and clients running
-    /// Curator's lock recipe.
-    ZooKeeper {
-        /// The ensemble's settings (`members` is overwritten with the server ids).
-        server: ZkServerConfig,
-        /// How many servers.
-        members: u32,
-        /// Every client's settings (`servers` is overwritten with the ensemble).
-        client: ZkLockConfig,
-    },
+use crate::family::{Counter, Family, MarkSite, ResourceOf, Role, Tokens};
+use crate::node::Node;
+use crate::observe::Observation;
+use crate::storage::{Storage, StorageMode};
+use crate::workload::{Client, Place, WorkloadConfig};
+
+/// Where the protected resource lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource<R> {
+    /// In a storage node of its own, in this mode.
+    Storage(StorageMode),
+    /// In the lock service itself, kept as `R` (the family's `LockClient::Resource`).
+    Service(R),
 }
 
-/// A whole system.
+/// A whole system of family `F`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SystemSpec {
-    /// The lock family.
-    pub family: Family,
+pub struct SystemSpec<F: Family> {
+    /// The family's settings.
+    pub family: F,
     /// Number of workload clients.
     pub clients: u32,
-    /// Their workload (`storage` is overwritten).
+    /// Their workload.
     pub workload: WorkloadConfig,
-    /// The storage's fencing mode, or the guard of the resource kept in etcd.
-    pub storage: StorageMode,
+    /// Where the protected resource lives.
+    pub resource: Resource<ResourceOf<F>>,
 }
 
 /// The name of the `i`-th client (from 1).
@@ -93,239 +47,105 @@ pub fn client_name(i: u32) -> String {
     format!("client-{i}")
 }
 
-/// The nodes of `spec`, named, in node-id order: the lock servers, then `storage` (unless the
-/// resource lives in etcd), then `client-1`, `client-2`, ...
-pub fn build(spec: &SystemSpec) -> Vec<(String, Node)> {
-    let mut nodes = Vec::new();
-    let lock_for_clients = match &spec.family {
-        Family::Redis {
-            server,
-            client,
-            replicas,
-            sentinel,
-        } => {
-            let primary = NodeId(0);
-            for i in 0..=*replicas {
-                let config = RedisServerConfig {
-                    replica_of: (i > 0).then_some(primary),
-                    ..server.clone()
-                };
-                let name = if *replicas == 0 {
-                    "redis".to_string()
-                } else {
-                    format!("redis-{}", i + 1)
-                };
-                nodes.push((name, Node::Redis(RedisServer::new(config))));
-            }
-            let servers: Vec<NodeId> = (0..=*replicas).map(NodeId).collect();
-            let (count, config) = sentinel.clone().unwrap_or((0, sentinel_defaults()));
-            let first = nodes.len() as u32;
-            let sentinels: Vec<NodeId> = (first..first + count).map(NodeId).collect();
-            for i in 1..=count {
-                let config = SentinelConfig {
-                    servers: servers.clone(),
-                    sentinels: sentinels.clone(),
-                    ..config.clone()
-                };
-                nodes.push((
-                    format!("sentinel-{i}"),
-                    Node::Sentinel(Sentinel::new(config)),
-                ));
-            }
-            let client = RedisLockConfig {
-                server: primary,
-                sentinels,
-                ..client.clone()
-            };
-            Lock::Redis(RedisLock::new(client))
-        }
-        Family::Redlock {
-            server,
-            instances,
-            client,
-        } => {
-            for i in 1..=*instances {
-                nodes.push((
-                    format!("redis-{i}"),
-                    Node::Redis(RedisServer::new(server.clone())),
-                ));
-            }
-            let client = RedlockConfig {
-                servers: (0..*instances).map(NodeId).collect(),
-                ..client.clone()
-            };
-            Lock::Redlock(RedlockClient::new(client))
-        }
-        Family::Etcd {
-            server,
-            members,
-            client,
-        } => {
-            let ids: Vec<NodeId> = (0..*members).map(NodeId).collect();
-            let config = EtcdServerConfig {
-                members: ids.clone(),
-                ..server.clone()
-            };
-            for (i, &id) in ids.iter().enumerate() {
-                nodes.push((
-                    format!("etcd-{}", i + 1),
-                    Node::Etcd(EtcdServer::new(config.clone(), id)),
-                ));
-            }
-            let client = EtcdLockConfig {
-                servers: ids,
-                resource: match spec.storage {
-                    StorageMode::Etcd(guard) => Some(guard),
-                    _ => None,
-                },
-                ..client.clone()
-            };
-            Lock::Etcd(EtcdLock::new(client))
-        }
-        Family::ZooKeeper {
-            server,
-            members,
-            client,
-        } => {
-            let ids: Vec<NodeId> = (0..*members).map(NodeId).collect();
-            let config = ZkServerConfig {
-                members: ids.clone(),
-                ..server.clone()
-            };
-            for (i, &id) in ids.iter().enumerate() {
-                nodes.push((
-                    format!("zk-{}", i + 1),
-                    Node::ZooKeeper(ZkServer::new(config.clone(), id)),
-                ));
-            }
-            let client = ZkLockConfig {
-                servers: ids,
-                ..client.clone()
-            };
-            Lock::ZooKeeper(ZkLock::new(client))
-        }
-    };
-    let storage = match spec.storage {
-        StorageMode::Etcd(_) => {
-            // The resource lives in the key space: no storage node, and the lock client
-            // carries the operations.
-            assert!(
-                matches!(spec.family, Family::Etcd { .. }),
-                "an etcd-resident resource needs the etcd family"
-            );
-            None
-        }
-        mode => {
-            let id = NodeId(nodes.len() as u32);
-            nodes.push(("storage".to_string(), Node::Storage(Storage::new(mode))));
-            Some(id)
-        }
-    };
-    let workload = WorkloadConfig {
-        storage,
-        ..spec.workload.clone()
-    };
-    for i in 1..=spec.clients {
-        let client = Client::new(workload.clone(), lock_for_clients.clone())
-            .claiming(spec.storage == StorageMode::CasToken);
-        nodes.push((client_name(i), Node::Client(client)));
-    }
-    nodes
-}
+/// The storage node's name.
+pub const STORAGE: &str = "storage";
 
-fn sentinel_defaults() -> SentinelConfig {
-    SentinelConfig {
-        servers: Vec::new(),
-        sentinels: Vec::new(),
-        quorum: 2,
-        down_after: crate::redis::sentinel::DEFAULT_DOWN_AFTER,
-        failover_timeout: crate::redis::sentinel::DEFAULT_FAILOVER_TIMEOUT,
-    }
-}
+/// The marks every workload client reaches: `granted`, `validity-checked` (before its write;
+/// the K1 window), `read-done` and `work-done`.
+pub const WORKLOAD_MARKS: &[(&str, MarkSite)] = &[
+    ("granted", MarkSite::Client),
+    ("validity-checked", MarkSite::Client),
+    ("read-done", MarkSite::Client),
+    ("work-done", MarkSite::Client),
+];
 
-/// The number of lock servers of the family; they come first in node-id order.
-pub fn server_count(family: &Family) -> usize {
-    match family {
-        Family::Redis { replicas, .. } => *replicas as usize + 1,
-        Family::Redlock { instances, .. } => *instances as usize,
-        Family::Etcd { members, .. } | Family::ZooKeeper { members, .. } => *members as usize,
-    }
-}
-
-/// The number of sentinels (or other coordinators) of the family; they follow the servers.
-pub fn sentinel_count(family: &Family) -> usize {
-    match family {
-        Family::Redis { sentinel, .. } => sentinel.as_ref().map_or(0, |(n, _)| *n as usize),
-        Family::Redlock { .. } | Family::Etcd { .. } | Family::ZooKeeper { .. } => 0,
-    }
-}
-
-/// Which nodes reach a mark.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MarkSite {
-    /// Workload clients.
-    Client,
-    /// Lock servers (Redis instances, etcd or ZooKeeper members).
-    Server,
-}
-
-/// The marks the family's nodes reach: the points where real code could be interrupted,
-/// where a chaos profile places faults at the worst moment. Every workload client reaches
-/// `granted`, `validity-checked` (before its write; the K1 window), `read-done` and
-/// `work-done`; the families add their own.
-pub fn marks(family: &Family) -> Vec<(&'static str, MarkSite)> {
-    let mut v = vec![
-        ("granted", MarkSite::Client),
-        ("validity-checked", MarkSite::Client),
-        ("read-done", MarkSite::Client),
-        ("work-done", MarkSite::Client),
-    ];
-    match family {
-        Family::Redis { .. } => {}
-        Family::Redlock { .. } => v.push(("acquire-sent", MarkSite::Client)),
-        Family::Etcd { .. } => {
-            v.push(("lock-waiting", MarkSite::Client));
-            v.push(("leader-ready", MarkSite::Server));
-        }
-        Family::ZooKeeper { .. } => {
-            v.push(("lock-create-sent", MarkSite::Client));
-            v.push(("lock-waiting", MarkSite::Client));
-            v.push(("suspended", MarkSite::Client));
-            v.push(("zk-leader-ready", MarkSite::Server));
-        }
-    }
-    v
-}
-
-/// True when the family's fencing tokens are promised to increase with every grant (the
-/// checker's token-order check applies). Redis `INCR` tokens increase on one instance with
-/// no failover, but the promise is not the lock's: the counter sits outside the lock
-/// primitive (docs/semantics.md §1.6), so it is not claimed. Redlock's random values are
-/// not ordered at all (failure catalogue K7). etcd's token, the lock key's create revision,
-/// is the lock's own and increases with every grant (docs/semantics.md §3.5). So does
-/// ZooKeeper's, the lock node's czxid (§4.4).
-pub fn tokens_monotonic(family: &Family) -> bool {
-    match family {
-        Family::Redis { .. } | Family::Redlock { .. } => false,
-        Family::Etcd { .. } | Family::ZooKeeper { .. } => true,
-    }
-}
-
-/// True when the family's clients send a fencing token with their storage operations.
-pub fn has_tokens(family: &Family) -> bool {
-    match family {
-        Family::Redis { client, .. } => client.fencing,
-        Family::Redlock { client, .. } => client.value_as_token,
-        Family::Etcd { client, .. } => client.fencing,
-        Family::ZooKeeper { client, .. } => client.fencing,
-    }
-}
-
-/// A named count a family reports about a run, beside the checker's verdict (for example
-/// ZooKeeper's watch notifications, which show the herd effect). `per` names another counter
-/// of the same run to divide by, when the figure is meant as a rate.
+/// Every node of a system, in node-id order: the family's service nodes, then the storage
+/// (unless the service keeps the resource), then `client-1`, `client-2`, ...
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Counter {
+pub struct Layout {
+    /// Names and roles, by node id.
+    pub nodes: Vec<(String, Role)>,
+}
+
+impl Layout {
+    /// The node names, by node id.
+    pub fn names(&self) -> Vec<String> {
+        self.nodes.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// The nodes with a role that `keep` accepts, in id order.
+    pub fn with(&self, keep: impl Fn(Role) -> bool) -> Vec<NodeId> {
+        (0..self.nodes.len() as u32)
+            .map(NodeId)
+            .filter(|n| keep(self.nodes[n.index()].1))
+            .collect()
+    }
+
+    /// The named node groups a scenario may use besides node names: `servers`, `clients`,
+    /// each coordinator group (`sentinels`) and `all`.
+    pub fn groups(&self) -> Vec<(&'static str, Vec<NodeId>)> {
+        let mut groups = vec![
+            ("clients", self.with(|r| r == Role::Client)),
+            ("servers", self.with(|r| r == Role::Server)),
+        ];
+        for (_, role) in &self.nodes {
+            if let Role::Coordinator { group } = *role {
+                if !groups.iter().any(|(g, _)| *g == group) {
+                    groups.push((group, self.with(|r| r == *role)));
+                }
+            }
+        }
+        groups.push(("all", self.with(|_| true)));
+        groups
+    }
+}
+
+impl<F: Family> SystemSpec<F> {
+    /// Its layout.
+    pub fn layout(&self) -> Layout {
+        let mut nodes = self.family.layout();
+        if let Resource::Storage(_) = self.resource {
+            nodes.push((STORAGE.to_string(), Role::Storage));
+        }
+        nodes.extend((1..=self.clients).map(|i| (client_name(i), Role::Client)));
+        Layout { nodes }
+    }
+
+    /// Its nodes, in node-id order.
+    pub fn build(&self) -> Vec<Node<F>> {
+        let service = match &self.resource {
+            Resource::Service(r) => Some(r),
+            Resource::Storage(_) => None,
+        };
+        let (servers, lock) = self.family.build(service);
+        let mut nodes: Vec<Node<F>> = servers.into_iter().map(Node::Service).collect();
+        let place = match self.resource {
+            Resource::Storage(mode) => {
+                let id = NodeId(nodes.len() as u32);
+                nodes.push(Node::Storage(Storage::new(mode)));
+                Place::Node(id)
+            }
+            Resource::Service(r) => Place::Service(r),
+        };
+        let claim = self.resource == Resource::Storage(StorageMode::CasToken);
+        for _ in 0..self.clients {
+            let client = Client::new(self.workload.clone(), lock.clone(), place).claiming(claim);
+            nodes.push(Node::Client(client));
+        }
+        nodes
+    }
+
+    /// Every mark its nodes reach: the workload's, then the family's.
+    pub fn marks(&self) -> Vec<(&'static str, MarkSite)> {
+        let mut v = WORKLOAD_MARKS.to_vec();
+        v.extend_from_slice(self.family.marks());
+        v
+    }
+}
+
+/// A count a run of a family gave ([`Counter`] with its value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterValue {
     /// What is counted.
     pub name: &'static str,
     /// The count.
@@ -334,45 +154,156 @@ pub struct Counter {
     pub per: Option<&'static str>,
 }
 
-/// The family's counters of a finished run, summed over its nodes, in a fixed order. Families
-/// without counters give none.
-pub fn counters(world: &World<Node>) -> Vec<Counter> {
-    let n = world.names().len() as u32;
-    let zk: Vec<_> = (0..n)
-        .filter_map(|i| match world.process(NodeId(i)) {
-            Node::Client(c) => match c.lock() {
-                Lock::ZooKeeper(l) => Some(l.stats()),
-                _ => None,
-            },
-            _ => None,
+/// The family's counters of a run, summed from its nodes' observations, in the family's order.
+pub fn counters(defs: &[Counter], observations: &[Record<Observation>]) -> Vec<CounterValue> {
+    defs.iter()
+        .map(|c| CounterValue {
+            name: c.name,
+            value: observations
+                .iter()
+                .filter(|o| o.event == Observation::Count(c.name))
+                .count() as u64,
+            per: c.per,
         })
-        .collect();
-    if zk.is_empty() {
-        return Vec::new();
+        .collect()
+}
+
+/// A lock system named for people: its family, the family with its key settings, and where
+/// the resource lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SystemLabel {
+    /// The family's `kind`: `redis`.
+    pub family: &'static str,
+    /// The family and its key settings, e.g. `redlock redsync ×5, ttl 10s`.
+    pub system: String,
+    /// The storage mode as in scenario files (`unfenced`, `fenced-writes`, `fenced-all`,
+    /// `cas-token`), or the family's name for a resource its service keeps.
+    pub storage: String,
+}
+
+/// Everything a finished run left that is worth keeping: the judged history's material and
+/// what reports draw beside it.
+#[derive(Debug)]
+pub struct Ran {
+    /// How the run ended.
+    pub outcome: Outcome,
+    /// The checker's history.
+    pub history: History,
+    /// The nodes' observations, in order.
+    pub observations: Vec<Record<Observation>>,
+    /// The family's counters.
+    pub counters: Vec<CounterValue>,
+    /// The faults the world applied, in order.
+    pub fault_log: Vec<AppliedFault>,
+    /// Each node's clocks before the run started, in node order.
+    pub initial_clocks: Vec<Clocks>,
+    /// Each node's clocks at the end, in node order.
+    pub final_clocks: Vec<Clocks>,
+    /// The trace hash.
+    pub trace_hash: u64,
+    /// Events handled.
+    pub events: u64,
+    /// The readable trace, when asked for.
+    pub trace: Option<Vec<TraceEntry>>,
+}
+
+/// A system of any family: what a scenario holds.
+pub trait System: Debug + Send + Sync {
+    /// The family's `kind`.
+    fn kind(&self) -> &'static str;
+    /// The family's name in sentences.
+    fn family_name(&self) -> &'static str;
+    /// Every node, named, with its role.
+    fn layout(&self) -> Layout;
+    /// Every mark its nodes reach.
+    fn marks(&self) -> Vec<(&'static str, MarkSite)>;
+    /// The tokens its clients send.
+    fn tokens(&self) -> Tokens;
+    /// The label reports give it.
+    fn describe(&self) -> SystemLabel;
+    /// Runs a world of it under `config` (whose nodes are [`System::layout`]'s).
+    fn run(&self, config: WorldConfig) -> Ran;
+}
+
+impl<F: Family> System for SystemSpec<F> {
+    fn kind(&self) -> &'static str {
+        F::KIND
     }
-    vec![
-        Counter {
-            name: "lock releases",
-            value: zk.iter().map(|s| s.releases).sum(),
-            per: None,
-        },
-        Counter {
-            name: "watch notifications",
-            value: zk.iter().map(|s| s.watch_events).sum(),
-            per: Some("lock releases"),
-        },
-    ]
+
+    fn family_name(&self) -> &'static str {
+        F::NAME
+    }
+
+    fn layout(&self) -> Layout {
+        SystemSpec::layout(self)
+    }
+
+    fn marks(&self) -> Vec<(&'static str, MarkSite)> {
+        SystemSpec::marks(self)
+    }
+
+    fn tokens(&self) -> Tokens {
+        self.family.tokens()
+    }
+
+    fn describe(&self) -> SystemLabel {
+        let mut parts = self.family.describe();
+        if self.clients != 2 {
+            parts.push(format!("{} clients", self.clients));
+        }
+        let first = parts.remove(0);
+        let system = if parts.is_empty() {
+            first
+        } else {
+            format!("{first}, {}", parts.join(", "))
+        };
+        let storage = match &self.resource {
+            Resource::Storage(mode) => mode.name().to_string(),
+            Resource::Service(r) => F::describe_resource(r),
+        };
+        SystemLabel {
+            family: F::KIND,
+            system,
+            storage,
+        }
+    }
+
+    fn run(&self, config: WorldConfig) -> Ran {
+        let mut world = World::new(config, self.build());
+        let initial_clocks = clocks(&world);
+        let outcome = world.run();
+        let history = history(&world, outcome);
+        let observations = world.take_observations();
+        Ran {
+            outcome,
+            history,
+            counters: counters(self.family.counters(), &observations),
+            observations,
+            fault_log: world.fault_log().to_vec(),
+            initial_clocks,
+            final_clocks: clocks(&world),
+            trace_hash: world.trace_hash(),
+            events: world.events(),
+            trace: world.trace().map(<[TraceEntry]>::to_vec),
+        }
+    }
+}
+
+fn clocks<F: Family>(world: &World<Node<F>>) -> Vec<Clocks> {
+    (0..world.names().len() as u32)
+        .map(|i| world.clocks(NodeId(i)).clone())
+        .collect()
 }
 
 /// The checker's history of a finished run: the nodes' records with the applied faults placed
 /// exactly where they happened among them.
 ///
-/// Every etcd member records a resource write as it applies it; the first of those records is
-/// the moment the write took effect, and only it is kept (a member takes each operation once,
-/// so one operation is one raft entry). Likewise every member of a replicated service records
-/// `Issued` as it applies the change that made a client the owner: only the first of each
-/// (client, ticket) is kept, the instant the service issued it.
-pub fn history(world: &World<Node>, outcome: Outcome) -> History {
+/// A replicated service records a write to a resource it keeps on every replica as each
+/// applies it; the first of those records is the moment the write took effect, and only it is
+/// kept (a replica takes each operation once, so one operation is one log entry). Likewise
+/// every replica records `Issued` as it applies the change that made a client the owner: only
+/// the first of each (client, ticket) is kept, the instant the service issued it.
+pub fn history<F: Family>(world: &World<Node<F>>, outcome: Outcome) -> History {
     let mut h = History {
         entries: Vec::with_capacity(world.history().len() + world.fault_log().len()),
         names: world.names().to_vec(),
@@ -387,7 +318,7 @@ pub fn history(world: &World<Node>, outcome: Outcome) -> History {
             h.push(f.time.as_nanos(), fault_event(f));
         }
         match (&record.event, world.process(record.node)) {
-            (Event::Storage(op), Node::Etcd(_)) if !applied.insert(op.op) => continue,
+            (Event::Storage(op), Node::Service(_)) if !applied.insert(op.op) => continue,
             (Event::Issued { client, ticket }, _) if !issued.insert((*client, *ticket)) => {
                 continue;
             }

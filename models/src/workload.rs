@@ -18,18 +18,25 @@
 //! with the same replies.
 
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
-use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, NodeId};
+use lockstep_sim::{ClockKind, Distribution, Dur, Env, NodeId};
 
-use crate::lock::{Lock, LockSignal};
-use crate::node::{Msg, Node, Timer, WorkTimer};
+use crate::env::{Host, LockSide, Scoped};
+use crate::lock::{LockClient, LockSignal};
+use crate::node::{Msg, Timer, WorkTimer};
 use crate::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
+
+/// Where a workload client sends its storage operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place<R> {
+    /// To the storage node.
+    Node(NodeId),
+    /// Through its lock client, to the lock service that keeps the resource as `R`.
+    Service(R),
+}
 
 /// How a workload client behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadConfig {
-    /// The storage node; `None` when the resource lives in the lock service (etcd), where
-    /// the lock client carries the operations.
-    pub storage: Option<NodeId>,
     /// Time between critical sections (and before the first).
     pub think: Distribution,
     /// Time spent working between the read and the write.
@@ -67,11 +74,13 @@ struct Held {
     base: u64,
 }
 
-/// A workload client with its lock client.
+/// A workload client with its lock client `L`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Client {
+pub struct Client<L: LockClient> {
     config: WorkloadConfig,
-    lock: Lock,
+    lock: L,
+    /// Where its storage operations go.
+    place: Place<L::Resource>,
     /// Claim the resource before reading (compare-and-set storage).
     claim: bool,
     phase: Phase,
@@ -82,12 +91,22 @@ pub struct Client {
     ops: u32,
 }
 
-impl Client {
-    /// A client that will start thinking when the run starts.
-    pub fn new(config: WorkloadConfig, lock: Lock) -> Client {
+/// The environment of a workload client of `L` in a world whose service timers are `S`.
+pub trait ClientEnv<L: LockClient, S>: Host<Msg<L::Msg>, Timer<S, L::Timer>> {}
+
+impl<L: LockClient, S, E: Host<Msg<L::Msg>, Timer<S, L::Timer>>> ClientEnv<L, S> for E {}
+
+/// The lock client's view of its workload client's environment.
+type LockEnv<'a, E, L, S> =
+    Scoped<'a, E, LockSide<<L as LockClient>::Msg, S, <L as LockClient>::Timer>>;
+
+impl<L: LockClient> Client<L> {
+    /// A client that will start thinking when the run starts, with its storage at `place`.
+    pub fn new(config: WorkloadConfig, lock: L, place: Place<L::Resource>) -> Client<L> {
         Client {
             config,
             lock,
+            place,
             claim: false,
             phase: Phase::Thinking,
             held: None,
@@ -97,16 +116,20 @@ impl Client {
     }
 
     /// Its lock client.
-    pub fn lock(&self) -> &Lock {
+    pub fn lock(&self) -> &L {
         &self.lock
     }
 
+    pub(crate) fn lock_mut(&mut self) -> &mut L {
+        &mut self.lock
+    }
+
     /// The same client, claiming the resource after each grant when `claim` is true.
-    pub fn claiming(self, claim: bool) -> Client {
+    pub fn claiming(self, claim: bool) -> Client<L> {
         Client { claim, ..self }
     }
 
-    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
+    pub(crate) fn on_start<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
         self.think(ctx);
     }
 
@@ -116,50 +139,26 @@ impl Client {
         self.lock.reset();
     }
 
-    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, msg: Msg) {
-        match msg {
-            Msg::StorageReply(reply) => self.on_storage_reply(ctx, reply),
-            msg => {
-                if let Some(signal) = self.lock.on_message(ctx, &msg) {
-                    self.on_signal(ctx, signal);
-                }
-            }
-        }
-    }
-
-    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: Timer) {
-        match timer {
-            Timer::Lock(t) => {
-                if let Some(signal) = self.lock.on_timer(ctx, t) {
-                    self.on_signal(ctx, signal);
-                }
-            }
-            Timer::Work(t) => self.on_work_timer(ctx, t),
-            other => panic!("a client got a server's timer {other:?}"),
-        }
-    }
-
-    fn me(ctx: &Ctx<'_, Node>) -> HistNode {
+    fn me(ctx: &impl Env) -> HistNode {
         HistNode(ctx.id().0)
     }
 
-    fn think(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn think<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
         self.phase = Phase::Thinking;
         self.held = None;
         let delay = self.config.think.sample(ctx.rng());
         ctx.set_timer(ClockKind::Mono, delay, Timer::Work(WorkTimer::Think));
     }
 
-    fn on_work_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: WorkTimer) {
+    pub(crate) fn on_work_timer<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, timer: WorkTimer) {
         match (self.phase, timer) {
             (Phase::Thinking, WorkTimer::Think) => {
                 ctx.record(Event::Request {
                     client: Self::me(ctx),
                 });
                 self.phase = Phase::Acquiring;
-                if let Some(signal) = self.lock.acquire(ctx) {
-                    self.on_signal(ctx, signal);
-                }
+                let signal = self.lock.acquire(&mut LockEnv::<_, L, S>::new(ctx));
+                self.on_signal(ctx, signal);
             }
             (Phase::Claiming { op: 0 }, WorkTimer::Claim { grant }) if self.is_current(grant) => {
                 let op = self.send_op(ctx, RequestKind::Claim);
@@ -177,7 +176,7 @@ impl Client {
             }
             (Phase::Working, WorkTimer::Check { grant }) if self.is_current(grant) => {
                 if self.config.check_validity_before_write {
-                    if !self.lock.valid(ctx) {
+                    if !self.lock.valid(&LockEnv::<_, L, S>::new(ctx)) {
                         self.exit(ctx, ExitReason::Lost);
                         return;
                     }
@@ -212,8 +211,17 @@ impl Client {
         self.held.is_some_and(|h| h.id.seq == grant)
     }
 
-    fn on_signal(&mut self, ctx: &mut Ctx<'_, Node>, signal: LockSignal) {
+    /// What the lock client said, if anything.
+    pub(crate) fn on_signal<S>(
+        &mut self,
+        ctx: &mut impl ClientEnv<L, S>,
+        signal: Option<LockSignal>,
+    ) {
+        let Some(signal) = signal else { return };
         match (self.phase, signal) {
+            // The answer of a resource the lock service keeps, in any phase: a late one is
+            // ignored as storage's would be.
+            (_, LockSignal::Resource(reply)) => self.on_storage_reply(ctx, reply),
             (Phase::Acquiring, LockSignal::Granted { token, ticket }) => {
                 self.grants += 1;
                 let id = GrantId {
@@ -266,7 +274,11 @@ impl Client {
         }
     }
 
-    fn on_storage_reply(&mut self, ctx: &mut Ctx<'_, Node>, reply: StorageReply) {
+    pub(crate) fn on_storage_reply<S>(
+        &mut self,
+        ctx: &mut impl ClientEnv<L, S>,
+        reply: StorageReply,
+    ) {
         match (self.phase, reply.result) {
             (Phase::Reading { op }, StorageResult::Read(value)) if op == reply.op.seq => {
                 let held = self.held.as_mut().expect("reading under a grant");
@@ -299,19 +311,18 @@ impl Client {
     }
 
     /// Leaves the critical section: records the exit, then releases the lock.
-    fn exit(&mut self, ctx: &mut Ctx<'_, Node>, why: ExitReason) {
+    fn exit<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, why: ExitReason) {
         let held = self.held.take().expect("exit from a critical section");
         ctx.record(Event::Exit {
             grant: held.id,
             why,
         });
         self.phase = Phase::Releasing;
-        if let Some(signal) = self.lock.release(ctx) {
-            self.on_signal(ctx, signal);
-        }
+        let signal = self.lock.release(&mut LockEnv::<_, L, S>::new(ctx));
+        self.on_signal(ctx, signal);
     }
 
-    fn send_op(&mut self, ctx: &mut Ctx<'_, Node>, kind: RequestKind) -> u32 {
+    fn send_op<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, kind: RequestKind) -> u32 {
         let held = self.held.expect("storage ops only under a grant");
         self.ops += 1;
         let op = OpId {
@@ -324,9 +335,12 @@ impl Client {
             token: held.token,
             kind,
         };
-        match self.config.storage {
-            Some(storage) => ctx.send(storage, Msg::Storage(req)),
-            None => self.lock.resource_op(ctx, req),
+        match &self.place {
+            Place::Node(storage) => ctx.send(*storage, Msg::Storage(req)),
+            Place::Service(resource) => {
+                self.lock
+                    .resource_op(&mut LockEnv::<_, L, S>::new(ctx), resource, req);
+            }
         }
         let timeout = Timer::Work(WorkTimer::StorageTimeout { op: self.ops });
         ctx.set_timer(ClockKind::Mono, self.config.storage_timeout, timeout);

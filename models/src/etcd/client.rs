@@ -34,15 +34,16 @@
 //! storage timeout); a `NotLeader` answer sends it once more, to the leader it names. So no
 //! write can be applied twice.
 
-use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId, TimerId};
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
 use super::mvcc::{
     Cmp, Compare, CreateOrder, EventKind, LeaseId, Op, OpResult, Range, Rev, Target, Txn,
 };
 use super::proto::{Reply, Request};
 use super::resource::{self, ResourceGuard};
-use crate::lock::LockSignal;
-use crate::node::{EtcdTimer, LockTimer, Msg, Node, Timer};
+use super::{ClientTimer, Msg};
+use crate::env::Host;
+use crate::lock::{LockClient, LockSignal};
 use crate::storage::StorageRequest;
 
 /// The keepalive send loop's period (`retryConnWait`).
@@ -89,9 +90,6 @@ pub struct EtcdLockConfig {
     /// The application stops its critical section when `Session.Done()` closes. Off is an
     /// application that never looks at the channel (etcd-io/etcd#10811: "A still writes").
     pub stop_on_done: bool,
-    /// The protected resource lives in etcd, and its writes carry this guard; `None`: it
-    /// lives in a storage node and the client carries no storage operations.
-    pub resource: Option<ResourceGuard>,
 }
 
 impl EtcdLockConfig {
@@ -106,7 +104,6 @@ impl EtcdLockConfig {
             first_keepalive_timeout: FIRST_KEEPALIVE_TIMEOUT,
             fencing: false,
             stop_on_done: true,
-            resource: None,
         }
     }
 
@@ -232,90 +229,11 @@ impl EtcdLock {
         format!("{PREFIX}{lease:x}")
     }
 
-    pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
-        self.start_loops(ctx);
-        match &self.session {
-            SessionState::Open(_) => self.try_acquire(ctx),
-            SessionState::Granting { .. } => self.phase = Phase::NeedSession,
-            SessionState::None | SessionState::Done => {
-                self.phase = Phase::NeedSession;
-                self.grant(ctx);
-            }
-        }
-        None
-    }
-
-    pub(crate) fn valid(&self, ctx: &Ctx<'_, Node>) -> bool {
-        matches!(self.phase, Phase::Held { .. })
-            && matches!(&self.session, SessionState::Open(s) if ctx.mono() < s.deadline)
-    }
-
-    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        let lease = match (&self.phase, &self.session) {
-            (Phase::Held { .. }, SessionState::Open(s)) => s.lease,
-            _ => {
-                self.phase = Phase::Idle;
-                return Some(LockSignal::Released);
-            }
-        };
-        let req = self.unary(
-            ctx,
-            Request::Txn(Txn {
-                compares: vec![],
-                success: vec![Op::Delete {
-                    key: Self::my_key(lease),
-                }],
-                failure: vec![],
-            }),
-        );
-        self.phase = Phase::Unlocking { req };
-        None
-    }
-
-    /// The client crashed: its session, recipe and connections are gone. Request ids go on
-    /// from where they were: a restarted client talks over new connections, on which no
-    /// answer to a request of its previous life arrives, so none may be taken for one of this
-    /// life (replies in flight at the crash still land, and old watches still stream).
-    pub(crate) fn reset(&mut self) {
-        let next_req = self.next_req;
-        *self = EtcdLock::new(self.config.clone());
-        self.next_req = next_req;
-    }
-
-    /// Sends a workload operation on the etcd-resident resource to the current endpoint: a
-    /// read as a linearizable `Get`, a write as a transaction guarded on the key and revision
-    /// the client holds the lock with. The member answers the workload directly.
-    ///
-    /// # Panics
-    /// When the resource does not live in etcd, or outside a critical section: the workload
-    /// sends operations only under a grant.
-    pub(crate) fn resource_op(&mut self, ctx: &mut Ctx<'_, Node>, op: StorageRequest) {
-        let guard = self
-            .config
-            .resource
-            .expect("resource operations need the resource in etcd");
-        let compares = match (&self.phase, &self.my_key) {
-            (Phase::Held { my_rev }, Some(key)) => guard.compares(key, *my_rev),
-            (phase, _) => panic!("a resource operation outside the critical section ({phase:?})"),
-        };
-        let request = Request::Resource {
-            op,
-            txn: resource::txn(op.kind, compares),
-        };
-        let req = self.send(ctx, request.clone());
-        self.resource_op = Some(ResourceOp {
-            req,
-            request,
-            redirected: false,
-        });
-    }
-
     /// A `NotLeader` answer to the resource operation sent as `id`: send it once more, to the
     /// leader named. True when `id` was that operation.
     fn redirect_resource_op(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         id: u64,
         leader: Option<NodeId>,
     ) -> bool {
@@ -337,7 +255,7 @@ impl EtcdLock {
 
     pub(crate) fn on_reply(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         id: u64,
         reply: Reply,
     ) -> Option<LockSignal> {
@@ -391,7 +309,7 @@ impl EtcdLock {
 
     fn on_lock_reply(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         id: u64,
         reply: Reply,
     ) -> Option<LockSignal> {
@@ -440,7 +358,7 @@ impl EtcdLock {
                         ctx.set_timer(
                             ClockKind::Mono,
                             WATCH_RECHECK,
-                            Timer::Lock(LockTimer::Etcd(EtcdTimer::WatchCheck { req: watch })),
+                            ClientTimer::WatchCheck { req: watch },
                         );
                         self.phase = Phase::Watching {
                             req: watch,
@@ -490,110 +408,16 @@ impl EtcdLock {
         }
     }
 
-    pub(crate) fn on_timer(
-        &mut self,
-        ctx: &mut Ctx<'_, Node>,
-        timer: LockTimer,
-    ) -> Option<LockSignal> {
-        let LockTimer::Etcd(timer) = timer else {
-            return None;
-        };
-        match timer {
-            EtcdTimer::KeepAlivePoll => {
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    KEEPALIVE_POLL,
-                    Timer::Lock(LockTimer::Etcd(EtcdTimer::KeepAlivePoll)),
-                );
-                let now = ctx.mono();
-                let due = match &self.session {
-                    SessionState::Open(s) => s.inflight.is_none() && s.next_keepalive <= now,
-                    _ => false,
-                };
-                if due {
-                    let SessionState::Open(s) = &self.session else {
-                        unreachable!()
-                    };
-                    let lease = s.lease;
-                    let req = self.send(ctx, Request::KeepAlive { lease });
-                    if let SessionState::Open(s) = &mut self.session {
-                        s.inflight = Some(req);
-                    }
-                    // A keepalive that gets no answer is sent again at a later poll.
-                    ctx.set_timer(
-                        ClockKind::Mono,
-                        self.config.request_timeout,
-                        Timer::Lock(LockTimer::Etcd(EtcdTimer::KeepAliveTimeout { req })),
-                    );
-                }
-                None
-            }
-            EtcdTimer::KeepAliveTimeout { req } => {
-                if let SessionState::Open(s) = &mut self.session {
-                    if s.inflight == Some(req) {
-                        s.inflight = None;
-                        self.next_endpoint();
-                    }
-                }
-                None
-            }
-            EtcdTimer::DeadlinePoll => {
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    DEADLINE_POLL,
-                    Timer::Lock(LockTimer::Etcd(EtcdTimer::DeadlinePoll)),
-                );
-                let now = ctx.mono();
-                let expired = matches!(&self.session, SessionState::Open(s) if s.deadline <= now);
-                if expired {
-                    return self.close_session();
-                }
-                None
-            }
-            EtcdTimer::Timeout { req } => {
-                if self.timeout.is_some_and(|(r, _)| r == req) {
-                    self.timeout = None;
-                    self.next_endpoint();
-                    return self.retry(ctx);
-                }
-                None
-            }
-            EtcdTimer::Backoff { req } => {
-                if self.awaits(req) {
-                    return self.retry(ctx);
-                }
-                None
-            }
-            EtcdTimer::WatchCheck { req } => {
-                if let Phase::Watching { req: w, my_rev, .. } = self.phase.clone() {
-                    if w == req {
-                        self.send(ctx, Request::CancelWatch { watch: req });
-                        self.find_predecessor(ctx, my_rev);
-                    }
-                }
-                None
-            }
-        }
-    }
-
-    fn start_loops(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn start_loops(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
         if self.loops {
             return;
         }
         self.loops = true;
-        ctx.set_timer(
-            ClockKind::Mono,
-            KEEPALIVE_POLL,
-            Timer::Lock(LockTimer::Etcd(EtcdTimer::KeepAlivePoll)),
-        );
-        ctx.set_timer(
-            ClockKind::Mono,
-            DEADLINE_POLL,
-            Timer::Lock(LockTimer::Etcd(EtcdTimer::DeadlinePoll)),
-        );
+        ctx.set_timer(ClockKind::Mono, KEEPALIVE_POLL, ClientTimer::KeepAlivePoll);
+        ctx.set_timer(ClockKind::Mono, DEADLINE_POLL, ClientTimer::DeadlinePoll);
     }
 
-    fn grant(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn grant(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
         let req = self.unary(
             ctx,
             Request::LeaseGrant {
@@ -615,7 +439,7 @@ impl EtcdLock {
         }
     }
 
-    fn try_acquire(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn try_acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
         let SessionState::Open(s) = &self.session else {
             unreachable!("try_acquire without a session")
         };
@@ -648,7 +472,7 @@ impl EtcdLock {
         self.phase = Phase::Trying { req };
     }
 
-    fn find_predecessor(&mut self, ctx: &mut Ctx<'_, Node>, my_rev: Rev) {
+    fn find_predecessor(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, my_rev: Rev) {
         let req = self.unary(
             ctx,
             Request::Get(Range {
@@ -661,7 +485,11 @@ impl EtcdLock {
         self.phase = Phase::Finding { req, my_rev };
     }
 
-    fn done_waiting(&mut self, ctx: &mut Ctx<'_, Node>, my_rev: Rev) -> Option<LockSignal> {
+    fn done_waiting(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        my_rev: Rev,
+    ) -> Option<LockSignal> {
         if !self.config.recheck() {
             // Election, or the Mutex before PR #11408: no answer says the own key is still
             // there, so none confirms the ownership.
@@ -697,7 +525,7 @@ impl EtcdLock {
     }
 
     /// Re-sends the request of the current phase (after a timeout or a redirect).
-    fn retry(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+    fn retry(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         match (&self.session, self.phase.clone()) {
             (SessionState::Granting { .. }, _) => {
                 self.grant(ctx);
@@ -727,7 +555,7 @@ impl EtcdLock {
 
     fn redirect(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         id: u64,
         leader: Option<NodeId>,
     ) -> Option<LockSignal> {
@@ -761,11 +589,7 @@ impl EtcdLock {
             // No leader anywhere yet: back off before the next endpoint.
             let jitter = ctx.rng().below(RETRY_BACKOFF.as_nanos() / 5);
             let wait = RETRY_BACKOFF - RETRY_BACKOFF / 10 + Dur::from_nanos(jitter);
-            ctx.set_timer(
-                ClockKind::Mono,
-                wait,
-                Timer::Lock(LockTimer::Etcd(EtcdTimer::Backoff { req: id })),
-            );
+            ctx.set_timer(ClockKind::Mono, wait, ClientTimer::Backoff { req: id });
             return None;
         }
         self.retry(ctx)
@@ -791,7 +615,7 @@ impl EtcdLock {
     }
 
     /// Sends a unary request under a timeout.
-    fn unary(&mut self, ctx: &mut Ctx<'_, Node>, req: Request) -> u64 {
+    fn unary(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, req: Request) -> u64 {
         let id = self.send(ctx, req);
         if let Some((_, t)) = self.timeout.take() {
             ctx.cancel_timer(t);
@@ -799,23 +623,199 @@ impl EtcdLock {
         let t = ctx.set_timer(
             ClockKind::Mono,
             self.config.request_timeout,
-            Timer::Lock(LockTimer::Etcd(EtcdTimer::Timeout { req: id })),
+            ClientTimer::Timeout { req: id },
         );
         self.timeout = Some((id, t));
         id
     }
 
-    fn send(&mut self, ctx: &mut Ctx<'_, Node>, req: Request) -> u64 {
+    fn send(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, req: Request) -> u64 {
         self.next_req += 1;
         let id = self.next_req;
         let to = self.config.servers[self.endpoint];
         ctx.send(
             to,
-            Msg::Etcd {
+            Msg::Request {
                 id,
                 req: Box::new(req),
             },
         );
         id
+    }
+}
+
+impl LockClient for EtcdLock {
+    type Msg = Msg;
+    type Timer = ClientTimer;
+    type Resource = ResourceGuard;
+
+    fn on_message(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        _from: NodeId,
+        msg: Msg,
+    ) -> Option<LockSignal> {
+        match msg {
+            Msg::Reply { id, reply } => self.on_reply(ctx, id, reply),
+            // The answer to a resource operation is the workload's; the lock keeps its
+            // state (the operation stays known for a redirect until the next one).
+            Msg::Resource(reply) => Some(LockSignal::Resource(reply)),
+            // Members send clients their replies only.
+            msg => unreachable!("an etcd lock client was sent {msg:?}"),
+        }
+    }
+
+    fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
+        self.start_loops(ctx);
+        match &self.session {
+            SessionState::Open(_) => self.try_acquire(ctx),
+            SessionState::Granting { .. } => self.phase = Phase::NeedSession,
+            SessionState::None | SessionState::Done => {
+                self.phase = Phase::NeedSession;
+                self.grant(ctx);
+            }
+        }
+        None
+    }
+
+    fn release(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        let lease = match (&self.phase, &self.session) {
+            (Phase::Held { .. }, SessionState::Open(s)) => s.lease,
+            _ => {
+                self.phase = Phase::Idle;
+                return Some(LockSignal::Released);
+            }
+        };
+        let req = self.unary(
+            ctx,
+            Request::Txn(Txn {
+                compares: vec![],
+                success: vec![Op::Delete {
+                    key: Self::my_key(lease),
+                }],
+                failure: vec![],
+            }),
+        );
+        self.phase = Phase::Unlocking { req };
+        None
+    }
+
+    fn valid(&self, ctx: &impl Host<Msg, ClientTimer>) -> bool {
+        matches!(self.phase, Phase::Held { .. })
+            && matches!(&self.session, SessionState::Open(s) if ctx.mono() < s.deadline)
+    }
+
+    /// The client crashed: its session, recipe and connections are gone. Request ids go on
+    /// from where they were: a restarted client talks over new connections, on which no
+    /// answer to a request of its previous life arrives, so none may be taken for one of this
+    /// life (replies in flight at the crash still land, and old watches still stream).
+    fn reset(&mut self) {
+        let next_req = self.next_req;
+        *self = EtcdLock::new(self.config.clone());
+        self.next_req = next_req;
+    }
+
+    fn on_timer(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        timer: ClientTimer,
+    ) -> Option<LockSignal> {
+        match timer {
+            ClientTimer::KeepAlivePoll => {
+                ctx.set_timer(ClockKind::Mono, KEEPALIVE_POLL, ClientTimer::KeepAlivePoll);
+                let now = ctx.mono();
+                let due = match &self.session {
+                    SessionState::Open(s) => s.inflight.is_none() && s.next_keepalive <= now,
+                    _ => false,
+                };
+                if due {
+                    let SessionState::Open(s) = &self.session else {
+                        unreachable!()
+                    };
+                    let lease = s.lease;
+                    let req = self.send(ctx, Request::KeepAlive { lease });
+                    if let SessionState::Open(s) = &mut self.session {
+                        s.inflight = Some(req);
+                    }
+                    // A keepalive that gets no answer is sent again at a later poll.
+                    ctx.set_timer(
+                        ClockKind::Mono,
+                        self.config.request_timeout,
+                        ClientTimer::KeepAliveTimeout { req },
+                    );
+                }
+                None
+            }
+            ClientTimer::KeepAliveTimeout { req } => {
+                if let SessionState::Open(s) = &mut self.session {
+                    if s.inflight == Some(req) {
+                        s.inflight = None;
+                        self.next_endpoint();
+                    }
+                }
+                None
+            }
+            ClientTimer::DeadlinePoll => {
+                ctx.set_timer(ClockKind::Mono, DEADLINE_POLL, ClientTimer::DeadlinePoll);
+                let now = ctx.mono();
+                let expired = matches!(&self.session, SessionState::Open(s) if s.deadline <= now);
+                if expired {
+                    return self.close_session();
+                }
+                None
+            }
+            ClientTimer::Timeout { req } => {
+                if self.timeout.is_some_and(|(r, _)| r == req) {
+                    self.timeout = None;
+                    self.next_endpoint();
+                    return self.retry(ctx);
+                }
+                None
+            }
+            ClientTimer::Backoff { req } => {
+                if self.awaits(req) {
+                    return self.retry(ctx);
+                }
+                None
+            }
+            ClientTimer::WatchCheck { req } => {
+                if let Phase::Watching { req: w, my_rev, .. } = self.phase.clone() {
+                    if w == req {
+                        self.send(ctx, Request::CancelWatch { watch: req });
+                        self.find_predecessor(ctx, my_rev);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Sends a workload operation on the etcd-resident resource to the current endpoint: a
+    /// read as a linearizable `Get`, a write as a transaction guarded on the key and revision
+    /// the client holds the lock with. The member's answer comes back as `Msg::Resource`.
+    ///
+    /// # Panics
+    /// Outside a critical section: the workload sends operations only under a grant.
+    fn resource_op(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        guard: &ResourceGuard,
+        op: StorageRequest,
+    ) {
+        let compares = match (&self.phase, &self.my_key) {
+            (Phase::Held { my_rev }, Some(key)) => (*guard).compares(key, *my_rev),
+            (phase, _) => panic!("a resource operation outside the critical section ({phase:?})"),
+        };
+        let request = Request::Resource {
+            op,
+            txn: resource::txn(op.kind, compares),
+        };
+        let req = self.send(ctx, request.clone());
+        self.resource_op = Some(ResourceOp {
+            req,
+            request,
+            redirected: false,
+        });
     }
 }

@@ -37,15 +37,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use lockstep_check::{Event, OpId, StorageOp};
-use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
 use super::client::PREFIX;
 use super::lease::{Lessor, RenewError};
 use super::mvcc::{EventKind, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
 use super::proto::{Reply, Request};
 use super::resource;
+use super::{Msg, ServerTimer};
 use crate::audit::{Owner, OwnerAudit};
-use crate::node::{EtcdServerTimer, Msg, Node, Timer};
+use crate::env::Host;
+use crate::family::Service;
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
 use crate::storage::{StorageReply, StorageRequest};
 
@@ -257,91 +259,13 @@ impl EtcdServer {
         &self.owners
     }
 
-    /// Starts (or restarts) the member from raft's durable state: a fresh raft node, and the
-    /// loops.
-    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
-        let durable = self.raft.durable().clone();
-        self.raft = Raft::new(Self::raft_config(&self.config, self.me), durable, ctx.rng());
-        // Members do not tick in phase: the first tick comes at a random point of the period.
-        let first = Dur::from_nanos(ctx.rng().below(self.config.tick.as_nanos()) + 1);
-        ctx.set_timer(
-            ClockKind::Mono,
-            first,
-            Timer::EtcdServer(EtcdServerTimer::RaftTick),
-        );
-        ctx.set_timer(
-            ClockKind::Mono,
-            LESSOR_TICK,
-            Timer::EtcdServer(EtcdServerTimer::LessorTick),
-        );
-        if let Some(every) = self.config.checkpoint {
-            ctx.set_timer(
-                ClockKind::Mono,
-                every,
-                Timer::EtcdServer(EtcdServerTimer::Checkpoint),
-            );
-        }
-    }
-
-    /// Everything but raft's durable state is lost: the key space, the lessor, watches and
-    /// pending requests. The raft node itself is rebuilt from its durable state at restart.
-    pub(crate) fn on_crash(&mut self) {
-        let raft = self.raft.clone();
-        let mut owners = std::mem::take(&mut self.owners);
-        owners.crashed();
-        *self = EtcdServer::with_raft(self.config.clone(), self.me, raft);
-        self.owners = owners;
-    }
-
-    pub(crate) fn on_restart(&mut self, ctx: &mut Ctx<'_, Node>) {
-        self.on_start(ctx);
-    }
-
-    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: EtcdServerTimer) {
-        match timer {
-            EtcdServerTimer::RaftTick => {
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    self.config.tick,
-                    Timer::EtcdServer(EtcdServerTimer::RaftTick),
-                );
-                let mut out = self.take_outbox();
-                self.raft.tick(ctx.rng(), &mut out);
-                self.process(ctx, out);
-            }
-            EtcdServerTimer::LessorTick => {
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    LESSOR_TICK,
-                    Timer::EtcdServer(EtcdServerTimer::LessorTick),
-                );
-                self.revoke_expired(ctx);
-            }
-            EtcdServerTimer::Checkpoint => {
-                let every = self.config.checkpoint.expect("checkpointing on");
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    every,
-                    Timer::EtcdServer(EtcdServerTimer::Checkpoint),
-                );
-                self.checkpoint(ctx, every);
-            }
-        }
-    }
-
-    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: Msg) {
-        match msg {
-            Msg::Raft(m) => {
-                let mut out = self.take_outbox();
-                self.raft.step(from, m, ctx.rng(), &mut out);
-                self.process(ctx, out);
-            }
-            Msg::Etcd { id, req } => self.on_request(ctx, from, id, *req),
-            other => panic!("etcd member {} got {other:?}", ctx.name()),
-        }
-    }
-
-    fn on_request(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, req: u64, r: Request) {
+    fn on_request(
+        &mut self,
+        ctx: &mut impl Host<Msg, ServerTimer>,
+        client: NodeId,
+        req: u64,
+        r: Request,
+    ) {
         match r {
             Request::LeaseGrant { ttl } => {
                 let id = ctx.rng().next_u64() >> 1;
@@ -380,7 +304,7 @@ impl EtcdServer {
                     let leader = self.raft.leader();
                     ctx.send(
                         client,
-                        Msg::EtcdReply {
+                        Msg::Reply {
                             id: req,
                             reply: Reply::NotLeader { leader },
                         },
@@ -396,7 +320,7 @@ impl EtcdServer {
                 };
                 ctx.send(
                     client,
-                    Msg::EtcdReply {
+                    Msg::Reply {
                         id: req,
                         reply: Reply::KeepAlive { lease, ttl },
                     },
@@ -418,7 +342,13 @@ impl EtcdServer {
         }
     }
 
-    fn propose(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, req: u64, cmd: Command) {
+    fn propose(
+        &mut self,
+        ctx: &mut impl Host<Msg, ServerTimer>,
+        client: NodeId,
+        req: u64,
+        cmd: Command,
+    ) {
         let mut out = self.take_outbox();
         let p = Proposal {
             member: self.me,
@@ -435,7 +365,7 @@ impl EtcdServer {
                 self.outbox = out;
                 ctx.send(
                     client,
-                    Msg::EtcdReply {
+                    Msg::Reply {
                         id: req,
                         reply: Reply::NotLeader { leader: not.leader },
                     },
@@ -446,7 +376,7 @@ impl EtcdServer {
 
     fn read(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ServerTimer>,
         client: NodeId,
         req: u64,
         range: Range,
@@ -474,7 +404,7 @@ impl EtcdServer {
                 self.outbox = out;
                 ctx.send(
                     client,
-                    Msg::EtcdReply {
+                    Msg::Reply {
                         id: req,
                         reply: Reply::NotLeader { leader: not.leader },
                     },
@@ -485,7 +415,7 @@ impl EtcdServer {
 
     /// Sends raft's messages, applies what committed, serves confirmed reads, and promotes or
     /// demotes the lessor on role changes.
-    fn process(&mut self, ctx: &mut Ctx<'_, Node>, mut out: Outbox<Proposal>) {
+    fn process(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, mut out: Outbox<Proposal>) {
         for (to, m) in out.msgs.drain(..) {
             ctx.send(to, Msg::Raft(m));
         }
@@ -528,7 +458,7 @@ impl EtcdServer {
         self.notify(ctx);
     }
 
-    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal) {
+    fn apply(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, p: &Proposal) {
         let now = ctx.mono();
         // Revokes by the lessor and checkpoints are the member's own: nobody waits for them.
         // Only a proposal of this life is answered: etcd registers a waiter per proposal
@@ -543,7 +473,7 @@ impl EtcdServer {
                     .expect("resource writes name no lease");
                 let reply = Self::record_op(ctx, op, &result);
                 if answer {
-                    ctx.send(p.client, Msg::StorageReply(reply));
+                    ctx.send(p.client, Msg::Resource(reply));
                 }
                 return;
             }
@@ -574,7 +504,7 @@ impl EtcdServer {
             },
         };
         if answer {
-            ctx.send(p.client, Msg::EtcdReply { id: p.req, reply });
+            ctx.send(p.client, Msg::Reply { id: p.req, reply });
         }
     }
 
@@ -584,7 +514,7 @@ impl EtcdServer {
     /// audit.
     fn apply_txn(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ServerTimer>,
         client: NodeId,
         txn: &Txn,
     ) -> Option<TxnResult> {
@@ -656,7 +586,7 @@ impl EtcdServer {
     /// recipes define it: the live key under the lock prefix with the lowest create revision,
     /// named by the client that created it and that revision. Called after an apply that
     /// created or deleted a lock key; the resource key is not under the prefix.
-    fn observe_owner(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn observe_owner(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let owner = self.store.first_created(PREFIX).map(|kv| Owner {
             client: *self
                 .creators
@@ -667,7 +597,7 @@ impl EtcdServer {
         self.owners.observe(ctx, owner);
     }
 
-    fn serve_reads(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn serve_reads(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let ready: Vec<u64> = self
             .reads
             .iter()
@@ -679,12 +609,12 @@ impl EtcdServer {
             let result = self.store.read(&r.range);
             if let Some(op) = r.op {
                 let reply = Self::record_op(ctx, op, &result);
-                ctx.send(r.client, Msg::StorageReply(reply));
+                ctx.send(r.client, Msg::Resource(reply));
                 continue;
             }
             ctx.send(
                 r.client,
-                Msg::EtcdReply {
+                Msg::Reply {
                     id: r.req,
                     reply: Reply::Txn(result),
                 },
@@ -694,7 +624,11 @@ impl EtcdServer {
 
     /// Records a resource operation as handled, exactly as a storage node does, and returns
     /// the workload's reply.
-    fn record_op(ctx: &mut Ctx<'_, Node>, op: StorageRequest, result: &TxnResult) -> StorageReply {
+    fn record_op(
+        ctx: &mut impl Host<Msg, ServerTimer>,
+        op: StorageRequest,
+        result: &TxnResult,
+    ) -> StorageReply {
         let (kind, outcome, reply) = resource::outcome(op.kind, result);
         ctx.record(Event::Storage(StorageOp {
             op: op.op,
@@ -710,7 +644,7 @@ impl EtcdServer {
     }
 
     /// Streams every applied event a watcher has not seen yet.
-    fn notify(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn notify(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         for w in &mut self.watchers {
             let events: Vec<(Rev, EventKind)> = self
                 .store
@@ -720,7 +654,7 @@ impl EtcdServer {
             for (revision, kind) in events {
                 ctx.send(
                     w.client,
-                    Msg::EtcdReply {
+                    Msg::Reply {
                         id: w.req,
                         reply: Reply::WatchEvent {
                             key: w.key.clone(),
@@ -734,7 +668,7 @@ impl EtcdServer {
         }
     }
 
-    fn revoke_expired(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn revoke_expired(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         if self.raft.role() != Role::Leader {
             return;
         }
@@ -749,7 +683,7 @@ impl EtcdServer {
         }
     }
 
-    fn checkpoint(&mut self, ctx: &mut Ctx<'_, Node>, every: Dur) {
+    fn checkpoint(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, every: Dur) {
         if self.raft.role() != Role::Leader || !self.lessor.is_primary() {
             return;
         }
@@ -774,6 +708,74 @@ impl EtcdServer {
     /// The results of a local, serializable read (for tests).
     pub fn local_get(&self, range: &Range) -> Vec<OpResult> {
         self.store.read(range).results
+    }
+}
+
+impl Service for EtcdServer {
+    type Msg = Msg;
+    type Timer = ServerTimer;
+
+    /// Starts (or restarts) the member from raft's durable state: a fresh raft node, and the
+    /// loops.
+    fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
+        let durable = self.raft.durable().clone();
+        self.raft = Raft::new(Self::raft_config(&self.config, self.me), durable, ctx.rng());
+        // Members do not tick in phase: the first tick comes at a random point of the period.
+        let first = Dur::from_nanos(ctx.rng().below(self.config.tick.as_nanos()) + 1);
+        ctx.set_timer(ClockKind::Mono, first, ServerTimer::RaftTick);
+        ctx.set_timer(ClockKind::Mono, LESSOR_TICK, ServerTimer::LessorTick);
+        if let Some(every) = self.config.checkpoint {
+            ctx.set_timer(ClockKind::Mono, every, ServerTimer::Checkpoint);
+        }
+    }
+
+    /// Everything but raft's durable state is lost: the key space, the lessor, watches and
+    /// pending requests. The raft node itself is rebuilt from its durable state at restart.
+    fn on_crash(&mut self) {
+        let raft = self.raft.clone();
+        let mut owners = std::mem::take(&mut self.owners);
+        owners.crashed();
+        *self = EtcdServer::with_raft(self.config.clone(), self.me, raft);
+        self.owners = owners;
+    }
+
+    fn on_restart(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
+        self.on_start(ctx);
+    }
+
+    fn on_timer(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, timer: ServerTimer) {
+        match timer {
+            ServerTimer::RaftTick => {
+                ctx.set_timer(ClockKind::Mono, self.config.tick, ServerTimer::RaftTick);
+                let mut out = self.take_outbox();
+                self.raft.tick(ctx.rng(), &mut out);
+                self.process(ctx, out);
+            }
+            ServerTimer::LessorTick => {
+                ctx.set_timer(ClockKind::Mono, LESSOR_TICK, ServerTimer::LessorTick);
+                self.revoke_expired(ctx);
+            }
+            ServerTimer::Checkpoint => {
+                let every = self.config.checkpoint.expect("checkpointing on");
+                ctx.set_timer(ClockKind::Mono, every, ServerTimer::Checkpoint);
+                self.checkpoint(ctx, every);
+            }
+        }
+    }
+
+    fn on_message(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Raft(m) => {
+                let mut out = self.take_outbox();
+                self.raft.step(from, m, ctx.rng(), &mut out);
+                self.process(ctx, out);
+            }
+            Msg::Request { id, req } => self.on_request(ctx, from, id, *req),
+            // Members send replies to clients only.
+            msg @ (Msg::Reply { .. } | Msg::Resource(_)) => {
+                unreachable!("etcd member {} was sent {msg:?}", ctx.name())
+            }
+        }
     }
 }
 

@@ -20,12 +20,14 @@
 //! monotonic clock: `validity_end = sent + ttl - (ttl * drift_factor + 2 ms)`, the formula of
 //! redlock-rb (docs/semantics.md §2.2) applied to one instance.
 
-use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, LocalTime, NodeId, TimerId};
+use lockstep_sim::{ClockKind, Distribution, Dur, LocalTime, NodeId, TimerId};
 
+use super::Msg;
 use super::sentinel::SentinelMsg;
 use super::{Command, FENCE_KEY, LOCK_KEY, Reply};
-use crate::lock::LockSignal;
-use crate::node::{LockTimer, Msg, Node, Timer};
+use crate::env::Host;
+use crate::lock::{LockClient, LockSignal, NoResource};
+use crate::storage::StorageRequest;
 
 /// How the client releases the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -152,6 +154,23 @@ enum State {
     },
 }
 
+/// Timers of a Redis or Redlock lock client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockTimer {
+    /// The reply to request `req` is overdue.
+    Timeout {
+        /// The request.
+        req: u64,
+    },
+    /// Try acquiring again.
+    Retry,
+    /// Renew the lease held under `value`; a renewal timer of an earlier lease is ignored.
+    Renew {
+        /// The lock value of the lease it renews.
+        value: u64,
+    },
+}
+
 /// The lock client's state machine, embedded in a workload client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisLock {
@@ -183,48 +202,6 @@ impl RedisLock {
         }
     }
 
-    /// Starts acquiring.
-    pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        assert_eq!(self.state, State::Idle, "acquire while not idle");
-        self.try_set(ctx, 1);
-        None
-    }
-
-    /// True while the client holds the lock and its validity has not run out on its clock.
-    pub(crate) fn valid(&self, ctx: &Ctx<'_, Node>) -> bool {
-        matches!(self.state, State::Held { validity_end, .. } if ctx.mono() < validity_end)
-    }
-
-    /// Releases the lock if held; `Some(Released)` at once when there is nothing to release.
-    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        let State::Held { value, .. } = self.state else {
-            self.state = State::Idle;
-            return Some(LockSignal::Released);
-        };
-        let cmd = match self.config.release {
-            Release::CompareAndDelete => Command::CompareAndDelete {
-                key: LOCK_KEY,
-                value,
-            },
-            Release::Del => Command::Del { key: LOCK_KEY },
-        };
-        let req = self.send(ctx, cmd);
-        self.state = State::Releasing { req };
-        None
-    }
-
-    /// Forgets everything: the process crashed.
-    pub(crate) fn reset(&mut self) {
-        self.state = State::Idle;
-        self.timeout = None;
-        self.server = self
-            .config
-            .sentinels
-            .is_empty()
-            .then_some(self.config.server);
-        self.stale = false;
-    }
-
     /// The primary this client talks to now, if it knows one.
     pub fn server(&self) -> Option<NodeId> {
         self.server
@@ -233,7 +210,7 @@ impl RedisLock {
     /// A sentinel's answer: the primary.
     pub(crate) fn on_primary(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, LockTimer>,
         id: u64,
         primary: NodeId,
     ) -> Option<LockSignal> {
@@ -249,7 +226,7 @@ impl RedisLock {
         None
     }
 
-    fn cancel_timeout(&mut self, ctx: &mut Ctx<'_, Node>, id: u64) {
+    fn cancel_timeout(&mut self, ctx: &mut impl Host<Msg, LockTimer>, id: u64) {
         if let Some((req, timer)) = self.timeout {
             if req == id {
                 ctx.cancel_timer(timer);
@@ -261,7 +238,7 @@ impl RedisLock {
     /// A reply from the server.
     pub(crate) fn on_reply(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, LockTimer>,
         id: u64,
         reply: Reply,
     ) -> Option<LockSignal> {
@@ -331,7 +308,7 @@ impl RedisLock {
                     ctx.set_timer(
                         ClockKind::Mono,
                         self.config.ttl / 3,
-                        Timer::Lock(LockTimer::Renew { value }),
+                        LockTimer::Renew { value },
                     );
                     None
                 } else if self.config.renew == Renew::Watchdog {
@@ -356,10 +333,280 @@ impl RedisLock {
         }
     }
 
-    /// A timer of the lock client fired.
-    pub(crate) fn on_timer(
+    /// Attempt `attempt`: ask the sentinels first if the primary is unknown or stale.
+    fn try_set(&mut self, ctx: &mut impl Host<Msg, LockTimer>, attempt: u32) {
+        if !self.config.sentinels.is_empty() && (self.stale || self.server.is_none()) {
+            self.next_req += 1;
+            let req = self.next_req;
+            for &s in &self.config.sentinels {
+                ctx.send(s, Msg::Sentinel(SentinelMsg::GetPrimary { id: req }));
+            }
+            self.arm_timeout(ctx, req, self.config.request_timeout);
+            self.state = State::Discovering { req, attempt };
+            return;
+        }
+        self.set_nx(ctx, attempt);
+    }
+
+    fn set_nx(&mut self, ctx: &mut impl Host<Msg, LockTimer>, attempt: u32) {
+        let value = ctx.rng().next_u64();
+        let sent = ctx.mono();
+        let cmd = if self.config.fencing && self.config.fence_atomically {
+            Command::SetNxIncr {
+                key: LOCK_KEY,
+                value,
+                ttl: self.config.ttl,
+                counter: FENCE_KEY,
+            }
+        } else {
+            Command::SetNxPx {
+                key: LOCK_KEY,
+                value,
+                ttl: self.config.ttl,
+            }
+        };
+        self.atomic_token = None;
+        let req = self.send(ctx, cmd);
+        self.state = State::Acquiring {
+            req,
+            attempt,
+            sent,
+            value,
+        };
+    }
+
+    /// `SET NX` succeeded: `WAIT` for the replicas, take a token, or hold the lock.
+    fn acquired(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        attempt: u32,
+        sent: LocalTime,
+        value: u64,
+    ) -> Option<LockSignal> {
+        if let Some(w) = self.config.wait {
+            let cmd = Command::Wait {
+                replicas: w.replicas,
+                timeout: w.timeout,
+            };
+            let req = self.send(ctx, cmd);
+            self.state = State::Waiting {
+                req,
+                attempt,
+                sent,
+                value,
+            };
+            return None;
+        }
+        self.replicated(ctx, attempt, sent, value)
+    }
+
+    /// The `SET` is replicated as asked: take a token, or hold the lock.
+    fn replicated(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        attempt: u32,
+        sent: LocalTime,
+        value: u64,
+    ) -> Option<LockSignal> {
+        if let Some(token) = self.atomic_token.take() {
+            return Some(self.grant(ctx, sent, value, Some(token)));
+        }
+        if self.config.fencing {
+            let req = self.send(ctx, Command::Incr { key: FENCE_KEY });
+            self.state = State::Fencing {
+                req,
+                attempt,
+                sent,
+                value,
+            };
+            return None;
+        }
+        Some(self.grant(ctx, sent, value, None))
+    }
+
+    /// The acquisition failed after the key was set (no token, too few replicas): give the
+    /// key back (best effort) and try again.
+    fn give_back(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        attempt: u32,
+        value: u64,
+    ) -> Option<LockSignal> {
+        self.send(
+            ctx,
+            Command::CompareAndDelete {
+                key: LOCK_KEY,
+                value,
+            },
+        );
+        self.fail_attempt(ctx, attempt)
+    }
+
+    fn fail_attempt(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        attempt: u32,
+    ) -> Option<LockSignal> {
+        if self.config.acquire_tries != 0 && attempt >= self.config.acquire_tries {
+            self.state = State::Idle;
+            return Some(LockSignal::AcquireFailed);
+        }
+        let delay = self.config.retry_delay.sample(ctx.rng());
+        ctx.set_timer(ClockKind::Mono, delay, LockTimer::Retry);
+        self.state = State::Backoff { attempt };
+        None
+    }
+
+    fn grant(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        sent: LocalTime,
+        value: u64,
+        token: Option<u64>,
+    ) -> LockSignal {
+        let validity_end = sent + self.config.ttl.saturating_sub(self.config.drift_margin());
+        self.state = State::Held {
+            value,
+            validity_end,
+            renewing: None,
+        };
+        if self.config.renew != Renew::Off {
+            ctx.set_timer(
+                ClockKind::Mono,
+                self.config.ttl / 3,
+                LockTimer::Renew { value },
+            );
+        }
+        // The server recorded this attempt's value as issued when its SET took the key.
+        LockSignal::Granted {
+            token,
+            ticket: Some(value),
+        }
+    }
+
+    /// A renewal got no answer from a primary (a timeout, `-READONLY`): try again later, or,
+    /// as Redisson's watchdog, stop renewing.
+    fn renewal_failed(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        value: u64,
+        validity_end: LocalTime,
+    ) {
+        self.state = State::Held {
+            value,
+            validity_end,
+            renewing: None,
+        };
+        if self.config.renew == Renew::UntilRefused {
+            ctx.set_timer(
+                ClockKind::Mono,
+                self.config.ttl / 3,
+                LockTimer::Renew { value },
+            );
+        }
+    }
+
+    /// Sends a command to the primary with a fresh request id and arms its timeout (a
+    /// `WAIT` gets its own timeout on top).
+    fn send(&mut self, ctx: &mut impl Host<Msg, LockTimer>, cmd: Command) -> u64 {
+        self.next_req += 1;
+        let req = self.next_req;
+        let timeout = match cmd {
+            Command::Wait { timeout, .. } => self.config.request_timeout + timeout,
+            _ => self.config.request_timeout,
+        };
+        let server = self.server.expect("a command goes to a known primary");
+        ctx.send(server, Msg::Command { id: req, cmd });
+        self.arm_timeout(ctx, req, timeout);
+        req
+    }
+
+    fn arm_timeout(&mut self, ctx: &mut impl Host<Msg, LockTimer>, req: u64, after: Dur) {
+        // Only the newest request is awaited; an older one's timeout has nothing to do.
+        if let Some((_, timer)) = self.timeout.take() {
+            ctx.cancel_timer(timer);
+        }
+        let timer = ctx.set_timer(ClockKind::Mono, after, LockTimer::Timeout { req });
+        self.timeout = Some((req, timer));
+    }
+}
+
+impl LockClient for RedisLock {
+    type Msg = Msg;
+    type Timer = LockTimer;
+    type Resource = NoResource;
+
+    fn on_message(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        _from: NodeId,
+        msg: Msg,
+    ) -> Option<LockSignal> {
+        match msg {
+            Msg::Reply { id, reply } => self.on_reply(ctx, id, reply),
+            Msg::Sentinel(SentinelMsg::PrimaryIs { id, primary }) => {
+                self.on_primary(ctx, id, primary)
+            }
+            // Clients are sent replies and sentinels' answers only.
+            msg => unreachable!("a Redis lock client was sent {msg:?}"),
+        }
+    }
+
+    fn resource_op(
+        &mut self,
+        _: &mut impl Host<Msg, LockTimer>,
+        resource: &NoResource,
+        _: StorageRequest,
+    ) {
+        match *resource {}
+    }
+
+    /// Starts acquiring.
+    fn acquire(&mut self, ctx: &mut impl Host<Msg, LockTimer>) -> Option<LockSignal> {
+        assert_eq!(self.state, State::Idle, "acquire while not idle");
+        self.try_set(ctx, 1);
+        None
+    }
+
+    /// Releases the lock if held; `Some(Released)` at once when there is nothing to release.
+    fn release(&mut self, ctx: &mut impl Host<Msg, LockTimer>) -> Option<LockSignal> {
+        let State::Held { value, .. } = self.state else {
+            self.state = State::Idle;
+            return Some(LockSignal::Released);
+        };
+        let cmd = match self.config.release {
+            Release::CompareAndDelete => Command::CompareAndDelete {
+                key: LOCK_KEY,
+                value,
+            },
+            Release::Del => Command::Del { key: LOCK_KEY },
+        };
+        let req = self.send(ctx, cmd);
+        self.state = State::Releasing { req };
+        None
+    }
+
+    /// True while the client holds the lock and its validity has not run out on its clock.
+    fn valid(&self, ctx: &impl Host<Msg, LockTimer>) -> bool {
+        matches!(self.state, State::Held { validity_end, .. } if ctx.mono() < validity_end)
+    }
+
+    /// Forgets everything: the process crashed.
+    fn reset(&mut self) {
+        self.state = State::Idle;
+        self.timeout = None;
+        self.server = self
+            .config
+            .sentinels
+            .is_empty()
+            .then_some(self.config.server);
+        self.stale = false;
+    }
+
+    /// A timer of the lock client fired.
+    fn on_timer(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
         timer: LockTimer,
     ) -> Option<LockSignal> {
         if matches!(timer, LockTimer::Timeout { .. }) {
@@ -433,197 +680,5 @@ impl RedisLock {
             }
             _ => None, // A timer of a state the client has left.
         }
-    }
-
-    /// Attempt `attempt`: ask the sentinels first if the primary is unknown or stale.
-    fn try_set(&mut self, ctx: &mut Ctx<'_, Node>, attempt: u32) {
-        if !self.config.sentinels.is_empty() && (self.stale || self.server.is_none()) {
-            self.next_req += 1;
-            let req = self.next_req;
-            for &s in &self.config.sentinels {
-                ctx.send(s, Msg::Sentinel(SentinelMsg::GetPrimary { id: req }));
-            }
-            self.arm_timeout(ctx, req, self.config.request_timeout);
-            self.state = State::Discovering { req, attempt };
-            return;
-        }
-        self.set_nx(ctx, attempt);
-    }
-
-    fn set_nx(&mut self, ctx: &mut Ctx<'_, Node>, attempt: u32) {
-        let value = ctx.rng().next_u64();
-        let sent = ctx.mono();
-        let cmd = if self.config.fencing && self.config.fence_atomically {
-            Command::SetNxIncr {
-                key: LOCK_KEY,
-                value,
-                ttl: self.config.ttl,
-                counter: FENCE_KEY,
-            }
-        } else {
-            Command::SetNxPx {
-                key: LOCK_KEY,
-                value,
-                ttl: self.config.ttl,
-            }
-        };
-        self.atomic_token = None;
-        let req = self.send(ctx, cmd);
-        self.state = State::Acquiring {
-            req,
-            attempt,
-            sent,
-            value,
-        };
-    }
-
-    /// `SET NX` succeeded: `WAIT` for the replicas, take a token, or hold the lock.
-    fn acquired(
-        &mut self,
-        ctx: &mut Ctx<'_, Node>,
-        attempt: u32,
-        sent: LocalTime,
-        value: u64,
-    ) -> Option<LockSignal> {
-        if let Some(w) = self.config.wait {
-            let cmd = Command::Wait {
-                replicas: w.replicas,
-                timeout: w.timeout,
-            };
-            let req = self.send(ctx, cmd);
-            self.state = State::Waiting {
-                req,
-                attempt,
-                sent,
-                value,
-            };
-            return None;
-        }
-        self.replicated(ctx, attempt, sent, value)
-    }
-
-    /// The `SET` is replicated as asked: take a token, or hold the lock.
-    fn replicated(
-        &mut self,
-        ctx: &mut Ctx<'_, Node>,
-        attempt: u32,
-        sent: LocalTime,
-        value: u64,
-    ) -> Option<LockSignal> {
-        if let Some(token) = self.atomic_token.take() {
-            return Some(self.grant(ctx, sent, value, Some(token)));
-        }
-        if self.config.fencing {
-            let req = self.send(ctx, Command::Incr { key: FENCE_KEY });
-            self.state = State::Fencing {
-                req,
-                attempt,
-                sent,
-                value,
-            };
-            return None;
-        }
-        Some(self.grant(ctx, sent, value, None))
-    }
-
-    /// The acquisition failed after the key was set (no token, too few replicas): give the
-    /// key back (best effort) and try again.
-    fn give_back(
-        &mut self,
-        ctx: &mut Ctx<'_, Node>,
-        attempt: u32,
-        value: u64,
-    ) -> Option<LockSignal> {
-        self.send(
-            ctx,
-            Command::CompareAndDelete {
-                key: LOCK_KEY,
-                value,
-            },
-        );
-        self.fail_attempt(ctx, attempt)
-    }
-
-    fn fail_attempt(&mut self, ctx: &mut Ctx<'_, Node>, attempt: u32) -> Option<LockSignal> {
-        if self.config.acquire_tries != 0 && attempt >= self.config.acquire_tries {
-            self.state = State::Idle;
-            return Some(LockSignal::AcquireFailed);
-        }
-        let delay = self.config.retry_delay.sample(ctx.rng());
-        ctx.set_timer(ClockKind::Mono, delay, Timer::Lock(LockTimer::Retry));
-        self.state = State::Backoff { attempt };
-        None
-    }
-
-    fn grant(
-        &mut self,
-        ctx: &mut Ctx<'_, Node>,
-        sent: LocalTime,
-        value: u64,
-        token: Option<u64>,
-    ) -> LockSignal {
-        let validity_end = sent + self.config.ttl.saturating_sub(self.config.drift_margin());
-        self.state = State::Held {
-            value,
-            validity_end,
-            renewing: None,
-        };
-        if self.config.renew != Renew::Off {
-            ctx.set_timer(
-                ClockKind::Mono,
-                self.config.ttl / 3,
-                Timer::Lock(LockTimer::Renew { value }),
-            );
-        }
-        // The server recorded this attempt's value as issued when its SET took the key.
-        LockSignal::Granted {
-            token,
-            ticket: Some(value),
-        }
-    }
-
-    /// A renewal got no answer from a primary (a timeout, `-READONLY`): try again later, or,
-    /// as Redisson's watchdog, stop renewing.
-    fn renewal_failed(&mut self, ctx: &mut Ctx<'_, Node>, value: u64, validity_end: LocalTime) {
-        self.state = State::Held {
-            value,
-            validity_end,
-            renewing: None,
-        };
-        if self.config.renew == Renew::UntilRefused {
-            ctx.set_timer(
-                ClockKind::Mono,
-                self.config.ttl / 3,
-                Timer::Lock(LockTimer::Renew { value }),
-            );
-        }
-    }
-
-    /// Sends a command to the primary with a fresh request id and arms its timeout (a
-    /// `WAIT` gets its own timeout on top).
-    fn send(&mut self, ctx: &mut Ctx<'_, Node>, cmd: Command) -> u64 {
-        self.next_req += 1;
-        let req = self.next_req;
-        let timeout = match cmd {
-            Command::Wait { timeout, .. } => self.config.request_timeout + timeout,
-            _ => self.config.request_timeout,
-        };
-        let server = self.server.expect("a command goes to a known primary");
-        ctx.send(server, Msg::Redis { id: req, cmd });
-        self.arm_timeout(ctx, req, timeout);
-        req
-    }
-
-    fn arm_timeout(&mut self, ctx: &mut Ctx<'_, Node>, req: u64, after: Dur) {
-        // Only the newest request is awaited; an older one's timeout has nothing to do.
-        if let Some((_, timer)) = self.timeout.take() {
-            ctx.cancel_timer(timer);
-        }
-        let timer = ctx.set_timer(
-            ClockKind::Mono,
-            after,
-            Timer::Lock(LockTimer::Timeout { req }),
-        );
-        self.timeout = Some((req, timer));
     }
 }

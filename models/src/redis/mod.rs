@@ -7,18 +7,23 @@
 //! Start reading at [`server`], then [`replication`], [`sentinel`] and [`client`].
 
 pub mod client;
+pub mod family;
 pub mod persistence;
 pub mod replication;
 pub mod sentinel;
 pub mod server;
 
-pub use client::{RedisLock, RedisLockConfig, Release, Renew, WaitConfig};
+pub use client::{LockTimer, RedisLock, RedisLockConfig, Release, Renew, WaitConfig};
+pub use family::Redis;
 pub use persistence::{CrashLoses, Persistence, SavePoint};
 pub use replication::ReplMsg;
 pub use sentinel::{Sentinel, SentinelConfig, SentinelMsg, SentinelTimer};
-pub use server::{LockAudit, RedisServer, RedisServerConfig, ServerTimer};
+pub use server::{RedisServer, RedisServerConfig, ServerTimer};
 
 use lockstep_sim::{Dur, NodeId};
+
+use crate::env::Host;
+use crate::family::Service;
 
 /// A key. The lock key and the fencing counter are fixed names; one lock per run.
 pub type Key = &'static str;
@@ -150,4 +155,92 @@ pub enum Role {
         /// Its primary.
         of: NodeId,
     },
+}
+
+/// Every message of the Redis family: commands and replies, replication, Sentinel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Msg {
+    /// A command to a server, with the client's request id.
+    Command {
+        /// The request id, echoed in the reply.
+        id: u64,
+        /// The command.
+        cmd: Command,
+    },
+    /// A server's reply.
+    Reply {
+        /// The request id.
+        id: u64,
+        /// The reply.
+        reply: Reply,
+    },
+    /// A message of a replication link.
+    Repl(ReplMsg),
+    /// A message to, from or between sentinels.
+    Sentinel(SentinelMsg),
+}
+
+/// Timers of the Redis family's service nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Timer {
+    /// A server's timer.
+    Server(ServerTimer),
+    /// A sentinel's timer.
+    Sentinel(SentinelTimer),
+}
+
+/// A service node of the Redis family (Redlock's instances are its servers too).
+// A world holds a handful of nodes, each once: variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedisNode {
+    /// A Redis server.
+    Server(RedisServer),
+    /// A sentinel.
+    Sentinel(Sentinel),
+}
+
+impl Service for RedisNode {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, ctx: &mut impl Host<Msg, Timer>) {
+        match self {
+            RedisNode::Server(s) => s.on_start(ctx),
+            RedisNode::Sentinel(s) => s.on_start(ctx),
+        }
+    }
+
+    fn on_message(&mut self, ctx: &mut impl Host<Msg, Timer>, from: NodeId, msg: Msg) {
+        match (self, msg) {
+            (RedisNode::Server(s), Msg::Command { id, cmd }) => s.on_command(ctx, from, id, cmd),
+            (RedisNode::Server(s), Msg::Repl(m)) => s.on_repl(ctx, from, m),
+            (RedisNode::Server(s), Msg::Sentinel(m)) => s.on_sentinel(ctx, from, m),
+            (RedisNode::Sentinel(s), Msg::Sentinel(m)) => s.on_message(ctx, from, m),
+            // Replies go to clients; commands and replication to servers only.
+            (_, msg) => unreachable!("{} was sent {msg:?}", ctx.name()),
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut impl Host<Msg, Timer>, timer: Timer) {
+        match (self, timer) {
+            (RedisNode::Server(s), Timer::Server(t)) => s.on_timer(ctx, t),
+            (RedisNode::Sentinel(s), Timer::Sentinel(t)) => s.on_timer(ctx, t),
+            (_, timer) => unreachable!("{} got a timer it never set: {timer:?}", ctx.name()),
+        }
+    }
+
+    fn on_crash(&mut self) {
+        match self {
+            RedisNode::Server(s) => s.on_crash(),
+            RedisNode::Sentinel(s) => s.on_crash(),
+        }
+    }
+
+    fn on_restart(&mut self, ctx: &mut impl Host<Msg, Timer>) {
+        match self {
+            RedisNode::Server(s) => s.on_restart(ctx),
+            RedisNode::Sentinel(s) => s.on_start(ctx),
+        }
+    }
 }

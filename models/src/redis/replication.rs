@@ -24,12 +24,13 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId, TimerId};
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
 use super::persistence::Db;
 use super::server::{RedisServer, ServerTimer, set};
+use super::{Msg, Timer};
 use super::{ReplOp, Reply, Role};
-use crate::node::{Msg, Node, Timer};
+use crate::env::Host;
 
 /// `replicationCron` runs once a second.
 pub const REPLICATION_CRON_PERIOD: Dur = Dur::from_secs(1);
@@ -150,7 +151,7 @@ impl Repl {
 
 impl RedisServer {
     /// Connects (again) to `primary` with a new link.
-    pub(super) fn connect_to_primary(&mut self, ctx: &mut Ctx<'_, Node>, primary: NodeId) {
+    pub(super) fn connect_to_primary(&mut self, ctx: &mut impl Host<Msg, Timer>, primary: NodeId) {
         self.repl.next_sync += 1;
         let sync = self.repl.next_sync;
         self.repl.upstream = Some(Upstream {
@@ -170,7 +171,7 @@ impl RedisServer {
     /// `REPLICAOF primary` (rewritten into the configuration file): a primary drops its
     /// replicas and answers its blocked `WAIT`s; the dataset stays until the full resync
     /// replaces it (docs/semantics.md §1.7.5: a demoted primary's writes are lost).
-    pub(super) fn become_replica(&mut self, ctx: &mut Ctx<'_, Node>, primary: NodeId) {
+    pub(super) fn become_replica(&mut self, ctx: &mut impl Host<Msg, Timer>, primary: NodeId) {
         if self.repl.role == (Role::Replica { of: primary }) {
             return; // "OK Already connected to specified master".
         }
@@ -198,7 +199,7 @@ impl RedisServer {
         self.replica_of = None;
     }
 
-    pub(super) fn replication_cron(&mut self, ctx: &mut Ctx<'_, Node>) {
+    pub(super) fn replication_cron(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         self.repl.cron_armed = false;
         let Role::Replica { of } = self.repl.role else {
             return; // A primary has no cron of its own here.
@@ -227,7 +228,7 @@ impl RedisServer {
 
     /// A message of a replication link; nothing while the server is not open (inside its
     /// restart delay it accepts no connection, from a replica no more than from a client).
-    pub(crate) fn on_repl(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: ReplMsg) {
+    pub(crate) fn on_repl(&mut self, ctx: &mut impl Host<Msg, Timer>, from: NodeId, msg: ReplMsg) {
         if !self.is_open() {
             return;
         }
@@ -311,7 +312,7 @@ impl RedisServer {
         }
     }
 
-    fn ack(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn ack(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         if let Some(up) = &self.repl.upstream {
             let ack = ReplMsg::Ack {
                 sync: up.sync,
@@ -321,7 +322,7 @@ impl RedisServer {
         }
     }
 
-    fn on_ack(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, sync: u64, offset: u64) {
+    fn on_ack(&mut self, ctx: &mut impl Host<Msg, Timer>, from: NodeId, sync: u64, offset: u64) {
         let master = self.repl.role == Role::Master;
         let Some(link) = self
             .repl
@@ -347,7 +348,7 @@ impl RedisServer {
     }
 
     /// Queues the dataset as it stands for `replica`.
-    fn full_resync(&mut self, ctx: &mut Ctx<'_, Node>, replica: NodeId) {
+    fn full_resync(&mut self, ctx: &mut impl Host<Msg, Timer>, replica: NodeId) {
         let Some(sync) = self.repl.links.get(&replica).map(|l| l.sync) else {
             return;
         };
@@ -360,7 +361,7 @@ impl RedisServer {
     }
 
     /// A primary's write gets the next offset and goes into every replica's stream.
-    pub(super) fn feed_replicas(&mut self, ctx: &mut Ctx<'_, Node>, op: ReplOp) {
+    pub(super) fn feed_replicas(&mut self, ctx: &mut impl Host<Msg, Timer>, op: ReplOp) {
         self.repl.offset += 1;
         let offset = self.repl.offset;
         let links: Vec<(NodeId, u64)> = self.repl.links.iter().map(|(&n, l)| (n, l.sync)).collect();
@@ -371,7 +372,7 @@ impl RedisServer {
 
     /// Puts a message on a replica's stream after the replication lag, behind every earlier
     /// one.
-    fn enqueue(&mut self, ctx: &mut Ctx<'_, Node>, replica: NodeId, msg: ReplMsg) {
+    fn enqueue(&mut self, ctx: &mut impl Host<Msg, Timer>, replica: NodeId, msg: ReplMsg) {
         let lag = self.config.replication_lag.sample(ctx.rng());
         let now = ctx.mono();
         let link = self.repl.links.get_mut(&replica).expect("a linked replica");
@@ -384,7 +385,7 @@ impl RedisServer {
         }
         link.queue.push_back((out, msg));
         if link.queue.len() == 1 {
-            let timer = Timer::Redis(ServerTimer::Ship {
+            let timer = Timer::Server(ServerTimer::Ship {
                 replica,
                 sync: link.sync,
             });
@@ -393,7 +394,7 @@ impl RedisServer {
     }
 
     /// Sends what is due on a replica's stream and waits for the next.
-    pub(super) fn ship_due(&mut self, ctx: &mut Ctx<'_, Node>, replica: NodeId, sync: u64) {
+    pub(super) fn ship_due(&mut self, ctx: &mut impl Host<Msg, Timer>, replica: NodeId, sync: u64) {
         let now = ctx.mono();
         let Some(link) = self.repl.links.get_mut(&replica).filter(|l| l.sync == sync) else {
             return; // The link was replaced or dropped.
@@ -407,7 +408,7 @@ impl RedisServer {
             ctx.set_timer_at(
                 ClockKind::Mono,
                 out,
-                Timer::Redis(ServerTimer::Ship { replica, sync }),
+                Timer::Server(ServerTimer::Ship { replica, sync }),
             );
         }
     }
@@ -416,7 +417,7 @@ impl RedisServer {
     /// otherwise block until they do or the timeout passes.
     pub(super) fn wait(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, Timer>,
         client: NodeId,
         id: u64,
         replicas: u32,
@@ -451,7 +452,7 @@ impl RedisServer {
             .count() as u32
     }
 
-    fn unblock_waits(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn unblock_waits(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         let mut i = 0;
         while i < self.repl.waits.len() {
             let w = &self.repl.waits[i];
@@ -468,7 +469,12 @@ impl RedisServer {
         }
     }
 
-    pub(super) fn wait_timed_out(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, id: u64) {
+    pub(super) fn wait_timed_out(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        client: NodeId,
+        id: u64,
+    ) {
         if let Some(pos) = self
             .repl
             .waits
@@ -483,7 +489,7 @@ impl RedisServer {
 }
 
 fn reply(id: u64, reply: Reply) -> Msg {
-    Msg::RedisReply { id, reply }
+    Msg::Reply { id, reply }
 }
 
 /// The offset a stream message brings the replica to.

@@ -39,10 +39,11 @@
 
 use std::collections::BTreeMap;
 
-use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
 use super::Role;
-use crate::node::{Msg, Node, Timer};
+use super::{Msg, Timer};
+use crate::env::Host;
 
 /// `down-after-milliseconds` by default.
 pub const DEFAULT_DOWN_AFTER: Dur = Dur::from_secs(30);
@@ -306,7 +307,7 @@ impl Sentinel {
         self.tilt_since.is_some()
     }
 
-    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
+    pub(crate) fn on_start(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         let now = ctx.wall();
         for &s in &self.config.servers {
             let instance = Instance::new(now, s == self.primary);
@@ -337,7 +338,7 @@ impl Sentinel {
         self.last_hello = None;
     }
 
-    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: SentinelTimer) {
+    pub(crate) fn on_timer(&mut self, ctx: &mut impl Host<Msg, Timer>, timer: SentinelTimer) {
         let SentinelTimer::Tick = timer;
         let now = ctx.wall();
         self.check_tilt(now);
@@ -372,7 +373,7 @@ impl Sentinel {
     }
 
     /// Pings every server once a second and says hello to the others every two seconds.
-    fn send_periodic(&mut self, ctx: &mut Ctx<'_, Node>, now: LocalTime) {
+    fn send_periodic(&mut self, ctx: &mut impl Host<Msg, Timer>, now: LocalTime) {
         for (&s, inst) in self.instances.iter_mut() {
             if inst
                 .last_ping
@@ -392,7 +393,7 @@ impl Sentinel {
         }
     }
 
-    fn hello(&self, ctx: &mut Ctx<'_, Node>) {
+    fn hello(&self, ctx: &mut impl Host<Msg, Timer>) {
         let msg = SentinelMsg::Hello {
             primary: self.primary,
             config_epoch: self.config_epoch,
@@ -448,7 +449,7 @@ impl Sentinel {
 
     /// Asks the others whether the primary is down (once per ask period, or at once when
     /// `forced`), and for their vote while a failover is under way.
-    fn ask_others(&mut self, ctx: &mut Ctx<'_, Node>, now: LocalTime, forced: bool) {
+    fn ask_others(&mut self, ctx: &mut impl Host<Msg, Timer>, now: LocalTime, forced: bool) {
         let candidate = match self.failover {
             Failover::None => None,
             _ => Some(ctx.id()),
@@ -470,7 +471,11 @@ impl Sentinel {
         }
     }
 
-    fn start_failover_if_needed(&mut self, ctx: &mut Ctx<'_, Node>, now: LocalTime) -> bool {
+    fn start_failover_if_needed(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        now: LocalTime,
+    ) -> bool {
         if self.failover != Failover::None || !self.primary_odown(now) {
             return false;
         }
@@ -491,7 +496,7 @@ impl Sentinel {
         true
     }
 
-    fn failover_step(&mut self, ctx: &mut Ctx<'_, Node>, now: LocalTime) {
+    fn failover_step(&mut self, ctx: &mut impl Host<Msg, Timer>, now: LocalTime) {
         match self.failover {
             Failover::None => {}
             Failover::WaitStart { epoch, since } => {
@@ -522,7 +527,12 @@ impl Sentinel {
     /// `sentinelGetLeader`: the candidate with the most votes in `epoch`, if it has a
     /// majority of all sentinels and at least the quorum. This sentinel votes too: for the
     /// current winner, or for itself.
-    fn leader_of(&mut self, ctx: &mut Ctx<'_, Node>, epoch: u64, now: LocalTime) -> Option<NodeId> {
+    fn leader_of(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        epoch: u64,
+        now: LocalTime,
+    ) -> Option<NodeId> {
         let mut votes: BTreeMap<NodeId, u32> = BTreeMap::new();
         for p in self.peers.values() {
             if let (Some(l), true) = (p.leader, p.leader_epoch == epoch) {
@@ -543,7 +553,13 @@ impl Sentinel {
     }
 
     /// `sentinelVoteLeader`: one vote per epoch, for the first candidate that asks.
-    fn vote(&mut self, ctx: &mut Ctx<'_, Node>, epoch: u64, candidate: NodeId, now: LocalTime) {
+    fn vote(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        epoch: u64,
+        candidate: NodeId,
+        now: LocalTime,
+    ) {
         if epoch > self.current_epoch {
             self.current_epoch = epoch;
         }
@@ -560,7 +576,12 @@ impl Sentinel {
 
     /// Picks the replica with the largest offset, then the lowest id, among those that
     /// answer, and sends it `REPLICAOF NO ONE`.
-    fn promote_best_replica(&mut self, ctx: &mut Ctx<'_, Node>, epoch: u64, now: LocalTime) {
+    fn promote_best_replica(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        epoch: u64,
+        now: LocalTime,
+    ) {
         let primary = self.primary;
         let best = self
             .instances
@@ -588,7 +609,7 @@ impl Sentinel {
 
     /// The promoted replica reports itself primary: reconfigure every other server and
     /// announce the new configuration.
-    fn switch_to(&mut self, ctx: &mut Ctx<'_, Node>, promoted: NodeId, epoch: u64) {
+    fn switch_to(&mut self, ctx: &mut impl Host<Msg, Timer>, promoted: NodeId, epoch: u64) {
         let old = self.primary;
         for &s in &self.config.servers {
             if s != promoted && s != old {
@@ -625,7 +646,7 @@ impl Sentinel {
     /// the primary it replicates, then reconfigure it if its role disagrees with the
     /// configuration for long enough (see the module's documentation). Nothing in TILT or
     /// during a failover (whose promoted replica reports itself primary on purpose).
-    fn refresh_info(&mut self, ctx: &mut Ctx<'_, Node>, server: NodeId, now: LocalTime) {
+    fn refresh_info(&mut self, ctx: &mut impl Host<Msg, Timer>, server: NodeId, now: LocalTime) {
         let Some(inst) = self.instances.get_mut(&server) else {
             return;
         };
@@ -672,7 +693,12 @@ impl Sentinel {
         }
     }
 
-    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: SentinelMsg) {
+    pub(crate) fn on_message(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        from: NodeId,
+        msg: SentinelMsg,
+    ) {
         let now = ctx.wall();
         match msg {
             SentinelMsg::Pong { role, offset } => {
@@ -745,7 +771,7 @@ impl Sentinel {
     }
 }
 
-fn arm(ctx: &mut Ctx<'_, Node>) {
+fn arm(ctx: &mut impl Host<Msg, Timer>) {
     let hz = HZ + ctx.rng().below(HZ);
     ctx.set_timer(
         ClockKind::Mono,

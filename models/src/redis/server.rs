@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use lockstep_check::{Event, NodeId as HistNode};
-use lockstep_sim::{ClockKind, Ctx, Distribution, Dur, LocalTime, NodeId, TimerId};
+use lockstep_sim::{ClockKind, Distribution, Dur, LocalTime, NodeId, TimerId};
 
 use super::persistence::{
     AOF_FSYNC_PERIOD, CrashLoses, Db, Disk, Persistence, SERVER_CRON_PERIOD, save_due,
@@ -24,7 +24,9 @@ use super::persistence::{
 use super::replication::Repl;
 use super::sentinel::SentinelMsg;
 use super::{Command, Key, LOCK_KEY, ReplOp, Reply, Role};
-use crate::node::{Msg, Node, Timer};
+use super::{Msg, Timer};
+use crate::env::Host;
+use crate::observe::{HolderView, Observation};
 
 /// How a Redis server is set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,39 +97,6 @@ pub struct Entry {
     pub(crate) expires_at_ms: Option<i64>,
 }
 
-/// What a server did with the lock key, kept for reports (the timeline's server lane) and
-/// never read by the model. Times are the server's monotonic clock, in ns: a model cannot read
-/// true time, and the report maps them back with the node's clocks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LockAudit {
-    /// A command of `from` set the key (`SET NX PX`, or a script that does): the lock is
-    /// `from`'s until the deadline.
-    Set {
-        /// Monotonic reading at the command.
-        mono_ns: i64,
-        /// The client that set it.
-        from: NodeId,
-        /// The deadline, in ms of `clock`.
-        expires_at_ms: i64,
-        /// The clock the deadline is judged on.
-        clock: ClockKind,
-    },
-    /// The renew script moved the deadline.
-    Renew {
-        /// Monotonic reading at the command.
-        mono_ns: i64,
-        /// The new deadline, in ms of `clock`.
-        expires_at_ms: i64,
-        /// The clock the deadline is judged on.
-        clock: ClockKind,
-    },
-    /// A command deleted the key (`DEL`, the release script, or a lookup of an expired key).
-    Del {
-        /// Monotonic reading at the command.
-        mono_ns: i64,
-    },
-}
-
 /// A Redis server: a primary or a replica, with or without persistence.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisServer {
@@ -151,9 +120,6 @@ pub struct RedisServer {
     pub(super) repl: Repl,
     /// The writes the current command propagates (`server.also_propagate`).
     pub(super) propagate: Vec<ReplOp>,
-    /// What this server did with the lock key (kept across crashes: it is an observer's
-    /// record, not the server's state).
-    audit: Vec<LockAudit>,
 }
 
 impl RedisServer {
@@ -172,13 +138,7 @@ impl RedisServer {
             open: true,
             repl: Repl::new(replica_of),
             propagate: Vec::new(),
-            audit: Vec::new(),
         }
-    }
-
-    /// What this server did with the lock key, in order.
-    pub fn lock_audit(&self) -> &[LockAudit] {
-        &self.audit
     }
 
     /// The server's role now.
@@ -200,14 +160,14 @@ impl RedisServer {
         self.repl.role == Role::Master
     }
 
-    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
+    pub(crate) fn on_start(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         self.lastsave_s = wall_secs(ctx);
         self.last_fsync_ms = wall_secs(ctx) * 1000;
         self.open(ctx);
     }
 
     /// Starts serving: arms the RDB save check and, on a replica, connects to the primary.
-    fn open(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn open(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         self.open = true;
         if let Persistence::Rdb { .. } = self.config.persistence {
             set(ctx, SERVER_CRON_PERIOD, ServerTimer::Cron);
@@ -231,7 +191,7 @@ impl RedisServer {
 
     /// A restart loads the dataset from disk. Deadlines are absolute and are judged against
     /// the restarted node's clock: RDB load on a primary drops the keys already expired.
-    pub(crate) fn on_restart(&mut self, ctx: &mut Ctx<'_, Node>) {
+    pub(crate) fn on_restart(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         self.db = self.disk.load(&self.config.persistence);
         let rdb = matches!(self.config.persistence, Persistence::Rdb { .. });
         if rdb && self.replica_of.is_none() {
@@ -248,7 +208,7 @@ impl RedisServer {
         }
     }
 
-    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: ServerTimer) {
+    pub(crate) fn on_timer(&mut self, ctx: &mut impl Host<Msg, Timer>, timer: ServerTimer) {
         match timer {
             ServerTimer::Cron => {
                 if let Persistence::Rdb { save } = &self.config.persistence {
@@ -277,7 +237,7 @@ impl RedisServer {
     /// Handles one command from `from` and replies; nothing while the server is not open.
     pub(crate) fn on_command(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, Timer>,
         from: NodeId,
         id: u64,
         cmd: Command,
@@ -297,48 +257,66 @@ impl RedisServer {
             self.propagate_writes(ctx);
             self.repl.woff.insert(from, self.repl.offset);
         }
-        ctx.send(from, Msg::RedisReply { id, reply });
+        ctx.send(from, Msg::Reply { id, reply });
     }
 
-    /// Notes a change of the lock key's owner or deadline in the audit, judged from the key
+    /// Notes a change of the lock key's owner or deadline for observers, judged from the key
     /// before and after a command (so every command that sets, renews or deletes it counts,
     /// whatever its name). A key deleted because it had expired ends at its deadline anyway.
     ///
     /// A command that makes `from` the key's owner is also the service issuing that
     /// acquisition: it is recorded in the history as `Issued`, named by the lock value the
     /// client chose for this attempt (docs/checker.md, service order).
-    fn audit(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, before: Option<Entry>, now_ms: i64) {
+    fn audit(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        from: NodeId,
+        before: Option<Entry>,
+        now_ms: i64,
+    ) {
         let after = self.db.get(LOCK_KEY).copied();
-        let mono_ns = ctx.mono().as_nanos();
         let clock = self.config.expiry_clock;
         let live = |e: &Entry| e.expires_at_ms.is_none_or(|when| now_ms <= when);
-        let entry = match (before, after) {
-            (b, Some(a)) if b.is_none_or(|b| b.value != a.value || !live(&b)) => LockAudit::Set {
-                mono_ns,
-                from,
-                expires_at_ms: a.expires_at_ms.unwrap_or(i64::MAX),
-                clock,
+        // A key is expired once the clock reads past its deadline's millisecond.
+        let lapse = |e: &Entry| {
+            e.expires_at_ms.map(|at| {
+                (
+                    clock,
+                    LocalTime::from_nanos(at.saturating_add(1).saturating_mul(1_000_000)),
+                )
+            })
+        };
+        let view = match (before, after) {
+            (b, Some(a)) if b.is_none_or(|b| b.value != a.value || !live(&b)) => {
+                HolderView::Granted {
+                    client: from,
+                    expires: lapse(&a),
+                }
+            }
+            (Some(b), Some(a)) if b.expires_at_ms != a.expires_at_ms => match lapse(&a) {
+                Some(expires) => HolderView::Extended { expires },
+                None => return,
             },
-            (Some(b), Some(a)) if b.expires_at_ms != a.expires_at_ms => LockAudit::Renew {
-                mono_ns,
-                expires_at_ms: a.expires_at_ms.unwrap_or(i64::MAX),
-                clock,
-            },
-            (Some(_), None) => LockAudit::Del { mono_ns },
+            (Some(_), None) => HolderView::Free,
             _ => return,
         };
-        if let (LockAudit::Set { .. }, Some(a)) = (entry, after) {
+        ctx.observe(Observation::Holder(view));
+        if let (HolderView::Granted { .. }, Some(a)) = (view, after) {
             ctx.record(Event::Issued {
                 client: HistNode(from.0),
                 ticket: a.value,
             });
         }
-        self.audit.push(entry);
     }
 
     /// A message from a sentinel: `PING` (answered with the role and offset, as `INFO
     /// replication` would) or `REPLICAOF`.
-    pub(crate) fn on_sentinel(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: SentinelMsg) {
+    pub(crate) fn on_sentinel(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        from: NodeId,
+        msg: SentinelMsg,
+    ) {
         if !self.open {
             return;
         }
@@ -480,7 +458,7 @@ impl RedisServer {
     }
 
     /// After a command: the AOF gets the writes, then every replica's stream.
-    fn propagate_writes(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn propagate_writes(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         self.persist(ctx);
         let ops = std::mem::take(&mut self.propagate);
         for op in ops {
@@ -490,7 +468,7 @@ impl RedisServer {
 
     /// The dataset changed (a command, or on a replica its stream or a full resync): the
     /// AOF follows, before any reply goes out (`flushAppendOnlyFile` in `beforeSleep`).
-    pub(super) fn persist(&mut self, ctx: &mut Ctx<'_, Node>) {
+    pub(super) fn persist(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         self.disk.append(&self.config.persistence, &self.db);
         if matches!(self.config.persistence, Persistence::AofEverysec) {
             self.fsync_if_due(ctx);
@@ -504,7 +482,7 @@ impl RedisServer {
     /// Redis notices on its next event-loop turn, within `serverCron`'s 100 ms, the model at
     /// once). The fsync runs in a background thread; it is taken as complete the moment it
     /// starts.
-    fn fsync_if_due(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn fsync_if_due(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         let now_ms = ctx.wall().as_millis();
         let due_ms = self.last_fsync_ms + AOF_FSYNC_PERIOD.as_millis() as i64;
         if now_ms >= due_ms {
@@ -512,20 +490,20 @@ impl RedisServer {
             self.last_fsync_ms = now_ms;
         } else if !self.fsync_armed && !self.disk.synced() {
             self.fsync_armed = true;
-            let timer = Timer::Redis(ServerTimer::Fsync);
+            let timer = Timer::Server(ServerTimer::Fsync);
             ctx.set_timer_at(ClockKind::Wall, LocalTime::from_millis(due_ms), timer);
         }
     }
 }
 
 /// The wall clock in whole seconds (`server.unixtime`).
-fn wall_secs(ctx: &Ctx<'_, Node>) -> i64 {
+fn wall_secs(ctx: &impl Host<Msg, Timer>) -> i64 {
     ctx.wall().as_millis().div_euclid(1000)
 }
 
 /// Sets a server timer on the monotonic clock (the event loop's timers are monotonic).
-pub(super) fn set(ctx: &mut Ctx<'_, Node>, after: Dur, timer: ServerTimer) -> TimerId {
-    ctx.set_timer(ClockKind::Mono, after, Timer::Redis(timer))
+pub(super) fn set(ctx: &mut impl Host<Msg, Timer>, after: Dur, timer: ServerTimer) -> TimerId {
+    ctx.set_timer(ClockKind::Mono, after, Timer::Server(timer))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //! - **Recipe** (`LockInternals`, `StandardLockInternalsDriver`). Create a protected
 //!   ephemeral-sequential node `/lock/_c_<guid>-lock-NNNNNNNNNN`; list the children (no
 //!   watch); the lowest sequence holds; otherwise `getData` the predecessor with a watch and
-//!   wait for its deletion, then list again. The herd variant instead lists with a watch on
+//!   wait for its deletion, then list again. The parent watch instead lists with a watch on
 //!   the parent and wakes on every change. Our own node missing from the list (its session
 //!   is gone) starts the acquisition over. A create whose answer was lost to a disconnect is
 //!   found again after the reconnect by listing the children and looking for the guid
@@ -30,13 +30,21 @@
 
 use std::collections::BTreeMap;
 
-use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
 use super::proto::{Op, OpResult, Reply, Request};
 use super::tree::{ErrorCode, EventKind};
+use super::{ClientTimer, Msg};
 use super::{LOCK_PATH, SessionId, Zxid, lock_order, ping_interval, read_timeout};
-use crate::lock::LockSignal;
-use crate::node::{LockTimer, Msg, Node, Timer, ZkTimer};
+use crate::env::Host;
+use crate::lock::{LockClient, LockSignal, NoResource};
+use crate::observe::Observation;
+use crate::storage::StorageRequest;
+
+/// The counter of lock nodes a client deleted on release.
+pub const LOCK_RELEASES: &str = "lock releases";
+/// The counter of watch notifications clients received (per release: the herd effect).
+pub const WATCH_NOTIFICATIONS: &str = "watch notifications";
 
 /// Curator's default session timeout (`CuratorFrameworkFactory.java:60`).
 pub const CURATOR_SESSION_TIMEOUT: Dur = Dur::from_secs(60);
@@ -54,11 +62,11 @@ pub enum StopWorkOn {
 
 /// What a waiter watches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Recipe {
+pub enum Watch {
     /// The predecessor only: one notification per release.
     Predecessor,
     /// The parent's children: every waiter wakes on every change (the herd effect).
-    Herd,
+    Parent,
 }
 
 /// How a create lost to a disconnect is found again.
@@ -73,43 +81,34 @@ pub enum Protection {
 
 /// How a ZooKeeper lock client is set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZkLockConfig {
+pub struct ZooKeeperLockConfig {
     /// The ensemble's servers.
     pub servers: Vec<NodeId>,
     /// The session timeout asked for (the server clamps it).
     pub session_timeout: Dur,
     /// The application's policy on connection states.
     pub stop_work_on: StopWorkOn,
-    /// Predecessor or herd.
-    pub recipe: Recipe,
+    /// What a waiter watches.
+    pub watch: Watch,
     /// How a lost create is found again.
     pub protection: Protection,
     /// Hand the node's czxid to the workload as its fencing token.
     pub fencing: bool,
 }
 
-impl ZkLockConfig {
+impl ZooKeeperLockConfig {
     /// Curator's defaults for `servers`: a 60 s session, InterProcessMutex with no
     /// connection listener, the predecessor watch, the fixed protection, no fencing.
-    pub fn new(servers: Vec<NodeId>) -> ZkLockConfig {
-        ZkLockConfig {
+    pub fn new(servers: Vec<NodeId>) -> ZooKeeperLockConfig {
+        ZooKeeperLockConfig {
             servers,
             session_timeout: CURATOR_SESSION_TIMEOUT,
             stop_work_on: StopWorkOn::Never,
-            recipe: Recipe::Predecessor,
+            watch: Watch::Predecessor,
             protection: Protection::GuidAndSession,
             fencing: false,
         }
     }
-}
-
-/// What a client counted: bookkeeping for reports, kept across crashes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ZkStats {
-    /// Watch notifications received.
-    pub watch_events: u64,
-    /// Lock nodes this client deleted on release.
-    pub releases: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,8 +178,8 @@ enum Phase {
 
 /// The ZooKeeper lock client, embedded in a workload client.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZkLock {
-    config: ZkLockConfig,
+pub struct ZooKeeperLock {
+    config: ZooKeeperLockConfig,
     started: bool,
     cnxn: Cnxn,
     conns: u64,
@@ -201,20 +200,19 @@ pub struct ZkLock {
     next_xid: u64,
     /// A delete to retry once connected (`guaranteed()`), and its xid in flight.
     background_delete: Option<(String, Option<u64>)>,
-    stats: ZkStats,
 }
 
-impl ZkLock {
+impl ZooKeeperLock {
     /// An idle client, not yet connected.
     ///
     /// # Panics
     /// Without servers; the scenario loader rejects that.
-    pub fn new(config: ZkLockConfig) -> ZkLock {
+    pub fn new(config: ZooKeeperLockConfig) -> ZooKeeperLock {
         assert!(
             !config.servers.is_empty(),
             "a ZooKeeper client needs servers"
         );
-        ZkLock {
+        ZooKeeperLock {
             config,
             started: false,
             cnxn: Cnxn::Idle,
@@ -231,18 +229,12 @@ impl ZkLock {
             phase: Phase::Idle,
             next_xid: 0,
             background_delete: None,
-            stats: ZkStats::default(),
         }
     }
 
     /// The settings.
-    pub fn config(&self) -> &ZkLockConfig {
+    pub fn config(&self) -> &ZooKeeperLockConfig {
         &self.config
-    }
-
-    /// What this client counted.
-    pub fn stats(&self) -> ZkStats {
-        self.stats
     }
 
     /// The current session, if any.
@@ -250,57 +242,9 @@ impl ZkLock {
         self.session.map(|(s, _)| s)
     }
 
-    pub(crate) fn reset(&mut self) {
-        let stats = self.stats;
-        *self = ZkLock::new(self.config.clone());
-        self.stats = stats;
-    }
-
-    pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
-        if !self.started {
-            self.started = true;
-            self.server = ctx.rng().below(self.config.servers.len() as u64) as usize;
-            self.connect(ctx);
-        }
-        self.phase = Phase::Creating {
-            guid: ctx.rng().next_u64(),
-            lookup: false,
-            xid: None,
-        };
-        self.step(ctx);
-        None
-    }
-
-    pub(crate) fn valid(&self, _ctx: &Ctx<'_, Node>) -> bool {
-        matches!(self.phase, Phase::Held { .. })
-            && match self.config.stop_work_on {
-                StopWorkOn::Never => true,
-                StopWorkOn::Lost => self.curator != Curator::Lost,
-                StopWorkOn::Suspended => self.curator == Curator::Connected,
-            }
-    }
-
-    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        let Phase::Held { path, .. } = std::mem::replace(&mut self.phase, Phase::Idle) else {
-            return Some(LockSignal::Released);
-        };
-        match self.send_op(ctx, Op::Delete { path: path.clone() }) {
-            Some(xid) => {
-                self.phase = Phase::Releasing { path, xid };
-                None
-            }
-            None => {
-                // Not connected: `guaranteed()` deletes in the background once it can.
-                self.background_delete = Some((path, None));
-                Some(LockSignal::Released)
-            }
-        }
-    }
-
     pub(crate) fn on_reply(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         conn: u64,
         seq: u64,
         reply: Reply,
@@ -340,7 +284,7 @@ impl ZkLock {
     /// One message of the current connection, in stream order.
     fn on_message(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         _conn: u64,
         reply: Reply,
     ) -> Option<LockSignal> {
@@ -357,76 +301,9 @@ impl ZkLock {
                 self.on_result(ctx, xid, result)
             }
             Reply::Watch { path, kind } => {
-                self.stats.watch_events += 1;
+                ctx.observe(Observation::Count(WATCH_NOTIFICATIONS));
                 self.on_watch(ctx, &path, kind)
             }
-        }
-    }
-
-    pub(crate) fn on_timer(
-        &mut self,
-        ctx: &mut Ctx<'_, Node>,
-        timer: LockTimer,
-    ) -> Option<LockSignal> {
-        let LockTimer::Zk(timer) = timer else {
-            return None;
-        };
-        let now = ctx.mono();
-        match (timer, self.cnxn) {
-            (ZkTimer::Reconnect { seq }, Cnxn::Idle) if seq == self.conns => {
-                self.connect(ctx);
-                None
-            }
-            (ZkTimer::ConnectTimeout { conn }, Cnxn::Connecting { conn: c }) if c == conn => {
-                self.disconnect(ctx)
-            }
-            (
-                ZkTimer::ReadCheck { conn },
-                Cnxn::Connected {
-                    conn: c,
-                    last_heard,
-                    ..
-                },
-            ) if c == conn => {
-                let limit = read_timeout(self.timeout());
-                if now.saturating_since(last_heard) >= limit {
-                    return self.disconnect(ctx);
-                }
-                let t = Timer::Lock(LockTimer::Zk(ZkTimer::ReadCheck { conn }));
-                ctx.set_timer_at(ClockKind::Mono, last_heard + limit, t);
-                None
-            }
-            (
-                ZkTimer::PingCheck { conn },
-                Cnxn::Connected {
-                    conn: c, last_send, ..
-                },
-            ) if c == conn => {
-                let every = ping_interval(read_timeout(self.timeout()));
-                let mut next = last_send + every;
-                if now.saturating_since(last_send) >= every {
-                    self.send(ctx, Request::Ping);
-                    next = now + every;
-                }
-                let t = Timer::Lock(LockTimer::Zk(ZkTimer::PingCheck { conn }));
-                ctx.set_timer_at(ClockKind::Mono, next, t);
-                None
-            }
-            (ZkTimer::Lost { suspension }, _)
-                if suspension == self.suspensions && self.curator == Curator::Suspended =>
-            {
-                // Simulated expiration: Curator injects Expired into the handle, which then
-                // closes; the next connection makes a new session.
-                self.session = None;
-                self.fresh = true;
-                let signal = self.lost();
-                if matches!(self.cnxn, Cnxn::Connecting { .. }) {
-                    self.cnxn = Cnxn::Idle;
-                    self.connect(ctx);
-                }
-                signal
-            }
-            _ => None, // A timer of a connection or suspension that is over.
         }
     }
 
@@ -435,7 +312,7 @@ impl ZkLock {
         self.session.map_or(self.config.session_timeout, |(_, t)| t)
     }
 
-    fn connect(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn connect(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
         self.conns += 1;
         let conn = self.conns;
         self.cnxn = Cnxn::Connecting { conn };
@@ -448,15 +325,15 @@ impl ZkLock {
         (self.tx, self.rx) = (1, 0);
         self.early.clear();
         let to = self.config.servers[self.server];
-        ctx.send(to, Msg::Zk { conn, seq: 0, req });
+        ctx.send(to, Msg::Request { conn, seq: 0, req });
         let attempt = self.timeout() / self.config.servers.len() as u64;
-        let t = Timer::Lock(LockTimer::Zk(ZkTimer::ConnectTimeout { conn }));
+        let t = ClientTimer::ConnectTimeout { conn };
         ctx.set_timer(ClockKind::Mono, attempt, t);
     }
 
     /// The connection is gone (read timeout, a closed socket, a connect that timed out):
     /// try the next server, after up to a second unless the handle is fresh.
-    fn disconnect(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+    fn disconnect(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         let was_connected = matches!(self.cnxn, Cnxn::Connected { .. });
         self.cnxn = Cnxn::Idle;
         self.server = (self.server + 1) % self.config.servers.len();
@@ -464,7 +341,7 @@ impl ZkLock {
             self.connect(ctx);
         } else {
             let wait = Dur::from_nanos(ctx.rng().below(Dur::from_secs(1).as_nanos()));
-            let t = Timer::Lock(LockTimer::Zk(ZkTimer::Reconnect { seq: self.conns }));
+            let t = ClientTimer::Reconnect { seq: self.conns };
             ctx.set_timer(ClockKind::Mono, wait, t);
         }
         if !was_connected {
@@ -500,9 +377,9 @@ impl ZkLock {
             self.curator = Curator::Suspended;
             self.suspensions += 1;
             ctx.mark("suspended");
-            let t = Timer::Lock(LockTimer::Zk(ZkTimer::Lost {
+            let t = ClientTimer::Lost {
                 suspension: self.suspensions,
-            }));
+            };
             ctx.set_timer(ClockKind::Wall, self.timeout(), t);
             if self.config.stop_work_on == StopWorkOn::Suspended {
                 signal = signal.or(self.stop_work());
@@ -513,7 +390,7 @@ impl ZkLock {
 
     fn on_connected(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         session: SessionId,
         timeout: Dur,
     ) -> Option<LockSignal> {
@@ -541,9 +418,9 @@ impl ZkLock {
             last_send: now,
         };
         let read = read_timeout(timeout);
-        let t = Timer::Lock(LockTimer::Zk(ZkTimer::ReadCheck { conn }));
+        let t = ClientTimer::ReadCheck { conn };
         ctx.set_timer(ClockKind::Mono, read, t);
-        let t = Timer::Lock(LockTimer::Zk(ZkTimer::PingCheck { conn }));
+        let t = ClientTimer::PingCheck { conn };
         ctx.set_timer(ClockKind::Mono, ping_interval(read), t);
         if self.curator != Curator::Connected {
             self.curator = Curator::Connected;
@@ -586,11 +463,11 @@ impl ZkLock {
 
     /// Sends the request the current phase waits for, if it is not in flight and the
     /// client is connected.
-    fn step(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn step(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
         if !matches!(self.cnxn, Cnxn::Connected { .. }) {
             return;
         }
-        let herd = self.config.recipe == Recipe::Herd;
+        let parent = self.config.watch == Watch::Parent;
         match self.phase.clone() {
             Phase::Creating {
                 guid,
@@ -642,7 +519,7 @@ impl ZkLock {
             } => {
                 let op = Op::GetChildren {
                     path: LOCK_PATH.into(),
-                    watch: herd,
+                    watch: parent,
                 };
                 let xid = self.send_op(ctx, op);
                 self.phase = Phase::Listing { path, czxid, xid };
@@ -653,7 +530,7 @@ impl ZkLock {
 
     fn on_result(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         xid: u64,
         result: OpResult,
     ) -> Option<LockSignal> {
@@ -736,7 +613,7 @@ impl ZkLock {
             }
             (Phase::Releasing { .. }, _) => {
                 self.phase = Phase::Idle;
-                self.stats.releases += 1;
+                ctx.observe(Observation::Count(LOCK_RELEASES));
                 Some(LockSignal::Released)
             }
             (_, _) => {
@@ -748,7 +625,7 @@ impl ZkLock {
         }
     }
 
-    fn restart(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn restart(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
         self.phase = Phase::Creating {
             guid: ctx.rng().next_u64(),
             lookup: false,
@@ -757,7 +634,7 @@ impl ZkLock {
         self.step(ctx);
     }
 
-    fn list(&mut self, ctx: &mut Ctx<'_, Node>, path: String, czxid: Zxid) {
+    fn list(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, path: String, czxid: Zxid) {
         self.phase = Phase::Listing {
             path,
             czxid,
@@ -768,7 +645,7 @@ impl ZkLock {
 
     fn on_children(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         path: String,
         czxid: Zxid,
         mut names: Vec<String>,
@@ -791,12 +668,12 @@ impl ZkLock {
                 ticket: Some(czxid.as_u64()),
             });
         }
-        let watched = match self.config.recipe {
-            Recipe::Predecessor => format!("{LOCK_PATH}/{}", names[index - 1]),
-            Recipe::Herd => LOCK_PATH.to_string(),
+        let watched = match self.config.watch {
+            Watch::Predecessor => format!("{LOCK_PATH}/{}", names[index - 1]),
+            Watch::Parent => LOCK_PATH.to_string(),
         };
-        let xid = match self.config.recipe {
-            Recipe::Predecessor => self.send_op(
+        let xid = match self.config.watch {
+            Watch::Predecessor => self.send_op(
                 ctx,
                 Op::GetData {
                     path: watched.clone(),
@@ -804,7 +681,7 @@ impl ZkLock {
                 },
             ),
             // The listing already left a watch on the children.
-            Recipe::Herd => None,
+            Watch::Parent => None,
         };
         self.phase = Phase::Watching {
             path,
@@ -818,7 +695,7 @@ impl ZkLock {
 
     fn on_watch(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ClientTimer>,
         path: &str,
         kind: EventKind,
     ) -> Option<LockSignal> {
@@ -841,7 +718,7 @@ impl ZkLock {
         None
     }
 
-    fn send_op(&mut self, ctx: &mut Ctx<'_, Node>, op: Op) -> Option<u64> {
+    fn send_op(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, op: Op) -> Option<u64> {
         if !matches!(self.cnxn, Cnxn::Connected { .. }) {
             return None;
         }
@@ -851,7 +728,7 @@ impl ZkLock {
         Some(xid)
     }
 
-    fn send(&mut self, ctx: &mut Ctx<'_, Node>, req: Request) {
+    fn send(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, req: Request) {
         let now = ctx.mono();
         if let Cnxn::Connected {
             conn, last_send, ..
@@ -861,7 +738,148 @@ impl ZkLock {
             let conn = *conn;
             let seq = self.tx;
             self.tx += 1;
-            ctx.send(self.config.servers[self.server], Msg::Zk { conn, seq, req });
+            ctx.send(
+                self.config.servers[self.server],
+                Msg::Request { conn, seq, req },
+            );
+        }
+    }
+}
+
+impl LockClient for ZooKeeperLock {
+    type Msg = Msg;
+    type Timer = ClientTimer;
+    type Resource = NoResource;
+
+    fn on_message(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        _from: NodeId,
+        msg: Msg,
+    ) -> Option<LockSignal> {
+        match msg {
+            Msg::Reply { conn, seq, reply } => self.on_reply(ctx, conn, seq, reply),
+            // Servers send clients messages on their connections only.
+            msg => unreachable!("a ZooKeeper lock client was sent {msg:?}"),
+        }
+    }
+
+    fn resource_op(
+        &mut self,
+        _: &mut impl Host<Msg, ClientTimer>,
+        resource: &NoResource,
+        _: StorageRequest,
+    ) {
+        match *resource {}
+    }
+
+    fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
+        if !self.started {
+            self.started = true;
+            self.server = ctx.rng().below(self.config.servers.len() as u64) as usize;
+            self.connect(ctx);
+        }
+        self.phase = Phase::Creating {
+            guid: ctx.rng().next_u64(),
+            lookup: false,
+            xid: None,
+        };
+        self.step(ctx);
+        None
+    }
+
+    fn release(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        let Phase::Held { path, .. } = std::mem::replace(&mut self.phase, Phase::Idle) else {
+            return Some(LockSignal::Released);
+        };
+        match self.send_op(ctx, Op::Delete { path: path.clone() }) {
+            Some(xid) => {
+                self.phase = Phase::Releasing { path, xid };
+                None
+            }
+            None => {
+                // Not connected: `guaranteed()` deletes in the background once it can.
+                self.background_delete = Some((path, None));
+                Some(LockSignal::Released)
+            }
+        }
+    }
+
+    fn valid(&self, _ctx: &impl Host<Msg, ClientTimer>) -> bool {
+        matches!(self.phase, Phase::Held { .. })
+            && match self.config.stop_work_on {
+                StopWorkOn::Never => true,
+                StopWorkOn::Lost => self.curator != Curator::Lost,
+                StopWorkOn::Suspended => self.curator == Curator::Connected,
+            }
+    }
+
+    fn reset(&mut self) {
+        *self = ZooKeeperLock::new(self.config.clone());
+    }
+
+    fn on_timer(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        timer: ClientTimer,
+    ) -> Option<LockSignal> {
+        let now = ctx.mono();
+        match (timer, self.cnxn) {
+            (ClientTimer::Reconnect { seq }, Cnxn::Idle) if seq == self.conns => {
+                self.connect(ctx);
+                None
+            }
+            (ClientTimer::ConnectTimeout { conn }, Cnxn::Connecting { conn: c }) if c == conn => {
+                self.disconnect(ctx)
+            }
+            (
+                ClientTimer::ReadCheck { conn },
+                Cnxn::Connected {
+                    conn: c,
+                    last_heard,
+                    ..
+                },
+            ) if c == conn => {
+                let limit = read_timeout(self.timeout());
+                if now.saturating_since(last_heard) >= limit {
+                    return self.disconnect(ctx);
+                }
+                let t = ClientTimer::ReadCheck { conn };
+                ctx.set_timer_at(ClockKind::Mono, last_heard + limit, t);
+                None
+            }
+            (
+                ClientTimer::PingCheck { conn },
+                Cnxn::Connected {
+                    conn: c, last_send, ..
+                },
+            ) if c == conn => {
+                let every = ping_interval(read_timeout(self.timeout()));
+                let mut next = last_send + every;
+                if now.saturating_since(last_send) >= every {
+                    self.send(ctx, Request::Ping);
+                    next = now + every;
+                }
+                let t = ClientTimer::PingCheck { conn };
+                ctx.set_timer_at(ClockKind::Mono, next, t);
+                None
+            }
+            (ClientTimer::Lost { suspension }, _)
+                if suspension == self.suspensions && self.curator == Curator::Suspended =>
+            {
+                // Simulated expiration: Curator injects Expired into the handle, which then
+                // closes; the next connection makes a new session.
+                self.session = None;
+                self.fresh = true;
+                let signal = self.lost();
+                if matches!(self.cnxn, Cnxn::Connecting { .. }) {
+                    self.cnxn = Cnxn::Idle;
+                    self.connect(ctx);
+                }
+                signal
+            }
+            _ => None, // A timer of a connection or suspension that is over.
         }
     }
 }

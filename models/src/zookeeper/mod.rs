@@ -12,7 +12,7 @@
 //!   disconnect after 2T/3 of silence, `Expired` learned only on reconnect), a Curator-like
 //!   layer (SUSPENDED, LOST, simulated expiration on the client's WALL clock) and the lock
 //!   recipe (an ephemeral-sequential node, the lowest holds, watch the predecessor; or the
-//!   herd variant that watches the parent).
+//!   variant that watches the parent, with its herd effect).
 //! - [`proto`] is what they say to each other.
 //!
 //! **Atomic broadcast.** The ensemble reuses [`crate::raft`] for ZAB's broadcast, commit and
@@ -32,6 +32,7 @@
 //! reconfiguration, snapshots.
 
 pub mod client;
+pub mod family;
 pub mod proto;
 pub mod server;
 pub mod tree;
@@ -39,6 +40,77 @@ pub mod tree;
 use std::cmp::Ordering;
 
 use lockstep_sim::{Dur, LocalTime};
+
+pub use family::ZooKeeper;
+
+/// Every message of the ZooKeeper family.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Msg {
+    /// A client's request on its connection `conn`.
+    Request {
+        /// The client's connection number, echoed in every message back on it.
+        conn: u64,
+        /// Its position in the connection's stream from the client (the connect is 0).
+        seq: u64,
+        /// The request.
+        req: proto::Request,
+    },
+    /// A server's message on a client's connection `conn`.
+    Reply {
+        /// The client's connection number.
+        conn: u64,
+        /// Its position in the connection's stream from the server.
+        seq: u64,
+        /// The reply, watch event or close.
+        reply: proto::Reply,
+    },
+    /// A message between ensemble members.
+    Peer(proto::Peer),
+}
+
+/// Timers of a ZooKeeper server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ServerTimer {
+    /// The broadcast's tick (every tickTime/2), which is also the leader's ping to learners.
+    RaftTick,
+    /// The leader's session tracker runs at a tick boundary of its MONO clock.
+    Expiry {
+        /// The epoch of the tracker that set it.
+        epoch: u64,
+    },
+}
+
+/// Timers of the ZooKeeper lock client. Those of a connection carry its number, so a timer of
+/// a connection that is over is recognised and ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientTimer {
+    /// Connect again (after the random wait before a reconnect); `seq` is the number of the
+    /// last connection when it was set.
+    Reconnect {
+        /// The last connection's number.
+        seq: u64,
+    },
+    /// Connection `conn`'s connect attempt has taken `T / #servers`.
+    ConnectTimeout {
+        /// The connection.
+        conn: u64,
+    },
+    /// Check whether connection `conn` has been silent for 2T/3.
+    ReadCheck {
+        /// The connection.
+        conn: u64,
+    },
+    /// Check whether connection `conn` has been idle long enough to ping.
+    PingCheck {
+        /// The connection.
+        conn: u64,
+    },
+    /// Curator's simulated expiration of SUSPENDED number `suspension` (WALL clock).
+    Lost {
+        /// The suspension.
+        suspension: u64,
+    },
+}
 
 /// A session id.
 pub type SessionId = u64;

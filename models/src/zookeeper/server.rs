@@ -36,18 +36,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId};
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
 use super::proto::{Op, OpResult, Peer, Proposal, Reply, Request};
 use super::tree::{DataTree, ErrorCode, EventKind, Txn, TxnResult};
 use super::{LOCK_PATH, SessionId, Zxid, negotiate_timeout, round_to_next_tick};
+use super::{Msg, ServerTimer};
 use crate::audit::{Owner, OwnerAudit};
-use crate::node::{Msg, Node, Timer, ZkServerTimer};
+use crate::env::Host;
+use crate::family::Service;
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
 
 /// How an ensemble is set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZkServerConfig {
+pub struct ZooKeeperServerConfig {
     /// Every member, in id order.
     pub members: Vec<NodeId>,
     /// `tickTime`.
@@ -60,16 +62,16 @@ pub struct ZkServerConfig {
     pub max_session_timeout: Dur,
 }
 
-impl ZkServerConfig {
+impl ZooKeeperServerConfig {
     /// The sample configuration (`zoo_sample.cfg`): tickTime 2 s, syncLimit 5, session
     /// timeouts in [2, 20] ticks.
-    pub fn new(members: Vec<NodeId>) -> ZkServerConfig {
-        ZkServerConfig::with_tick(members, Dur::from_millis(2_000))
+    pub fn new(members: Vec<NodeId>) -> ZooKeeperServerConfig {
+        ZooKeeperServerConfig::with_tick(members, Dur::from_millis(2_000))
     }
 
     /// The defaults for another tickTime.
-    pub fn with_tick(members: Vec<NodeId>, tick: Dur) -> ZkServerConfig {
-        ZkServerConfig {
+    pub fn with_tick(members: Vec<NodeId>, tick: Dur) -> ZooKeeperServerConfig {
+        ZooKeeperServerConfig {
             members,
             tick,
             sync_limit: 5,
@@ -147,8 +149,8 @@ struct Forwarded {
 
 /// One ensemble member.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZkServer {
-    config: ZkServerConfig,
+pub struct ZooKeeperServer {
+    config: ZooKeeperServerConfig,
     me: NodeId,
     raft: Raft<Proposal>,
     tree: DataTree,
@@ -181,22 +183,22 @@ pub struct ZkServer {
     session_clients: BTreeMap<SessionId, NodeId>,
 }
 
-impl ZkServer {
+impl ZooKeeperServer {
     /// A fresh member; its broadcast node is built when the run starts, from the member's own
     /// random stream.
-    pub fn new(config: ZkServerConfig, me: NodeId) -> ZkServer {
+    pub fn new(config: ZooKeeperServerConfig, me: NodeId) -> ZooKeeperServer {
         let raft = Raft::dormant(Self::raft_config(&config, me), Durable::new());
-        ZkServer::with_raft(config, me, raft, 0, Vec::new())
+        ZooKeeperServer::with_raft(config, me, raft, 0, Vec::new())
     }
 
     fn with_raft(
-        config: ZkServerConfig,
+        config: ZooKeeperServerConfig,
         me: NodeId,
         raft: Raft<Proposal>,
         boots: u32,
         audit: Vec<Audit>,
-    ) -> ZkServer {
-        ZkServer {
+    ) -> ZooKeeperServer {
+        ZooKeeperServer {
             config,
             me,
             raft,
@@ -218,7 +220,7 @@ impl ZkServer {
         }
     }
 
-    fn raft_config(config: &ZkServerConfig, me: NodeId) -> RaftConfig {
+    fn raft_config(config: &ZooKeeperServerConfig, me: NodeId) -> RaftConfig {
         RaftConfig {
             election_ticks: 2 * config.sync_limit.max(1),
             heartbeat_ticks: 1,
@@ -262,79 +264,7 @@ impl ZkServer {
         &self.owners
     }
 
-    pub(crate) fn on_start(&mut self, ctx: &mut Ctx<'_, Node>) {
-        let durable = self.raft.durable().clone();
-        self.raft = Raft::new(Self::raft_config(&self.config, self.me), durable, ctx.rng());
-        if self.boots == 0 {
-            // Every server starts LOOKING and elects at once (FastLeaderElection): bring the
-            // fresh node to the edge of its election timeout, so its first tick campaigns.
-            let mut out = Outbox::default();
-            for _ in 1..self.raft.randomized_election_timeout() {
-                self.raft.tick(ctx.rng(), &mut out);
-            }
-            debug_assert!(
-                out.is_empty(),
-                "a follower's ticks before its timeout do nothing"
-            );
-        }
-        self.boots += 1;
-        self.audit.push(Audit::Boot);
-        let tick = self.config.raft_tick();
-        let first = Dur::from_nanos(ctx.rng().below(tick.as_nanos()) + 1);
-        ctx.set_timer(
-            ClockKind::Mono,
-            first,
-            Timer::ZkServer(ZkServerTimer::RaftTick),
-        );
-    }
-
-    pub(crate) fn on_crash(&mut self) {
-        let raft = self.raft.clone();
-        let audit = std::mem::take(&mut self.audit);
-        let mut owners = std::mem::take(&mut self.owners);
-        owners.crashed();
-        *self = ZkServer::with_raft(self.config.clone(), self.me, raft, self.boots, audit);
-        self.owners = owners;
-    }
-
-    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_, Node>, timer: ZkServerTimer) {
-        match timer {
-            ZkServerTimer::RaftTick => {
-                let tick = self.config.raft_tick();
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    tick,
-                    Timer::ZkServer(ZkServerTimer::RaftTick),
-                );
-                let mut out = Outbox::default();
-                self.raft.tick(ctx.rng(), &mut out);
-                self.process(ctx, out);
-                if self.tracker.is_some() {
-                    for &m in &self.config.members {
-                        if m != self.me {
-                            ctx.send(m, Msg::ZkPeer(Peer::Ping));
-                        }
-                    }
-                }
-                self.expire_forwarded(ctx);
-            }
-            ZkServerTimer::Expiry { epoch } => self.expire_sessions(ctx, epoch),
-        }
-    }
-
-    pub(crate) fn on_message(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, msg: Msg) {
-        match msg {
-            Msg::ZkPeer(p) => self.on_peer(ctx, from, p),
-            Msg::Zk { conn, seq, req } => {
-                for req in self.in_order(from, conn, seq, req) {
-                    self.on_client(ctx, from, conn, req);
-                }
-            }
-            other => panic!("zookeeper server {} got {other:?}", ctx.name()),
-        }
-    }
-
-    fn on_peer(&mut self, ctx: &mut Ctx<'_, Node>, from: NodeId, p: Peer) {
+    fn on_peer(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, from: NodeId, p: Peer) {
         match p {
             Peer::Raft(m) => {
                 let mut out = Outbox::default();
@@ -352,7 +282,7 @@ impl ZkServer {
                     let timeout = self.revalidate(ctx, session, from);
                     ctx.send(
                         from,
-                        Msg::ZkPeer(Peer::Revalidated {
+                        Msg::Peer(Peer::Revalidated {
                             client,
                             conn,
                             session,
@@ -369,7 +299,7 @@ impl ZkServer {
             } => self.finish_connect(ctx, client, conn, session, timeout),
             Peer::Ping => {
                 let touched = std::mem::take(&mut self.touches).into_iter().collect();
-                ctx.send(from, Msg::ZkPeer(Peer::Touches(touched)));
+                ctx.send(from, Msg::Peer(Peer::Touches(touched)));
             }
             // A learner's touch table is for the leader's tracker only: `LearnerHandler`
             // hands a PING reply's sessions to `learnerMaster.touch`, and a learner handler
@@ -408,7 +338,13 @@ impl ZkServer {
         ready
     }
 
-    fn on_client(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, conn: u64, req: Request) {
+    fn on_client(
+        &mut self,
+        ctx: &mut impl Host<Msg, ServerTimer>,
+        client: NodeId,
+        conn: u64,
+        req: Request,
+    ) {
         if self.serving.is_none() {
             self.reply(ctx, client, conn, Reply::Closed);
             return;
@@ -442,7 +378,7 @@ impl ZkServer {
 
     fn connect(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ServerTimer>,
         client: NodeId,
         conn: u64,
         session: Option<SessionId>,
@@ -489,7 +425,7 @@ impl ZkServer {
                 if let Some(leader) = self.raft.leader() {
                     ctx.send(
                         leader,
-                        Msg::ZkPeer(Peer::Revalidate {
+                        Msg::Peer(Peer::Revalidate {
                             client,
                             conn,
                             session,
@@ -504,7 +440,7 @@ impl ZkServer {
     /// or closing; the member the client reconnected to becomes its owner.
     fn revalidate(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ServerTimer>,
         session: SessionId,
         owner: NodeId,
     ) -> Option<Dur> {
@@ -519,7 +455,7 @@ impl ZkServer {
 
     fn finish_connect(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ServerTimer>,
         client: NodeId,
         conn: u64,
         session: SessionId,
@@ -538,7 +474,7 @@ impl ZkServer {
 
     fn op(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ServerTimer>,
         client: NodeId,
         conn: u64,
         session: SessionId,
@@ -594,7 +530,7 @@ impl ZkServer {
 
     fn submit_op(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, ServerTimer>,
         client: NodeId,
         conn: u64,
         xid: u64,
@@ -611,7 +547,7 @@ impl ZkServer {
     }
 
     /// Hands a proposal to the leader: itself, or by forwarding.
-    fn submit(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+    fn submit(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, p: Proposal) {
         if self.raft.role() == Role::Leader {
             return self.leader_submit(ctx, p);
         }
@@ -623,14 +559,14 @@ impl ZkServer {
                     xid: p.xid,
                     at: ctx.mono(),
                 });
-                ctx.send(leader, Msg::ZkPeer(Peer::Forward(p)));
+                ctx.send(leader, Msg::Peer(Peer::Forward(p)));
             }
             None => self.refused(ctx, p, ErrorCode::ConnectionLoss),
         }
     }
 
     /// The leader's request processor: check the session and its owner, then propose.
-    fn leader_submit(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal) {
+    fn leader_submit(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, p: Proposal) {
         let Some(tracker) = &mut self.tracker else {
             return self.refuse(ctx, p, ErrorCode::ConnectionLoss);
         };
@@ -663,17 +599,17 @@ impl ZkServer {
         }
     }
 
-    fn refuse(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal, error: ErrorCode) {
+    fn refuse(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, p: Proposal, error: ErrorCode) {
         if p.origin == self.me {
             self.refused(ctx, p, error);
         } else {
-            ctx.send(p.origin, Msg::ZkPeer(Peer::Refused { proposal: p, error }));
+            ctx.send(p.origin, Msg::Peer(Peer::Refused { proposal: p, error }));
         }
     }
 
     /// A proposal of this member's client was refused: a create or delete of an expired
     /// session fails with `SessionExpired`; otherwise the client's connection is closed.
-    fn refused(&mut self, ctx: &mut Ctx<'_, Node>, p: Proposal, error: ErrorCode) {
+    fn refused(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, p: Proposal, error: ErrorCode) {
         self.forwarded
             .retain(|f| !(f.client == p.client && f.conn == p.conn && f.xid == p.xid));
         if p.client == self.me {
@@ -698,7 +634,7 @@ impl ZkServer {
 
     /// A forwarded request not committed within `syncLimit` ticks means the learner's link
     /// to the leader broke: the learner drops the client, which reconnects.
-    fn expire_forwarded(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn expire_forwarded(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let limit = self.config.tick * u64::from(self.config.sync_limit);
         let now = ctx.mono();
         let (late, kept): (Vec<Forwarded>, Vec<Forwarded>) = std::mem::take(&mut self.forwarded)
@@ -712,7 +648,7 @@ impl ZkServer {
         }
     }
 
-    fn touch(&mut self, ctx: &mut Ctx<'_, Node>, session: SessionId) {
+    fn touch(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, session: SessionId) {
         let tick = self.config.tick;
         let now = ctx.mono();
         let Some(t) = &mut self.tracker else {
@@ -730,7 +666,7 @@ impl ZkServer {
 
     /// The tracker's run at a tick boundary: every session past its expiry is marked closing
     /// and its `closeSession` proposed.
-    fn expire_sessions(&mut self, ctx: &mut Ctx<'_, Node>, epoch: u64) {
+    fn expire_sessions(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, epoch: u64) {
         let now = ctx.mono();
         let Some(t) = self.tracker.as_mut().filter(|t| t.epoch == epoch) else {
             return;
@@ -745,11 +681,7 @@ impl ZkServer {
             t.closing.insert(s);
         }
         let next = round_to_next_tick(now, self.config.tick);
-        ctx.set_timer_at(
-            ClockKind::Mono,
-            next,
-            Timer::ZkServer(ZkServerTimer::Expiry { epoch }),
-        );
+        ctx.set_timer_at(ClockKind::Mono, next, ServerTimer::Expiry { epoch });
         for session in due {
             self.audit.push(Audit::Expired { session });
             let p = Proposal {
@@ -765,7 +697,7 @@ impl ZkServer {
 
     /// Sends the broadcast's messages, applies what committed, and opens or closes the
     /// member's service to clients as its epoch changes.
-    fn process(&mut self, ctx: &mut Ctx<'_, Node>, out: Outbox<Proposal>) {
+    fn process(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, out: Outbox<Proposal>) {
         let Outbox {
             msgs,
             committed,
@@ -773,7 +705,7 @@ impl ZkServer {
             ..
         } = out;
         for (to, m) in msgs {
-            ctx.send(to, Msg::ZkPeer(Peer::Raft(m)));
+            ctx.send(to, Msg::Peer(Peer::Raft(m)));
         }
         let (role, term) = (self.raft.role(), self.raft.term());
         if !role_changes.is_empty()
@@ -807,7 +739,7 @@ impl ZkServer {
 
     /// The leader's first entry of its epoch is applied: it is ready, and rebuilds its
     /// tracker with every session at `now + T`.
-    fn become_ready(&mut self, ctx: &mut Ctx<'_, Node>, epoch: u64) {
+    fn become_ready(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, epoch: u64) {
         let now = ctx.mono();
         let tick = self.config.tick;
         let expiry = self
@@ -826,12 +758,12 @@ impl ZkServer {
         ctx.set_timer_at(
             ClockKind::Mono,
             round_to_next_tick(now, tick),
-            Timer::ZkServer(ZkServerTimer::Expiry { epoch }),
+            ServerTimer::Expiry { epoch },
         );
         ctx.mark("zk-leader-ready");
     }
 
-    fn apply(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal) {
+    fn apply(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, p: &Proposal) {
         let zxid = self.last_zxid;
         let (result, events) = self.tree.apply(&p.txn, zxid);
         self.audit.push(Audit::Applied {
@@ -887,7 +819,7 @@ impl ZkServer {
     /// The lock's children changed: notes who the applied tree now makes the owner, the client
     /// whose node is first in line, as the recipe orders them ([`super::lock_order`]), named
     /// by the node's czxid (its fencing token).
-    fn observe_owner(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn observe_owner(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let owner = self.tree.first_in_line(LOCK_PATH).map(|(name, stat)| {
             let client = stat
                 .ephemeral_owner
@@ -903,7 +835,7 @@ impl ZkServer {
         self.owners.observe(ctx, owner);
     }
 
-    fn answer(&mut self, ctx: &mut Ctx<'_, Node>, p: &Proposal, result: TxnResult) {
+    fn answer(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, p: &Proposal, result: TxnResult) {
         self.forwarded
             .retain(|f| !(f.client == p.client && f.conn == p.conn && f.xid == p.xid));
         if self.conns.get(&p.client).is_none_or(|c| c.conn != p.conn) {
@@ -926,7 +858,7 @@ impl ZkServer {
     }
 
     /// Fires (and removes) the watches the applied events trigger.
-    fn fire(&mut self, ctx: &mut Ctx<'_, Node>, events: Vec<(String, EventKind)>) {
+    fn fire(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, events: Vec<(String, EventKind)>) {
         for (path, kind) in events {
             let watchers = match kind {
                 EventKind::NodeCreated | EventKind::NodeDeleted => self.data_watches.remove(&path),
@@ -946,7 +878,13 @@ impl ZkServer {
 
     /// Sends `reply` on the client's connection `conn`, if it is the current one, at the
     /// next position of its stream; a close goes out even without a connection.
-    fn reply(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId, conn: u64, reply: Reply) {
+    fn reply(
+        &mut self,
+        ctx: &mut impl Host<Msg, ServerTimer>,
+        client: NodeId,
+        conn: u64,
+        reply: Reply,
+    ) {
         let seq = match self.conns.get_mut(&client).filter(|c| c.conn == conn) {
             Some(c) => {
                 c.sent += 1;
@@ -955,7 +893,7 @@ impl ZkServer {
             None if reply == Reply::Closed => 0,
             None => return,
         };
-        ctx.send(client, Msg::ZkReply { conn, seq, reply });
+        ctx.send(client, Msg::Reply { conn, seq, reply });
     }
 
     fn drop_client(&mut self, client: NodeId) {
@@ -969,7 +907,7 @@ impl ZkServer {
         }
     }
 
-    fn close_client(&mut self, ctx: &mut Ctx<'_, Node>, client: NodeId) {
+    fn close_client(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, client: NodeId) {
         if let Some(conn) = self.conns.get(&client).map(|c| c.conn) {
             self.reply(ctx, client, conn, Reply::Closed);
             self.drop_client(client);
@@ -977,12 +915,12 @@ impl ZkServer {
     }
 
     /// The member left the epoch it served in: every client connection is closed.
-    fn close_all(&mut self, ctx: &mut Ctx<'_, Node>) {
+    fn close_all(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         for (client, c) in std::mem::take(&mut self.conns) {
             let (conn, seq) = (c.conn, c.sent);
             ctx.send(
                 client,
-                Msg::ZkReply {
+                Msg::Reply {
                     conn,
                     seq,
                     reply: Reply::Closed,
@@ -993,5 +931,81 @@ impl ZkServer {
         self.child_watches.clear();
         self.touches.clear();
         self.forwarded.clear();
+    }
+}
+
+impl Service for ZooKeeperServer {
+    type Msg = Msg;
+    type Timer = ServerTimer;
+
+    fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
+        let durable = self.raft.durable().clone();
+        self.raft = Raft::new(Self::raft_config(&self.config, self.me), durable, ctx.rng());
+        if self.boots == 0 {
+            // Every server starts LOOKING and elects at once (FastLeaderElection): bring the
+            // fresh node to the edge of its election timeout, so its first tick campaigns.
+            let mut out = Outbox::default();
+            for _ in 1..self.raft.randomized_election_timeout() {
+                self.raft.tick(ctx.rng(), &mut out);
+            }
+            debug_assert!(
+                out.is_empty(),
+                "a follower's ticks before its timeout do nothing"
+            );
+        }
+        self.boots += 1;
+        self.audit.push(Audit::Boot);
+        let tick = self.config.raft_tick();
+        let first = Dur::from_nanos(ctx.rng().below(tick.as_nanos()) + 1);
+        ctx.set_timer(ClockKind::Mono, first, ServerTimer::RaftTick);
+    }
+
+    fn on_restart(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
+        self.on_start(ctx);
+    }
+
+    fn on_crash(&mut self) {
+        let raft = self.raft.clone();
+        let audit = std::mem::take(&mut self.audit);
+        let mut owners = std::mem::take(&mut self.owners);
+        owners.crashed();
+        *self = ZooKeeperServer::with_raft(self.config.clone(), self.me, raft, self.boots, audit);
+        self.owners = owners;
+    }
+
+    fn on_timer(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, timer: ServerTimer) {
+        match timer {
+            ServerTimer::RaftTick => {
+                let tick = self.config.raft_tick();
+                ctx.set_timer(ClockKind::Mono, tick, ServerTimer::RaftTick);
+                let mut out = Outbox::default();
+                self.raft.tick(ctx.rng(), &mut out);
+                self.process(ctx, out);
+                if self.tracker.is_some() {
+                    for &m in &self.config.members {
+                        if m != self.me {
+                            ctx.send(m, Msg::Peer(Peer::Ping));
+                        }
+                    }
+                }
+                self.expire_forwarded(ctx);
+            }
+            ServerTimer::Expiry { epoch } => self.expire_sessions(ctx, epoch),
+        }
+    }
+
+    fn on_message(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Peer(p) => self.on_peer(ctx, from, p),
+            Msg::Request { conn, seq, req } => {
+                for req in self.in_order(from, conn, seq, req) {
+                    self.on_client(ctx, from, conn, req);
+                }
+            }
+            // Servers send replies to clients only.
+            msg @ Msg::Reply { .. } => {
+                unreachable!("ZooKeeper server {} was sent {msg:?}", ctx.name())
+            }
+        }
     }
 }

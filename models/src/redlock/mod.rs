@@ -17,11 +17,16 @@
 //! passed, and the lease is counted from the moment the last reply was read. Extension sends
 //! the compare-and-pexpire script to every instance at once and counts only with a quorum.
 
-use lockstep_sim::{ClockKind, Ctx, Dur, LocalTime, NodeId, TimerId};
+pub mod family;
 
-use crate::lock::LockSignal;
-use crate::node::{LockTimer, Msg, Node, Timer};
-use crate::redis::{Command, LOCK_KEY, Reply};
+pub use family::Redlock;
+
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
+
+use crate::env::Host;
+use crate::lock::{LockClient, LockSignal, NoResource};
+use crate::redis::{Command, LOCK_KEY, LockTimer, Msg, Reply};
+use crate::storage::StorageRequest;
 
 /// Which client library's algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -232,34 +237,9 @@ impl RedlockClient {
         &self.config
     }
 
-    pub(crate) fn acquire(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        assert_eq!(self.state, State::Idle, "acquire while not idle");
-        self.value = ctx.rng().next_u64();
-        self.start_try(ctx, 1);
-        None
-    }
-
-    pub(crate) fn valid(&self, ctx: &Ctx<'_, Node>) -> bool {
-        matches!(self.state, State::Held { until, .. } if ctx.clock(self.config.clock) < until)
-    }
-
-    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
-        if !matches!(self.state, State::Held { .. }) {
-            self.state = State::Idle;
-            return Some(LockSignal::Released);
-        }
-        let round = self.start_round(ctx, Purpose::Release);
-        self.state = State::Releasing { round };
-        None
-    }
-
-    pub(crate) fn reset(&mut self) {
-        self.state = State::Idle;
-    }
-
     pub(crate) fn on_reply(
         &mut self,
-        ctx: &mut Ctx<'_, Node>,
+        ctx: &mut impl Host<Msg, LockTimer>,
         id: u64,
         reply: Reply,
     ) -> Option<LockSignal> {
@@ -278,54 +258,6 @@ impl RedlockClient {
         self.step(ctx)
     }
 
-    pub(crate) fn on_timer(
-        &mut self,
-        ctx: &mut Ctx<'_, Node>,
-        timer: LockTimer,
-    ) -> Option<LockSignal> {
-        match (&self.state, timer) {
-            (State::Backoff { try_ }, LockTimer::Retry) => {
-                let try_ = *try_;
-                if try_ >= self.config.tries {
-                    self.state = State::Idle;
-                    return Some(LockSignal::AcquireFailed);
-                }
-                self.start_try(ctx, try_ + 1);
-                None
-            }
-            (
-                State::Held {
-                    extending: None, ..
-                },
-                LockTimer::Renew { value },
-            ) if value == self.value => {
-                let round = self.start_round(ctx, Purpose::Extend);
-                if let State::Held { extending, .. } = &mut self.state {
-                    *extending = Some(round);
-                }
-                None
-            }
-            (_, LockTimer::Timeout { req }) => {
-                let flavour = self.config.flavour;
-                let round = self.round_mut()?;
-                if round.deadline != req {
-                    return None;
-                }
-                round.timer = None;
-                // Whatever has not answered by the deadline counts as a failure.
-                match flavour {
-                    Flavour::Antirez => {
-                        let i = round.next - 1;
-                        round.pending[i] = None;
-                    }
-                    Flavour::Redsync => round.pending.iter_mut().for_each(|p| *p = None),
-                }
-                self.step(ctx)
-            }
-            _ => None, // A timer of a state the client has left.
-        }
-    }
-
     fn round_mut(&mut self) -> Option<&mut Round> {
         match &mut self.state {
             State::Acquiring { round, .. }
@@ -339,14 +271,14 @@ impl RedlockClient {
         }
     }
 
-    fn start_try(&mut self, ctx: &mut Ctx<'_, Node>, try_: u32) {
+    fn start_try(&mut self, ctx: &mut impl Host<Msg, LockTimer>, try_: u32) {
         let round = self.start_round(ctx, Purpose::Acquire);
         self.state = State::Acquiring { try_, round };
         ctx.mark("acquire-sent");
     }
 
     /// Sends a round's first request (antirez) or all of them (redsync).
-    fn start_round(&mut self, ctx: &mut Ctx<'_, Node>, purpose: Purpose) -> Round {
+    fn start_round(&mut self, ctx: &mut impl Host<Msg, LockTimer>, purpose: Purpose) -> Round {
         let n = self.config.servers.len();
         let mut round = Round {
             purpose,
@@ -370,26 +302,26 @@ impl RedlockClient {
     }
 
     /// Sequential rounds: asks the next instance, under its own timeout.
-    fn send_next(&mut self, ctx: &mut Ctx<'_, Node>, round: &mut Round) {
+    fn send_next(&mut self, ctx: &mut impl Host<Msg, LockTimer>, round: &mut Round) {
         let i = round.next;
         round.next += 1;
         round.pending[i] = Some(self.send(ctx, i, round.purpose));
         self.arm(ctx, round);
     }
 
-    fn arm(&mut self, ctx: &mut Ctx<'_, Node>, round: &mut Round) {
+    fn arm(&mut self, ctx: &mut impl Host<Msg, LockTimer>, round: &mut Round) {
         if let Some(t) = round.timer.take() {
             ctx.cancel_timer(t);
         }
         self.next_req += 1;
         round.deadline = self.next_req;
-        let timer = Timer::Lock(LockTimer::Timeout {
+        let timer = LockTimer::Timeout {
             req: round.deadline,
-        });
+        };
         round.timer = Some(ctx.set_timer(ClockKind::Mono, self.config.timeout, timer));
     }
 
-    fn send(&mut self, ctx: &mut Ctx<'_, Node>, i: usize, purpose: Purpose) -> u64 {
+    fn send(&mut self, ctx: &mut impl Host<Msg, LockTimer>, i: usize, purpose: Purpose) -> u64 {
         let value = self.value;
         let cmd = match purpose {
             Purpose::Acquire => Command::SetNxPx {
@@ -409,12 +341,12 @@ impl RedlockClient {
         };
         self.next_req += 1;
         let id = self.next_req;
-        ctx.send(self.config.servers[i], Msg::Redis { id, cmd });
+        ctx.send(self.config.servers[i], Msg::Command { id, cmd });
         id
     }
 
     /// Moves the current round on after a reply or a timeout: the next instance, or the end.
-    fn step(&mut self, ctx: &mut Ctx<'_, Node>) -> Option<LockSignal> {
+    fn step(&mut self, ctx: &mut impl Host<Msg, LockTimer>) -> Option<LockSignal> {
         let flavour = self.config.flavour;
         let n = self.config.servers.len();
         let mut round = self.round_mut()?.clone();
@@ -433,7 +365,7 @@ impl RedlockClient {
     }
 
     /// Every instance answered or timed out: judge the round.
-    fn finish(&mut self, ctx: &mut Ctx<'_, Node>, round: Round) -> Option<LockSignal> {
+    fn finish(&mut self, ctx: &mut impl Host<Msg, LockTimer>, round: Round) -> Option<LockSignal> {
         let now = ctx.clock(self.config.clock);
         let quorum = round.ok >= self.config.quorum();
         match (&self.state, round.purpose) {
@@ -479,7 +411,7 @@ impl RedlockClient {
         }
     }
 
-    fn hold(&mut self, ctx: &mut Ctx<'_, Node>, until: LocalTime) {
+    fn hold(&mut self, ctx: &mut impl Host<Msg, LockTimer>, until: LocalTime) {
         self.state = State::Held {
             until,
             extending: None,
@@ -489,14 +421,14 @@ impl RedlockClient {
             ctx.set_timer(
                 ClockKind::Mono,
                 self.config.ttl / 3,
-                Timer::Lock(LockTimer::Renew { value }),
+                LockTimer::Renew { value },
             );
         }
     }
 
     /// After a failed try: antirez sleeps `rand(200)` ms even after its last try; redsync
     /// gives up at once after its last.
-    fn backoff(&mut self, ctx: &mut Ctx<'_, Node>, try_: u32) -> Option<LockSignal> {
+    fn backoff(&mut self, ctx: &mut impl Host<Msg, LockTimer>, try_: u32) -> Option<LockSignal> {
         if try_ >= self.config.tries && self.config.flavour == Flavour::Redsync {
             self.state = State::Idle;
             return Some(LockSignal::AcquireFailed);
@@ -507,13 +439,110 @@ impl RedlockClient {
         } else {
             lo
         };
-        ctx.set_timer(
-            ClockKind::Mono,
-            Dur::from_millis(ms),
-            Timer::Lock(LockTimer::Retry),
-        );
+        ctx.set_timer(ClockKind::Mono, Dur::from_millis(ms), LockTimer::Retry);
         self.state = State::Backoff { try_ };
         None
+    }
+}
+
+impl LockClient for RedlockClient {
+    type Msg = Msg;
+    type Timer = LockTimer;
+    type Resource = NoResource;
+
+    fn on_message(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        _from: NodeId,
+        msg: Msg,
+    ) -> Option<LockSignal> {
+        match msg {
+            Msg::Reply { id, reply } => self.on_reply(ctx, id, reply),
+            // Redlock's instances have no sentinels and send only replies.
+            msg => unreachable!("a Redlock client was sent {msg:?}"),
+        }
+    }
+
+    fn resource_op(
+        &mut self,
+        _: &mut impl Host<Msg, LockTimer>,
+        resource: &NoResource,
+        _: StorageRequest,
+    ) {
+        match *resource {}
+    }
+
+    fn acquire(&mut self, ctx: &mut impl Host<Msg, LockTimer>) -> Option<LockSignal> {
+        assert_eq!(self.state, State::Idle, "acquire while not idle");
+        self.value = ctx.rng().next_u64();
+        self.start_try(ctx, 1);
+        None
+    }
+
+    fn release(&mut self, ctx: &mut impl Host<Msg, LockTimer>) -> Option<LockSignal> {
+        if !matches!(self.state, State::Held { .. }) {
+            self.state = State::Idle;
+            return Some(LockSignal::Released);
+        }
+        let round = self.start_round(ctx, Purpose::Release);
+        self.state = State::Releasing { round };
+        None
+    }
+
+    fn valid(&self, ctx: &impl Host<Msg, LockTimer>) -> bool {
+        matches!(self.state, State::Held { until, .. } if ctx.clock(self.config.clock) < until)
+    }
+
+    fn reset(&mut self) {
+        self.state = State::Idle;
+    }
+
+    fn on_timer(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        timer: LockTimer,
+    ) -> Option<LockSignal> {
+        match (&self.state, timer) {
+            (State::Backoff { try_ }, LockTimer::Retry) => {
+                let try_ = *try_;
+                if try_ >= self.config.tries {
+                    self.state = State::Idle;
+                    return Some(LockSignal::AcquireFailed);
+                }
+                self.start_try(ctx, try_ + 1);
+                None
+            }
+            (
+                State::Held {
+                    extending: None, ..
+                },
+                LockTimer::Renew { value },
+            ) if value == self.value => {
+                let round = self.start_round(ctx, Purpose::Extend);
+                if let State::Held { extending, .. } = &mut self.state {
+                    *extending = Some(round);
+                }
+                None
+            }
+            (_, LockTimer::Timeout { req }) => {
+                let flavour = self.config.flavour;
+                let round = self.round_mut()?;
+                if round.deadline != req {
+                    return None;
+                }
+                round.timer = None;
+                // Whatever has not answered by the deadline counts as a failure.
+                match flavour {
+                    Flavour::Antirez => {
+                        let i = round.next - 1;
+                        round.pending[i] = None;
+                    }
+                    Flavour::Redsync => round.pending.iter_mut().for_each(|p| *p = None),
+                }
+                self.step(ctx)
+            }
+            _ => None, // A timer of a state the client has left.
+        }
     }
 }
 

@@ -1,0 +1,162 @@
+//! A lock family: everything about one lock system that the rest of lockstep needs, behind
+//! one trait. A family lives in its own folder (`models/src/<family>/`), implements
+//! [`Family`] on its settings, and is listed once in the registry (`src/families.rs`).
+//!
+//! The trait gives: its scenario keys (a typed `[model]` section and the checks of their
+//! meaning), its layout (its service nodes, named, with their roles), how it builds its nodes
+//! and lock client, the marks its nodes reach, the fencing tokens it hands out and what they
+//! promise, its counters, and how a report names it. Everything shared (the workload client,
+//! the storage, the world, the checker, chaos, reports) works from these answers and never
+//! names a family.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use lockstep_sim::NodeId;
+use serde::de::DeserializeOwned;
+
+use crate::env::Host;
+use crate::keys::Check;
+use crate::lock::LockClient;
+
+/// What a node is in a system, for the scenario's node groups, chaos and the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A lock server (a Redis instance, an etcd or ZooKeeper member): group `servers`.
+    Server,
+    /// A coordinator beside the servers (a Redis sentinel), in the family's own group.
+    Coordinator {
+        /// The group's name in scenario files (`sentinels`).
+        group: &'static str,
+    },
+    /// The protected storage, the checker's arbiter: partitioned and slowed by chaos, never
+    /// crashed, paused or clock-faulted.
+    Storage,
+    /// A workload client with its lock client: group `clients`.
+    Client,
+}
+
+/// Which nodes reach a mark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkSite {
+    /// Workload clients.
+    Client,
+    /// Lock servers.
+    Server,
+}
+
+/// What a family's fencing tokens are, as handed to storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tokens {
+    /// The clients send no token.
+    None,
+    /// Numbers storage may compare by size (fenced storage).
+    Ordered {
+        /// The family promises they increase with every grant, so the checker's token-order
+        /// check applies.
+        monotonic: bool,
+    },
+    /// Random values with no order, good only for compare-and-set storage.
+    Random,
+}
+
+/// A value of a family's `fencing` key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fencing {
+    /// The value, as written in scenario files.
+    pub name: &'static str,
+    /// What the token is, for error messages: "the lock key's create revision".
+    pub what: &'static str,
+}
+
+/// A named count a family reports about a run, beside the verdict (ZooKeeper's watch
+/// notifications show the herd effect). Its nodes emit one [`crate::observe::Observation`]
+/// `Count(name)` per unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counter {
+    /// What is counted.
+    pub name: &'static str,
+    /// Another counter of the family to show this one per, when it is meant as a rate.
+    pub per: Option<&'static str>,
+}
+
+/// A node of the family's service: its handlers, in the family's own types.
+pub trait Service: Clone + Debug + Eq {
+    /// The family's messages.
+    type Msg;
+    /// The service nodes' timers.
+    type Timer;
+
+    /// Called once at the start of the run.
+    fn on_start(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>);
+    /// A message arrived from `from`.
+    fn on_message(
+        &mut self,
+        env: &mut impl Host<Self::Msg, Self::Timer>,
+        from: NodeId,
+        msg: Self::Msg,
+    );
+    /// A timer this node set fired.
+    fn on_timer(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>, timer: Self::Timer);
+    /// The process crashed: keep only what the real system keeps on disk.
+    fn on_crash(&mut self);
+    /// The process starts again after a crash, from what [`Service::on_crash`] kept.
+    fn on_restart(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>);
+}
+
+/// The resource kept by the lock service itself, for family `F`'s lock client.
+pub type ResourceOf<F> = <<F as Family>::Lock as LockClient>::Resource;
+
+/// A lock family, implemented on its settings (what its `[model]` section resolves to).
+pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
+    /// Its name as `model.kind` in scenario files: `redis`.
+    const KIND: &'static str;
+    /// Its name in sentences: `Redis`.
+    const NAME: &'static str;
+    /// Its `fencing` values besides `none`, each with what the token is.
+    const FENCING: &'static [Fencing];
+    /// The `[storage] mode` under which its service keeps the protected resource itself,
+    /// if it can.
+    const RESOURCE_MODE: Option<&'static str> = None;
+
+    /// The messages between its service nodes and its lock clients.
+    type Msg: Clone + Debug + Hash + Eq;
+    /// Its service nodes' timers.
+    type Timer: Copy + Debug + Hash + Eq;
+    /// A service node.
+    type Node: Service<Msg = Self::Msg, Timer = Self::Timer>;
+    /// Its lock client.
+    type Lock: LockClient<Msg = Self::Msg>;
+    /// Its `[model]` section as written: serde, unknown keys rejected. It has a `kind` field,
+    /// which the registry has already matched.
+    type Keys: DeserializeOwned;
+    /// The `[storage]` keys besides `mode` under [`Family::RESOURCE_MODE`].
+    type ResourceKeys: DeserializeOwned;
+
+    /// Its settings from its keys; every problem goes into `check` under `model.<key>`.
+    fn resolve(keys: &Self::Keys, check: &mut Check) -> Self;
+    /// The resource its service keeps under [`Family::RESOURCE_MODE`], from the `[storage]`
+    /// keys; problems under `storage.<key>`. `None` for a family whose service keeps none.
+    fn resource(keys: &Self::ResourceKeys, check: &mut Check) -> Option<ResourceOf<Self>>;
+    /// Its service nodes, named, with their roles, in node-id order: they come first in a
+    /// world, before the storage and the clients.
+    fn layout(&self) -> Vec<(String, Role)>;
+    /// Its service nodes (in [`Family::layout`]'s order, with ids from 0) and the lock client
+    /// every workload client gets; `resource` when the service keeps the protected resource.
+    fn build(&self, resource: Option<&ResourceOf<Self>>) -> (Vec<Self::Node>, Self::Lock);
+    /// The marks its nodes reach besides the workload's, where a chaos profile may strike.
+    fn marks(&self) -> &'static [(&'static str, MarkSite)] {
+        &[]
+    }
+    /// The tokens its clients send to storage.
+    fn tokens(&self) -> Tokens;
+    /// Its counters, in the order a report lists them.
+    fn counters(&self) -> &'static [Counter] {
+        &[]
+    }
+    /// Its name with its key settings, for reports: the first part names the system
+    /// (`redis primary + 2 replicas`), the rest are settings that differ from its defaults.
+    fn describe(&self) -> Vec<String>;
+    /// The resource its service keeps, named for reports (`etcd (guard owner)`).
+    fn describe_resource(resource: &ResourceOf<Self>) -> String;
+}

@@ -1,0 +1,36 @@
+//! Observations: what models note for observers beside the history (docs/checker.md judges
+//! only the history). The host stamps each with the true time and the node; reports read them
+//! (the timeline's server lanes, a run's counters); no model ever reads one back, and they are
+//! not part of the trace hash.
+
+use lockstep_sim::{ClockKind, LocalTime, NodeId};
+
+/// One observation of a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Observation {
+    /// The node's own view of who holds the lock changed: a Redis server's lock key, an etcd
+    /// or ZooKeeper member's key first in line in its applied state.
+    Holder(HolderView),
+    /// One more of the family's counter of this name ([`crate::family::Counter`]).
+    Count(&'static str),
+}
+
+/// A service node's view of the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HolderView {
+    /// `client` holds it from now on; until `expires` when the node gives the grant a
+    /// deadline: the first reading of that clock at which the grant has lapsed.
+    Granted {
+        /// The holder.
+        client: NodeId,
+        /// The deadline, if any.
+        expires: Option<(ClockKind, LocalTime)>,
+    },
+    /// The holder's deadline moved (a renewal).
+    Extended {
+        /// The new deadline.
+        expires: (ClockKind, LocalTime),
+    },
+    /// Nobody holds it (released, deleted, or nothing in line).
+    Free,
+}
