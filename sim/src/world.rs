@@ -1672,6 +1672,11 @@ impl<P: Process> World<P> {
         &self.core.observations
     }
 
+    /// Takes the observations out of the world.
+    pub fn take_observations(&mut self) -> Vec<Record<P::Observation>> {
+        std::mem::take(&mut self.core.observations)
+    }
+
     /// Takes the recorded history out of the world.
     pub fn take_history(&mut self) -> Vec<Record<P::Event>> {
         std::mem::take(&mut self.core.history)
