@@ -3,13 +3,14 @@
 //! guards of a resource kept in etcd (failure catalogue J4).
 
 use lockstep_check::{Event, OpOutcome, Options, Validity, check};
-use lockstep_models::audit::{Owner, OwnerAudit};
+use lockstep_models::Node;
+use lockstep_models::audit::Owner;
+use lockstep_models::etcd::Etcd;
 use lockstep_models::etcd::client::EtcdLockConfig;
 use lockstep_models::etcd::resource::ResourceGuard;
 use lockstep_models::etcd::server::EtcdServerConfig;
 use lockstep_models::raft::Role;
-use lockstep_models::system::{Family, SystemSpec, build, history};
-use lockstep_models::{Node, StorageMode};
+use lockstep_models::system::{Resource, SystemSpec, history};
 use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When, World};
 
 use crate::support::*;
@@ -18,16 +19,14 @@ const MEMBERS: u32 = 3;
 const CLIENT_1: NodeId = NodeId(4);
 
 /// Three members, two clients with 2 s sessions (Jepsen's TTL), etcd's default timing.
-fn etcd_spec() -> SystemSpec {
-    let mut spec = redis_spec();
+fn etcd_spec() -> SystemSpec<Etcd> {
     let mut client = EtcdLockConfig::new(Vec::new());
     client.ttl = Dur::from_secs(2);
-    spec.family = Family::Etcd {
+    spec(Etcd {
         server: EtcdServerConfig::new(Vec::new()),
         members: MEMBERS,
         client,
-    };
-    spec
+    })
 }
 
 #[test]
@@ -35,26 +34,10 @@ fn without_faults_the_mutex_is_exclusive_and_live() {
     for seed in 1..=5 {
         let mut w = world(&etcd_spec(), seed, 30, |_| {});
         let outcome = w.run();
-        let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
+        let v = verdict(&w, outcome);
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
         assert!(v.liveness.grants >= 50, "seed {seed}: {:?}", v.liveness);
     }
-}
-
-fn owner_audit(w: &World<Node>, member: u32) -> &OwnerAudit {
-    match w.process(NodeId(member)) {
-        Node::Etcd(s) => s.owner_audit(),
-        other => panic!("not an etcd member: {other:?}"),
-    }
-}
-
-/// The owners a member's audit went through, `None` for "no key in line".
-fn owners(w: &World<Node>, member: u32) -> Vec<Option<Owner>> {
-    owner_audit(w, member)
-        .changes()
-        .iter()
-        .map(|c| c.owner)
-        .collect()
 }
 
 #[test]
@@ -88,8 +71,8 @@ fn every_grant_names_a_ticket_a_member_issued_before_it_from_its_apply() {
                 ticket,
             };
             assert!(
-                owners(&w, issued.node.0).contains(&Some(owner)),
-                "seed {seed}: {owner:?} is not in the issuing member's audit"
+                owners(&w, issued.node).contains(&Some(owner)),
+                "seed {seed}: {owner:?} is not among the issuing member's observed owners"
             );
         }
         assert!(grants >= 50, "seed {seed}: {grants} grants");
@@ -108,7 +91,7 @@ fn every_grant_names_a_ticket_a_member_issued_before_it_from_its_apply() {
             issued >= grants && raw > issued,
             "seed {seed}: {issued} of {raw}"
         );
-        let v = check(&h, &Options::default()).expect("well formed");
+        let v = judge(&h);
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
     }
 }
@@ -136,8 +119,8 @@ fn members_see_owners_in_create_revision_order_and_a_revoke_passes_the_lock_on()
             .find(|e| matches!(e.event, Event::Fault(_)))
             .expect("client-1 crashed")
             .time_ns;
-        // client-1's one key, as the first member's audit names it.
-        let first = owners(&w, 0)
+        // client-1's one key, as the first member observed it.
+        let first = owners(&w, NodeId(0))
             .into_iter()
             .flatten()
             .find(|o| o.client == CLIENT_1)
@@ -151,7 +134,7 @@ fn members_see_owners_in_create_revision_order_and_a_revoke_passes_the_lock_on()
         );
         let mut sequences = Vec::new();
         for member in 0..MEMBERS {
-            let seen = owners(&w, member);
+            let seen = owners(&w, NodeId(member));
             // Owners follow one another in create-revision order: a later key is never
             // first before an earlier one that is still live.
             let tickets: Vec<u64> = seen.iter().flatten().map(|o| o.ticket).collect();
@@ -193,7 +176,7 @@ fn members_see_owners_in_create_revision_order_and_a_revoke_passes_the_lock_on()
             "seed {seed}: issued {} ms after the crash",
             (next_issued.time_ns - crashed_at) / 1_000_000
         );
-        let v = check(&h, &Options::default()).expect("well formed");
+        let v = judge(&h);
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
     }
 }
@@ -204,9 +187,7 @@ fn a_hold_no_answer_confirmed_names_no_ticket() {
     // once its predecessors are gone, with no answer showing its own key first: it names no
     // ticket. A key revoked while it waited was never first, so none was issued.
     let mut spec = etcd_spec();
-    if let Family::Etcd { client, .. } = &mut spec.family {
-        client.recheck_after_wait = false;
-    }
+    spec.family.client.recheck_after_wait = false;
     let (mut confirmed, mut unconfirmed) = (0, 0);
     for seed in 1..=3 {
         let mut w = world(&spec, seed, 30, |_| {});
@@ -219,7 +200,7 @@ fn a_hold_no_answer_confirmed_names_no_ticket() {
                 }
             }
         }
-        check(&history(&w, outcome), &Options::default()).expect("well formed");
+        verdict(&w, outcome);
     }
     assert!(
         confirmed > 0 && unconfirmed > 0,
@@ -251,7 +232,11 @@ fn a_restarted_client_never_reuses_a_request_id() {
             .iter()
             .filter_map(|e| {
                 let rest = e.text.strip_prefix("client-1 -> ")?;
-                let id = rest.split("Etcd { id: ").nth(1)?.split(',').next()?;
+                let id = rest
+                    .split("Service(Request { id: ")
+                    .nth(1)?
+                    .split(',')
+                    .next()?;
                 Some((e.time.as_nanos(), id.parse().ok()?))
             })
             .collect();
@@ -274,10 +259,10 @@ fn a_restarted_client_never_reuses_a_request_id() {
     }
 }
 
-fn leader(w: &World<Node>) -> Option<NodeId> {
+fn leader(w: &World<Node<Etcd>>) -> Option<NodeId> {
     (0..MEMBERS)
         .map(NodeId)
-        .find(|&id| matches!(w.process(id), Node::Etcd(s) if s.raft().role() == Role::Leader))
+        .find(|&id| matches!(w.process(id), Node::Service(s) if s.raft().role() == Role::Leader))
 }
 
 /// What a leader crash at 5 s shows: (failover: crash to the new leader's promotion, lease
@@ -376,9 +361,7 @@ fn a_leader_crash_fails_over_within_the_election_timeout_and_resets_leases_to_tt
 fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
     for seed in 1..=20 {
         let mut spec = etcd_spec();
-        if let Family::Etcd { members, .. } = &mut spec.family {
-            *members = 5;
-        }
+        spec.family.members = 5;
         // etcd-1..5 are node ids 0-4, storage 5, client-1 6, client-2 7.
         let (minority, majority) = ([0, 1], [2, 3, 4]);
         let (client_1, client_2) = (NodeId(6), NodeId(7));
@@ -397,8 +380,8 @@ fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
             when: When::At(Time::from_millis(5_000)),
             fault: split,
         });
-        let role = |w: &World<Node>, i: u32| match w.process(NodeId(i)) {
-            Node::Etcd(s) => s.raft().role(),
+        let role = |w: &World<Node<Etcd>>, i: u32| match w.process(NodeId(i)) {
+            Node::Service(s) => s.raft().role(),
             other => panic!("{other:?}"),
         };
         // A leader cut off from the majority steps down within two election timeouts
@@ -442,7 +425,7 @@ fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
             grants_between(client_2, 9_000, 25_000) >= 10,
             "seed {seed}: the majority stopped granting"
         );
-        let v = check(&h, &Options::default()).expect("well formed");
+        let v = judge(&h);
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
     }
 }
@@ -452,15 +435,13 @@ fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
 /// past its 1 s storage timeout. It abandons, deletes its key and queues again with the same
 /// session (the same key name, a new create revision) behind client-2, which writes; then the
 /// delayed write lands.
-fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node> {
+fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node<Etcd>> {
     let mut spec = etcd_spec();
-    if let Family::Etcd { client, .. } = &mut spec.family {
-        client.ttl = Dur::from_secs(10);
-    }
-    spec.storage = StorageMode::Etcd(guard);
+    spec.family.client.ttl = Dur::from_secs(10);
+    spec.resource = Resource::Service(guard);
     spec.workload.work = lockstep_sim::Distribution::Constant(ms(3_000));
-    let names: Vec<String> = build(&spec).into_iter().map(|(n, _)| n).collect();
-    let id = |name: &str| NodeId(names.iter().position(|n| n == name).expect(name) as u32);
+    let names = spec.layout().names();
+    let id = |name: &str| node_id(&spec, name);
     assert!(!names.iter().any(|n| n == "storage"), "{names:?}");
     let mut w = world(&spec, seed, 30, |_| {});
     w.schedule(ScheduledFault {
@@ -545,7 +526,7 @@ fn j4_without_a_guard_the_delayed_write_lands_too() {
     for seed in 1..=5 {
         let mut w = j4_world(ResourceGuard::None, seed);
         let outcome = w.run();
-        let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
+        let v = verdict(&w, outcome);
         assert_eq!(v.resource, Validity::Invalid, "seed {seed}: {v:?}");
         assert_eq!(v.stale_accepted.count, 1, "seed {seed}: {v:?}");
     }
@@ -561,10 +542,8 @@ fn j4_without_a_guard_the_delayed_write_lands_too() {
 #[test]
 fn a_resource_write_is_dated_by_its_first_apply_not_by_a_cut_off_proposer() {
     let mut spec = etcd_spec();
-    if let Family::Etcd { members, .. } = &mut spec.family {
-        *members = 5;
-    }
-    spec.storage = StorageMode::Etcd(ResourceGuard::Owner);
+    spec.family.members = 5;
+    spec.resource = Resource::Service(ResourceGuard::Owner);
     let (mut late_applies, mut misdated_invalid) = (0, 0);
     for seed in [285, 390, 721, 874, 900] {
         let mut w = world(&spec, seed, 40, |_| {});
@@ -595,7 +574,7 @@ fn a_resource_write_is_dated_by_its_first_apply_not_by_a_cut_off_proposer() {
             .filter(|(first, last)| last.as_nanos() - first.as_nanos() > 10_000_000_000)
             .count();
         let h = history(&w, outcome);
-        let v = check(&h, &Options::default()).expect("well formed");
+        let v = judge(&h);
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
         let ops = h
             .entries
@@ -619,7 +598,7 @@ fn a_resource_write_is_dated_by_its_first_apply_not_by_a_cut_off_proposer() {
                 last.push(r.time.as_nanos(), r.event.clone());
             }
         }
-        let v = check(&last, &Options::default()).expect("well formed");
+        let v = judge(&last);
         misdated_invalid += usize::from(v.mutual_exclusion == Validity::Invalid);
     }
     assert!(
@@ -655,8 +634,8 @@ fn a_restarted_member_answers_only_the_proposals_of_its_new_life() {
             let (route, rest) = text.split_once(": ")?;
             let (from, to) = route.split_once(" -> ")?;
             let (client, tag) = match from_member {
-                true if from == name => (to, "EtcdReply { id: "),
-                false if to == name => (from, "Etcd { id: "),
+                true if from == name => (to, "Service(Reply { id: "),
+                false if to == name => (from, "Service(Request { id: "),
                 _ => return None,
             };
             let id = rest.strip_prefix(tag)?.split(',').next()?.parse().ok()?;

@@ -6,7 +6,7 @@
 use lockstep_models::raft::safety::{self, RaftEvent, Summary, Violation};
 use lockstep_models::raft::{Durable, Entry, EntryData, Outbox, Raft, RaftConfig, RaftMsg, Role};
 use lockstep_sim::{
-    ClockKind, Ctx, Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, Outcome,
+    ClockKind, Distribution, Dur, EnvOf, Fault, LinkConfig, NodeConfig, NodeId, Outcome,
     PartitionMode, Process, Rng, ScheduledFault, Shape, Time, TimerId, When, World, WorldConfig,
 };
 
@@ -78,7 +78,7 @@ impl Host {
         }
     }
 
-    fn start(&mut self, ctx: &mut Ctx<'_, Host>) {
+    fn start(&mut self, ctx: &mut impl EnvOf<Host>) {
         let raft = Raft::new(self.config.clone(), self.kept.clone(), ctx.rng());
         self.raft = Some(raft);
         // Real nodes do not tick in phase: the first tick comes after a random part of one.
@@ -95,7 +95,7 @@ impl Host {
     }
 
     /// Sends, records and applies what one call produced.
-    fn handle(&mut self, ctx: &mut Ctx<'_, Host>, out: Outbox<u64>) {
+    fn handle(&mut self, ctx: &mut impl EnvOf<Host>, out: Outbox<u64>) {
         let term = self.raft.as_ref().expect("up").term();
         for event in RaftEvent::from_outbox(term, &out) {
             ctx.record(event);
@@ -120,7 +120,7 @@ impl Host {
         }
     }
 
-    fn propose(&mut self, ctx: &mut Ctx<'_, Host>) {
+    fn propose(&mut self, ctx: &mut impl EnvOf<Host>) {
         let raft = self.raft.as_mut().expect("up");
         if raft.role() != Role::Leader {
             return;
@@ -132,7 +132,7 @@ impl Host {
         self.handle(ctx, out);
     }
 
-    fn read(&mut self, ctx: &mut Ctx<'_, Host>) {
+    fn read(&mut self, ctx: &mut impl EnvOf<Host>) {
         let raft = self.raft.as_mut().expect("up");
         if raft.role() != Role::Leader {
             return;
@@ -145,7 +145,7 @@ impl Host {
         self.handle(ctx, out);
     }
 
-    fn rearm(&mut self, ctx: &mut Ctx<'_, Host>, timer: HostTimer) {
+    fn rearm(&mut self, ctx: &mut impl EnvOf<Host>, timer: HostTimer) {
         let range = match timer {
             HostTimer::Tick => Some((TICK, TICK)),
             HostTimer::Propose => self.load.propose,
@@ -166,19 +166,20 @@ impl Process for Host {
     type Msg = RaftMsg<u64>;
     type Timer = HostTimer;
     type Event = RaftEvent<u64>;
+    type Observation = ();
 
-    fn on_start(&mut self, ctx: &mut Ctx<'_, Host>) {
+    fn on_start(&mut self, ctx: &mut impl EnvOf<Host>) {
         self.start(ctx);
     }
 
-    fn on_message(&mut self, ctx: &mut Ctx<'_, Host>, from: NodeId, msg: RaftMsg<u64>) {
+    fn on_message(&mut self, ctx: &mut impl EnvOf<Host>, from: NodeId, msg: RaftMsg<u64>) {
         let mut out = Outbox::default();
         let raft = self.raft.as_mut().expect("up");
         raft.step(from, msg, ctx.rng(), &mut out);
         self.handle(ctx, out);
     }
 
-    fn on_timer(&mut self, ctx: &mut Ctx<'_, Host>, _id: TimerId, timer: HostTimer) {
+    fn on_timer(&mut self, ctx: &mut impl EnvOf<Host>, _id: TimerId, timer: HostTimer) {
         match timer {
             HostTimer::Tick => {
                 let mut out = Outbox::default();
@@ -197,7 +198,7 @@ impl Process for Host {
         self.applied.clear();
     }
 
-    fn on_restart(&mut self, ctx: &mut Ctx<'_, Host>) {
+    fn on_restart(&mut self, ctx: &mut impl EnvOf<Host>) {
         self.incarnation += 1;
         ctx.record(RaftEvent::Restarted);
         self.start(ctx);

@@ -3,7 +3,7 @@
 use lockstep_check::Validity;
 use lockstep_check::{Event, ExitReason, OpKind};
 use lockstep_models::redis::{Release, Renew};
-use lockstep_models::{Node, StorageMode};
+use lockstep_models::{Node, Resource, StorageMode};
 use lockstep_sim::{ClockKind, Dur, Fault};
 
 use crate::support::*;
@@ -57,8 +57,8 @@ fn a_gc_pause_past_the_ttl_gives_two_holders_and_a_stale_write() {
 #[test]
 fn incr_fencing_rejects_the_stale_write_but_the_overlap_remains() {
     let mut spec = redis_spec();
-    lock_config(&mut spec).fencing = true;
-    spec.storage = StorageMode::FencedWrites;
+    spec.family.client.fencing = true;
+    spec.resource = Resource::Storage(StorageMode::FencedWrites);
     let r = run(&spec, 1, 60, gc_pause_after_validity_check(15));
     let v = &r.verdict;
     assert!(v.double_holders.pairs >= 1);
@@ -101,7 +101,7 @@ fn expiry_on_the_monotonic_clock_ignores_a_wall_step() {
     let mut spec = redis_spec();
     spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(6));
     spec.workload.check_validity_before_write = false;
-    server_config(&mut spec).expiry_clock = ClockKind::Mono;
+    spec.family.server.expiry_clock = ClockKind::Mono;
     let faults = vec![at(
         2_000,
         Fault::ClockStep {
@@ -126,7 +126,7 @@ fn a_plain_del_release_frees_the_next_holders_lock() {
     spec.clients = 3;
     spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(4));
     spec.workload.check_validity_before_write = false;
-    lock_config(&mut spec).release = Release::Del;
+    spec.family.client.release = Release::Del;
     let r = run(&spec, 2, 60, gc_pause_at("work-done", 12));
     let v = &r.verdict;
     assert!(v.double_holders.max_concurrent >= 2, "{v:?}");
@@ -167,7 +167,7 @@ fn renewal_keeps_a_long_critical_section_exclusive() {
         without.verdict.double_holders.pairs >= 1,
         "a 25 s job outlives a 10 s lock"
     );
-    lock_config(&mut spec).renew = Renew::UntilRefused;
+    spec.family.client.renew = Renew::UntilRefused;
     let with = run(&spec, 4, 120, vec![]);
     assert_eq!(
         with.verdict.mutual_exclusion,
@@ -185,7 +185,7 @@ fn renewals(work: Dur) -> usize {
     spec.clients = 1;
     spec.workload.work = lockstep_sim::Distribution::Constant(work);
     spec.workload.think = lockstep_sim::Distribution::Constant(ms(10));
-    lock_config(&mut spec).renew = Renew::UntilRefused;
+    spec.family.client.renew = Renew::UntilRefused;
     let mut world = world(&spec, 7, 60, |cfg| cfg.trace = true);
     world.run();
     world
@@ -228,7 +228,7 @@ fn cut_off_holder(
     let mut spec = redis_spec();
     spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(70));
     spec.workload.check_validity_before_write = false;
-    lock_config(&mut spec).renew = mode;
+    spec.family.client.renew = mode;
     // client-2 starts late, so that client-1 is the first holder.
     let late = Fault::Partition {
         shape: lockstep_sim::Shape::Isolate {

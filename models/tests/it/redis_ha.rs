@@ -1,38 +1,30 @@
 //! Redis persistence, replication and Sentinel (docs/semantics.md §1.4, §1.5, §1.7.4-6).
 
-use lockstep_check::{Options, Validity, Verdict, check};
+use lockstep_check::{Validity, Verdict};
 use lockstep_models::Node;
 use lockstep_models::redis::persistence::SavePoint;
 use lockstep_models::redis::{
-    CrashLoses, LOCK_KEY, Persistence, RedisServer, Role, SentinelConfig, WaitConfig,
+    CrashLoses, LOCK_KEY, Persistence, Redis, RedisNode, RedisServer, Role, SentinelConfig,
+    WaitConfig,
 };
-use lockstep_models::system::{Family, SystemSpec, build, history};
+use lockstep_models::system::SystemSpec;
 use lockstep_sim::{
-    Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, PartitionMode, ScheduledFault, Shape,
-    Time, TraceKind, When, World, WorldConfig,
+    Distribution, Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, TraceKind, When,
+    World,
 };
 
 use crate::support::*;
 
 /// A primary with `replicas` replicas lagging 50-200 ms and, with `sentinels`, Sentinel
 /// (down-after 2 s, failover timeout 10 s); clients think 0.5-1 s and work 8 s.
-fn ha_spec(replicas: u32, sentinels: u32) -> SystemSpec {
+fn ha_spec(replicas: u32, sentinels: u32) -> SystemSpec<Redis> {
     let mut spec = redis_spec();
-    let Family::Redis {
-        server,
-        replicas: r,
-        sentinel,
-        ..
-    } = &mut spec.family
-    else {
-        unreachable!("redis_spec is a Redis family")
-    };
-    server.replication_lag = Distribution::Uniform {
+    spec.family.server.replication_lag = Distribution::Uniform {
         lo: ms(50),
         hi: ms(200),
     };
-    *r = replicas;
-    *sentinel = (sentinels > 0).then(|| {
+    spec.family.replicas = replicas;
+    spec.family.sentinel = (sentinels > 0).then(|| {
         let config = SentinelConfig {
             servers: Vec::new(),
             sentinels: Vec::new(),
@@ -50,44 +42,33 @@ fn ha_spec(replicas: u32, sentinels: u32) -> SystemSpec {
     spec
 }
 
-/// Runs `spec` until `until_ms` with 1-5 ms links, the faults, and wall-clock offsets.
+/// Runs `spec` until `until_ms` with 1-5 ms links, the faults, wall-clock offsets and a trace.
 fn world(
-    spec: &SystemSpec,
+    spec: &SystemSpec<Redis>,
     seed: u64,
     until_ms: u64,
     offsets_ms: &[(&str, i64)],
     faults: Vec<ScheduledFault>,
-) -> (World<Node>, Verdict) {
-    let nodes = build(spec);
-    let configs = nodes
-        .iter()
-        .map(|(name, _)| {
-            let mut c = NodeConfig::named(name.clone());
-            if let Some((_, off)) = offsets_ms.iter().find(|(n, _)| n == name) {
-                c.wall_offset_ns = off * 1_000_000;
+) -> (World<Node<Redis>>, Verdict) {
+    // Its end in milliseconds, where the shared builder takes whole seconds.
+    let mut w = crate::support::world(spec, seed, 0, |cfg| {
+        cfg.end = Time::from_millis(until_ms);
+        for node in &mut cfg.nodes {
+            if let Some((_, off)) = offsets_ms.iter().find(|(n, _)| *n == node.name) {
+                node.wall_offset_ns = off * 1_000_000;
             }
-            c
-        })
-        .collect();
-    let mut cfg = WorldConfig::new(seed, Time::from_millis(until_ms), configs);
-    cfg.link = LinkConfig {
-        latency: Distribution::Uniform {
-            lo: ms(1),
-            hi: ms(5),
-        },
-        ..LinkConfig::default()
-    };
-    cfg.faults = faults;
-    cfg.trace = true;
-    let mut w = World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect());
+        }
+        cfg.faults = faults;
+        cfg.trace = true;
+    });
     let outcome = w.run();
-    let verdict = check(&history(&w, outcome), &Options::default()).expect("well-formed");
+    let verdict = verdict(&w, outcome);
     (w, verdict)
 }
 
-fn server(w: &World<Node>, id: u32) -> &RedisServer {
+fn server(w: &World<Node<Redis>>, id: u32) -> &RedisServer {
     match w.process(NodeId(id)) {
-        Node::Redis(s) => s,
+        Node::Service(RedisNode::Server(s)) => s,
         other => panic!("node {id} is {other:?}"),
     }
 }
@@ -106,9 +87,9 @@ fn a_replica_stores_the_primarys_absolute_deadline_whatever_its_own_clock() {
 
 /// R1 with two replicas and WAIT 1, redis-1 crashing at client-1's grant; both replicas'
 /// wall clocks `offset_ms` ahead.
-fn failover_with_wait(seed: u64, offset_ms: i64) -> (World<Node>, Verdict) {
+fn failover_with_wait(seed: u64, offset_ms: i64) -> (World<Node<Redis>>, Verdict) {
     let mut spec = ha_spec(2, 3);
-    lock_config(&mut spec).wait = Some(WaitConfig {
+    spec.family.client.wait = Some(WaitConfig {
         replicas: 1,
         timeout: ms(1_000),
     });
@@ -122,7 +103,7 @@ fn failover_with_wait(seed: u64, offset_ms: i64) -> (World<Node>, Verdict) {
     world(&spec, seed, 40_000, &offsets, faults)
 }
 
-fn promoted(w: &World<Node>) -> usize {
+fn promoted(w: &World<Node<Redis>>) -> usize {
     (1..=2)
         .filter(|&i| server(w, i).role() == Role::Master)
         .count()
@@ -150,11 +131,8 @@ fn key_after_crash(persistence: Persistence, loses: CrashLoses) -> Option<(u64, 
     let mut spec = redis_spec();
     spec.clients = 1;
     spec.workload.work = Distribution::Constant(Dur::from_secs(5));
-    let Family::Redis { server: config, .. } = &mut spec.family else {
-        unreachable!("redis_spec is a Redis family")
-    };
-    config.persistence = persistence;
-    config.crash_loses = loses;
+    spec.family.server.persistence = persistence;
+    spec.family.server.crash_loses = loses;
     let crash = Fault::Crash {
         node: REDIS,
         restart_after: Some(ms(100)),
@@ -191,9 +169,8 @@ fn everysec_key_after_power_loss(think_ms: u64, crash: When, until_ms: u64) -> b
     spec.clients = 1;
     spec.workload.think = Distribution::Constant(ms(think_ms));
     spec.workload.work = Distribution::Constant(Dur::from_secs(5));
-    let config = server_config(&mut spec);
-    config.persistence = Persistence::AofEverysec;
-    config.crash_loses = CrashLoses::Power;
+    spec.family.server.persistence = Persistence::AofEverysec;
+    spec.family.server.crash_loses = CrashLoses::Power;
     let fault = Fault::Crash {
         node: REDIS,
         restart_after: Some(ms(100)),
@@ -247,10 +224,7 @@ fn rdb_restores_the_last_snapshot_only() {
     let mut spec = redis_spec();
     spec.clients = 1;
     spec.workload.work = Distribution::Constant(Dur::from_secs(5));
-    let Family::Redis { server: config, .. } = &mut spec.family else {
-        unreachable!("redis_spec is a Redis family")
-    };
-    config.persistence = rdb();
+    spec.family.server.persistence = rdb();
     let crash = Fault::Crash {
         node: REDIS,
         restart_after: Some(ms(100)),
@@ -262,10 +236,7 @@ fn rdb_restores_the_last_snapshot_only() {
 #[test]
 fn a_restart_delay_keeps_the_server_silent_until_it_passes() {
     let mut spec = redis_spec();
-    let Family::Redis { server: config, .. } = &mut spec.family else {
-        unreachable!("redis_spec is a Redis family")
-    };
-    config.restart_delay = ms(3_000);
+    spec.family.server.restart_delay = ms(3_000);
     let crash = Fault::Crash {
         node: REDIS,
         restart_after: Some(ms(100)),
@@ -300,7 +271,7 @@ fn a_primary_inside_its_restart_delay_serves_no_replica() {
     // would otherwise get a reset and then a full resync of the empty dataset from a server
     // that accepts no connection: the replica keeps client-1's key until redis-1 opens.
     let mut spec = ha_spec(1, 0);
-    server_config(&mut spec).restart_delay = ms(3_000);
+    spec.family.server.restart_delay = ms(3_000);
     let crash = Fault::Crash {
         node: NodeId(0),
         restart_after: Some(ms(100)),
@@ -327,7 +298,7 @@ fn a_primary_inside_its_restart_delay_serves_no_replica() {
 /// Three servers and three sentinels; redis-1 and redis-2 are cut off from the rest from 3 s
 /// to 23 s, and the sentinels promote redis-3 (their REPLICAOF to redis-2 is lost). Returns
 /// when redis-1 and redis-2 first receive `REPLICAOF redis-3` after the heal, and the run.
-fn reconfiguration_after_heal(extra: Vec<ScheduledFault>) -> (Time, Time, World<Node>) {
+fn reconfiguration_after_heal(extra: Vec<ScheduledFault>) -> (Time, Time, World<Node<Redis>>) {
     let spec = ha_spec(2, 3);
     let split = Fault::Partition {
         shape: Shape::Split {
@@ -343,7 +314,7 @@ fn reconfiguration_after_heal(extra: Vec<ScheduledFault>) -> (Time, Time, World<
     faults.extend(extra);
     let (w, _) = world(&spec, 1, 45_000, &[], faults);
     let first = |to: &str| {
-        let pat = format!("-> {to}: Sentinel(ReplicaOf {{ primary: Some(NodeId(2)) }})");
+        let pat = format!("-> {to}: Service(Sentinel(ReplicaOf {{ primary: Some(NodeId(2)) }}))");
         w.trace()
             .expect("traced")
             .iter()

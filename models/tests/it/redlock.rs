@@ -1,7 +1,8 @@
 //! Redlock over five instances: liveness with instances down, and the two clients of K6.
 
 use lockstep_check::Validity;
-use lockstep_models::redlock::Flavour;
+use lockstep_models::redlock::{Flavour, Redlock};
+use lockstep_models::{Resource, StorageMode};
 use lockstep_sim::{Dur, Fault, NodeId};
 
 use crate::support::*;
@@ -54,9 +55,9 @@ fn one_instance_down_of_five_still_grants_and_three_down_grant_nothing() {
 
 /// K6: client-1 is paused for 15 s right after sending its `SET`s; the replies wait in its
 /// socket buffers while the keys expire and client-2 takes the lock.
-fn k6(elapsed_check: bool) -> Run {
+fn k6(elapsed_check: bool) -> Run<Redlock> {
     let mut spec = redlock_spec(Flavour::Redsync);
-    redlock_config(&mut spec).elapsed_check = elapsed_check;
+    spec.family.client.elapsed_check = elapsed_check;
     spec.workload.check_validity_before_write = false;
     let pause = Fault::Pause {
         node: CLIENT_1,
@@ -103,10 +104,10 @@ fn the_spec_client_still_violates_k1_when_the_pause_follows_its_validity_check()
 
 /// K7: Redlock's random value as a compare-and-set token on the resource; client-1 is
 /// paused for 15 s on `mark`, sections last 8 s and nobody checks validity before writing.
-fn k7(mark: &str) -> Run {
+fn k7(mark: &str) -> Run<Redlock> {
     let mut spec = redlock_spec(Flavour::Redsync);
-    redlock_config(&mut spec).value_as_token = true;
-    spec.storage = lockstep_models::StorageMode::CasToken;
+    spec.family.client.value_as_token = true;
+    spec.resource = Resource::Storage(StorageMode::CasToken);
     spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(8));
     spec.workload.check_validity_before_write = false;
     let pause = Fault::Pause {
@@ -145,16 +146,10 @@ fn k7_a_claim_after_the_pause_inverts_the_order_instead() {
 fn tries_against_dead_instances(flavour: Flavour) -> (Vec<u64>, Option<u64>) {
     let mut spec = redlock_spec(flavour);
     spec.clients = 1;
-    spec.workload.storage = Some(NodeId(5));
     // An 8 s TTL: redsync's per-try deadline is 400 ms.
-    match &mut spec.family {
-        lockstep_models::system::Family::Redlock { client, .. } => {
-            client.ttl = Dur::from_secs(8);
-            if flavour == Flavour::Redsync {
-                client.timeout = Dur::from_millis(400);
-            }
-        }
-        _ => unreachable!(),
+    spec.family.client.ttl = Dur::from_secs(8);
+    if flavour == Flavour::Redsync {
+        spec.family.client.timeout = Dur::from_millis(400);
     }
     let mut world = world(&spec, 9, 60, |cfg| {
         cfg.trace = true;
@@ -216,7 +211,7 @@ fn extension_keeps_a_long_critical_section_exclusive() {
         without.verdict.double_holders.pairs >= 1,
         "a 25 s job outlives a 10 s lock"
     );
-    redlock_config(&mut spec).extend = true;
+    spec.family.client.extend = true;
     let with = run(&spec, 4, 120, vec![]);
     assert_eq!(
         with.verdict.mutual_exclusion,

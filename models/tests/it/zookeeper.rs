@@ -2,27 +2,25 @@
 //! session expiry of a silent holder against docs/semantics.md §4.2, and the herd effect.
 
 use lockstep_check::{Options, Validity, check};
-use lockstep_models::Node;
-use lockstep_models::system::{Family, SystemSpec, build, counters, history};
-use lockstep_models::zookeeper::client::{Recipe, ZkLockConfig};
-use lockstep_models::zookeeper::server::ZkServerConfig;
-use lockstep_sim::{
-    Dur, Fault, NodeConfig, PartitionMode, ScheduledFault, Shape, Time, When, World, WorldConfig,
-};
+use lockstep_models::system::{SystemSpec, counters, history};
+use lockstep_models::zookeeper::ZooKeeper;
+use lockstep_models::zookeeper::client::{Watch, ZooKeeperLockConfig};
+use lockstep_models::zookeeper::server::ZooKeeperServerConfig;
+use lockstep_models::{Family, Node};
+use lockstep_sim::{Dur, Fault, PartitionMode, ScheduledFault, Shape, Time, When, World};
 
 use crate::support::*;
 
 /// Three servers (tickTime 2 s), `clients` clients with 4 s sessions.
-pub(crate) fn zk_spec(clients: u32, recipe: Recipe) -> SystemSpec {
-    let mut spec = redis_spec();
-    let mut client = ZkLockConfig::new(Vec::new());
+pub(crate) fn zk_spec(clients: u32, watch: Watch) -> SystemSpec<ZooKeeper> {
+    let mut client = ZooKeeperLockConfig::new(Vec::new());
     client.session_timeout = Dur::from_secs(4);
-    client.recipe = recipe;
-    spec.family = Family::ZooKeeper {
-        server: ZkServerConfig::new(Vec::new()),
+    client.watch = watch;
+    let mut spec = spec(ZooKeeper {
+        server: ZooKeeperServerConfig::new(Vec::new()),
         members: 3,
         client,
-    };
+    });
     spec.clients = clients;
     spec
 }
@@ -30,13 +28,14 @@ pub(crate) fn zk_spec(clients: u32, recipe: Recipe) -> SystemSpec {
 #[test]
 fn without_faults_the_recipe_is_exclusive_and_live() {
     for seed in 1..=5 {
-        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 30, |_| {});
+        let spec = zk_spec(2, Watch::Predecessor);
+        let mut w = world(&spec, seed, 30, |_| {});
         let outcome = w.run();
-        let v = check(&history(&w, outcome), &Options::default()).expect("well formed");
+        let v = verdict(&w, outcome);
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
         assert!(v.liveness.grants >= 50, "seed {seed}: {:?}", v.liveness);
         // With the predecessor watch, each release wakes at most the one waiter behind it.
-        let c = counters(&w);
+        let c = counters(spec.family.counters(), w.observations());
         assert!(c[1].value <= c[0].value, "seed {seed}: {c:?}");
     }
 }
@@ -50,52 +49,38 @@ const END: Dur = Dur::from_secs(30);
 /// restarts, pauses, drift up to ±25 %, wall-clock steps, delayed links; from [`QUIET`] on
 /// every partition heals and every node resumes and restarts. Three or five servers
 /// (tickTime 200 ms), three clients with 2 s sessions.
-fn random_world(seed: u64) -> World<Node> {
+fn random_world(seed: u64) -> World<Node<ZooKeeper>> {
     use lockstep_sim::{Fault, Rng, ScheduledFault, When};
     let mut r = Rng::fork(seed, "schedule");
-    let mut spec = zk_spec(3, Recipe::Predecessor);
-    let members = if r.chance_ppm(300_000) { 5 } else { 3 };
-    if let Family::ZooKeeper {
-        members: m,
-        server,
-        client,
-    } = &mut spec.family
-    {
-        // A fast ensemble, so that leaders come and go within the run: tickTime 200 ms (a
-        // silent leader is given up after syncLimit × tickTime = 1 s), 2 s sessions.
-        *m = members;
-        *server = ZkServerConfig::with_tick(Vec::new(), ms(200));
-        client.session_timeout = ms(2_000);
-    }
-    spec.workload.storage = Some(lockstep_sim::NodeId(members));
-    let nodes = build(&spec);
-    let n = nodes.len() as u32;
-    let configs = nodes
-        .iter()
-        .map(|(name, _)| NodeConfig {
-            drift_ppm: r.between(0, 1_000) as i64 - 500,
-            ..NodeConfig::named(name.clone())
-        })
-        .collect();
-    let mut cfg = WorldConfig::new(seed, Time::from_nanos(END.as_nanos()), configs);
-    cfg.max_events = 3_000_000;
-    cfg.link = crate::raft_host::random_link(&mut r);
+    let mut spec = zk_spec(3, Watch::Predecessor);
+    // A fast ensemble, so that leaders come and go within the run: tickTime 200 ms (a silent
+    // leader is given up after syncLimit × tickTime = 1 s), 2 s sessions.
+    spec.family.members = if r.chance_ppm(300_000) { 5 } else { 3 };
+    spec.family.server = ZooKeeperServerConfig::with_tick(Vec::new(), ms(200));
+    spec.family.client.session_timeout = ms(2_000);
+    let n = spec.layout().nodes.len() as u32;
     let at = |t: Dur, fault: Fault| ScheduledFault {
         when: When::At(Time::from_nanos(t.as_nanos())),
         fault,
     };
-    for _ in 0..r.between(3, 12) {
-        let start = ms(r.between(300, QUIET.as_millis() - 500));
-        let fault = crate::raft_host::random_fault(&mut r, n, QUIET.saturating_sub(start));
-        cfg.faults.push(at(start, fault));
-    }
-    cfg.faults.push(at(QUIET, Fault::Heal));
-    for i in 0..n {
-        let node = lockstep_sim::NodeId(i);
-        cfg.faults.push(at(QUIET, Fault::Resume { node }));
-        cfg.faults.push(at(QUIET, Fault::Restart { node }));
-    }
-    World::new(cfg, nodes.into_iter().map(|(_, n)| n).collect())
+    world(&spec, seed, END.as_millis() / 1_000, |cfg| {
+        for node in &mut cfg.nodes {
+            node.drift_ppm = r.between(0, 1_000) as i64 - 500;
+        }
+        cfg.max_events = 3_000_000;
+        cfg.link = crate::raft_host::random_link(&mut r);
+        for _ in 0..r.between(3, 12) {
+            let start = ms(r.between(300, QUIET.as_millis() - 500));
+            let fault = crate::raft_host::random_fault(&mut r, n, QUIET.saturating_sub(start));
+            cfg.faults.push(at(start, fault));
+        }
+        cfg.faults.push(at(QUIET, Fault::Heal));
+        for i in 0..n {
+            let node = lockstep_sim::NodeId(i);
+            cfg.faults.push(at(QUIET, Fault::Resume { node }));
+            cfg.faults.push(at(QUIET, Fault::Restart { node }));
+        }
+    })
 }
 
 /// What the invariant checks saw in one run.
@@ -108,13 +93,13 @@ struct Seen {
 }
 
 /// Every ephemeral node of a running server's tree belongs to a session in its table.
-fn ephemerals_have_sessions(w: &World<Node>, members: u32) -> Result<(), String> {
+fn ephemerals_have_sessions(w: &World<Node<ZooKeeper>>, members: u32) -> Result<(), String> {
     for i in 0..members {
         let id = lockstep_sim::NodeId(i);
         if w.status(id) != lockstep_sim::Status::Up {
             continue;
         }
-        let Node::ZooKeeper(s) = w.process(id) else {
+        let Node::Service(s) = w.process(id) else {
             unreachable!()
         };
         let tree = s.tree();
@@ -135,7 +120,11 @@ fn ephemerals_have_sessions(w: &World<Node>, members: u32) -> Result<(), String>
 /// increase on each server and name the same transaction everywhere; at most one leader per
 /// epoch; no ephemeral node is created for a session that is not open (so none outlives its
 /// session's close, which deletes the session's nodes in the same transaction).
-fn audit_invariants(w: &World<Node>, members: u32, seen: &mut Seen) -> Result<(), String> {
+fn audit_invariants(
+    w: &World<Node<ZooKeeper>>,
+    members: u32,
+    seen: &mut Seen,
+) -> Result<(), String> {
     use lockstep_models::zookeeper::Zxid;
     use lockstep_models::zookeeper::server::Audit;
     use lockstep_models::zookeeper::tree::{Txn, TxnResult};
@@ -143,7 +132,7 @@ fn audit_invariants(w: &World<Node>, members: u32, seen: &mut Seen) -> Result<()
     let mut by_zxid: BTreeMap<Zxid, Txn> = BTreeMap::new();
     let mut leaders: BTreeMap<u64, u32> = BTreeMap::new();
     for i in 0..members {
-        let Node::ZooKeeper(s) = w.process(lockstep_sim::NodeId(i)) else {
+        let Node::Service(s) = w.process(lockstep_sim::NodeId(i)) else {
             unreachable!()
         };
         let (mut last, mut live) = (None::<Zxid>, BTreeSet::new());
@@ -204,7 +193,7 @@ fn random_run(seed: u64) -> Seen {
     random_run_world(seed).1
 }
 
-fn random_run_world(seed: u64) -> (World<Node>, Seen) {
+fn random_run_world(seed: u64) -> (World<Node<ZooKeeper>>, Seen) {
     let mut w = random_world(seed);
     let members = (0..w.names().len())
         .filter(|&i| w.names()[i].starts_with("zk-"))
@@ -228,7 +217,7 @@ fn random_run_world(seed: u64) -> (World<Node>, Seen) {
         if left > ms(500) && r.chance_ppm(166_667) {
             let leader = (0..members)
                 .map(lockstep_sim::NodeId)
-                .find(|&id| matches!(w.process(id), Node::ZooKeeper(s) if s.is_ready_leader()));
+                .find(|&id| matches!(w.process(id), Node::Service(s) if s.is_ready_leader()));
             if let Some(leader) = leader {
                 let fault = crate::raft_host::leader_fault(&mut r, n, leader, left);
                 w.schedule(lockstep_sim::ScheduledFault {
@@ -310,7 +299,7 @@ fn cut_client_2(start_ms: u64, for_ms: u64, servers: &[lockstep_sim::NodeId]) ->
 }
 
 /// The grants of `client` at or after `from_ms`.
-fn grants_after(w: &World<Node>, client: lockstep_sim::NodeId, from_ms: u64) -> usize {
+fn grants_after(w: &World<Node<ZooKeeper>>, client: lockstep_sim::NodeId, from_ms: u64) -> usize {
     w.history()
         .iter()
         .filter(|r| r.node == client && r.time >= Time::from_millis(from_ms))
@@ -346,7 +335,7 @@ fn a_restarted_client_is_served_by_a_member_it_used_before_the_crash() {
             cut_client_2(20_000, 8_000, &[ZK_2, ZK_3]),
             cut_client_2(28_000, 22_000, &[ZK_1, ZK_2]),
         ];
-        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 50, |cfg| {
+        let mut w = world(&zk_spec(2, Watch::Predecessor), seed, 50, |cfg| {
             cfg.faults = faults
         });
         assert_eq!(w.names()[ZK_CLIENT_2.index()], "client-2");
@@ -368,7 +357,7 @@ fn a_restarted_client_is_served_by_a_member_it_used_before_the_crash() {
 fn a_create_from_a_connection_the_client_left_is_refused_as_session_moved() {
     for seed in 1..=3 {
         // Client-2 starts on zk-3, the only server it can reach for the first 4 s.
-        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 40, |cfg| {
+        let mut w = world(&zk_spec(2, Watch::Predecessor), seed, 40, |cfg| {
             cfg.trace = true;
             cfg.faults = vec![cut_client_2(0, 4_000, &[ZK_1, ZK_2])];
         });
@@ -424,10 +413,8 @@ fn every_grant_names_a_ticket_a_member_issued_to_its_client_before_it() {
     use std::collections::BTreeSet;
     for fencing in [false, true] {
         for seed in 1..=5 {
-            let mut spec = zk_spec(3, Recipe::Predecessor);
-            if let Family::ZooKeeper { client, .. } = &mut spec.family {
-                client.fencing = fencing;
-            }
+            let mut spec = zk_spec(3, Watch::Predecessor);
+            spec.family.client.fencing = fencing;
             let mut w = world(&spec, seed, 30, |_| {});
             let outcome = w.run();
             let h = history(&w, outcome);
@@ -478,7 +465,7 @@ struct InLine {
 /// Replays a member's applied transactions on a fresh tree and lists every change of the
 /// node first in line, the lowest sequence number parsed from the name (independently of
 /// the model's own ordering code).
-fn replay_first_in_line(s: &lockstep_models::zookeeper::server::ZkServer) -> Vec<InLine> {
+fn replay_first_in_line(s: &lockstep_models::zookeeper::server::ZooKeeperServer) -> Vec<InLine> {
     use lockstep_models::zookeeper::LOCK_PATH;
     use lockstep_models::zookeeper::server::Audit;
     use lockstep_models::zookeeper::tree::DataTree;
@@ -525,11 +512,11 @@ fn replay_first_in_line(s: &lockstep_models::zookeeper::server::ZkServer) -> Vec
     changes
 }
 
-/// Each member's owner audit follows the recipe: owners come in sequence (and czxid) order,
-/// the same on every member; the lock passes on when the holder's node is deleted (a release)
-/// or when its session expires (the holder paused past its session timeout, whose close
-/// deletes its ephemeral node); and an owner is named by the client that made the node's
-/// session, as that client's grants of the ticket confirm.
+/// Each member's owners, as it observed them, follow the recipe: owners come in sequence (and
+/// czxid) order, the same on every member; the lock passes on when the holder's node is
+/// deleted (a release) or when its session expires (the holder paused past its session
+/// timeout, whose close deletes its ephemeral node); and an owner is named by the client that
+/// made the node's session, as that client's grants of the ticket confirm.
 #[test]
 fn members_owner_audits_pass_the_lock_in_sequence_order_on_delete_and_expiry() {
     use lockstep_check::Event;
@@ -546,7 +533,7 @@ fn members_owner_audits_pass_the_lock_in_sequence_order_on_delete_and_expiry() {
                 duration: Some(ms(10_000)),
             },
         );
-        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 30, |cfg| {
+        let mut w = world(&zk_spec(2, Watch::Predecessor), seed, 30, |cfg| {
             cfg.faults = vec![pause]
         });
         let outcome = w.run();
@@ -570,10 +557,10 @@ fn members_owner_audits_pass_the_lock_in_sequence_order_on_delete_and_expiry() {
         }
         let mut first_member: Option<Vec<Option<lockstep_models::audit::Owner>>> = None;
         for member in [ZK_1, ZK_2, ZK_3] {
-            let Node::ZooKeeper(s) = w.process(member) else {
+            let Node::Service(s) = w.process(member) else {
                 unreachable!()
             };
-            let owners: Vec<_> = s.owner_audit().changes().iter().map(|c| c.owner).collect();
+            let owners = owners(&w, member);
             let replay = replay_first_in_line(s);
             assert_eq!(
                 owners
@@ -584,7 +571,7 @@ fn members_owner_audits_pass_the_lock_in_sequence_order_on_delete_and_expiry() {
                     .iter()
                     .map(|c| c.first.as_ref().map(|f| f.1.as_u64()))
                     .collect::<Vec<_>>(),
-                "seed {seed} {member:?}: the audit is not the replay's first in line"
+                "seed {seed} {member:?}: the observed owners are not the replay's first in line"
             );
             let (mut deleted, mut expired) = (0, 0);
             for (i, pair) in replay.windows(2).enumerate() {
@@ -638,17 +625,16 @@ fn members_owner_audits_pass_the_lock_in_sequence_order_on_delete_and_expiry() {
 /// `become_ready`, until the session is closed.
 #[test]
 fn ping_replies_reaching_a_member_that_no_longer_leads_renew_no_session() {
-    use lockstep_models::lock::Lock;
     use lockstep_sim::NodeId;
     use std::collections::BTreeMap;
     let mut renewals = 0;
     let mut expired = 0;
     for seed in 1..=8 {
-        let mut w = world(&zk_spec(2, Recipe::Predecessor), seed, 60, |_| {});
+        let mut w = world(&zk_spec(2, Watch::Predecessor), seed, 60, |_| {});
         w.run_until(Time::from_millis(5_000));
         let leader = (0..3)
             .map(NodeId)
-            .find(|&id| matches!(w.process(id), Node::ZooKeeper(s) if s.is_ready_leader()))
+            .find(|&id| matches!(w.process(id), Node::Service(s) if s.is_ready_leader()))
             .expect("a leader by 5 s");
         let others: Vec<NodeId> = (0..3).map(NodeId).filter(|&n| n != leader).collect();
         let (f1, f2) = (others[0], others[1]);
@@ -685,10 +671,7 @@ fn ping_replies_reaching_a_member_that_no_longer_leads_renew_no_session() {
         w.schedule(split(13_000, 25_000, vec![leader], vec![f2]));
         w.run_until(Time::from_millis(14_900));
         let dead = match w.process(ZK_CLIENT_2) {
-            Node::Client(c) => match c.lock() {
-                Lock::ZooKeeper(l) => l.session().expect("client-2 has a session"),
-                other => panic!("{other:?}"),
-            },
+            Node::Client(c) => c.lock().session().expect("client-2 has a session"),
             other => panic!("{other:?}"),
         };
         w.schedule(at(
@@ -704,7 +687,7 @@ fn ping_replies_reaching_a_member_that_no_longer_leads_renew_no_session() {
         while t < w.end() {
             w.run_until(t);
             for id in (0..3).map(NodeId) {
-                let Node::ZooKeeper(s) = w.process(id) else {
+                let Node::Service(s) = w.process(id) else {
                     continue;
                 };
                 let Some(expiry) = s.tracked().and_then(|t| t.get(&dead).copied()) else {
@@ -720,7 +703,7 @@ fn ping_replies_reaching_a_member_that_no_longer_leads_renew_no_session() {
         }
         w.run();
         let gone = (0..3).map(NodeId).all(|id| match w.process(id) {
-            Node::ZooKeeper(s) => !s.tree().sessions().contains_key(&dead),
+            Node::Service(s) => !s.tree().sessions().contains_key(&dead),
             _ => true,
         });
         expired += u32::from(gone);
