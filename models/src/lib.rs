@@ -15,6 +15,7 @@
 
 pub mod audit;
 pub mod etcd;
+pub mod keys;
 pub mod lock;
 pub mod node;
 pub mod raft;

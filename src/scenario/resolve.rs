@@ -1,10 +1,13 @@
 //! From the file as written to a runnable [`Scenario`]: every value checked, every node name
 //! resolved, every problem collected with its key path.
 
+use std::ops::{Deref, DerefMut};
+
 use lockstep_check::{Options, Property, Validity};
 use lockstep_models::etcd::client::{EtcdLockConfig, Recipe};
 use lockstep_models::etcd::resource::ResourceGuard;
 use lockstep_models::etcd::server::EtcdServerConfig;
+use lockstep_models::keys::{Check, DistSpec, MAX_MS, Problems};
 use lockstep_models::raft::ReadOnlyOption;
 use lockstep_models::redis::persistence::DEFAULT_SAVE_POINTS;
 use lockstep_models::redis::sentinel::{DEFAULT_DOWN_AFTER, DEFAULT_FAILOVER_TIMEOUT};
@@ -26,22 +29,18 @@ use lockstep_sim::{
 };
 
 use super::Scenario;
-use super::error::Problems;
 use super::schema::*;
 use crate::chaos::{Chaos, Targets, Weights};
 use crate::expect::{Count, Expect};
-
-/// Longest duration a file may give: about 31 years, far beyond any run, and safe from
-/// overflow in nanoseconds.
-const MAX_MS: f64 = 1e12;
 
 /// The most steps one clock strobe may take: each is an event of the world, so a strobe of a
 /// nanosecond period over a long run would spend the event bound on nothing else. Jepsen's
 /// strobes (period 1 ms to 1 s, up to 32 s) take at most 32,000.
 const MAX_STROBE_STEPS: u64 = 1_000_000;
 
+/// The checks of values (through `Deref` to [`Check`]) and the resolution of node names.
 struct Resolver {
-    problems: Problems,
+    check: Check,
     names: Vec<String>,
     clients: Vec<NodeId>,
     servers: Vec<NodeId>,
@@ -49,114 +48,6 @@ struct Resolver {
 }
 
 impl Resolver {
-    /// A non-negative duration in ms.
-    fn ms(&mut self, path: &str, v: f64) -> Dur {
-        if !v.is_finite() || v < 0.0 {
-            self.problems.push(
-                path,
-                format!("must be a non-negative number of milliseconds, not {v}"),
-            );
-            return Dur::ZERO;
-        }
-        if v > MAX_MS {
-            self.problems
-                .push(path, format!("{v} ms is too long (at most {MAX_MS} ms)"));
-            return Dur::ZERO;
-        }
-        Dur::from_nanos((v * 1e6).round() as u64)
-    }
-
-    /// A whole-millisecond uniform range `lo..hi` for Redlock's retry delay.
-    fn whole_ms_range(&mut self, path: &str, spec: DistSpec) -> (u64, u64) {
-        let (lo, hi) = match spec {
-            DistSpec::Constant(c) => (c, c),
-            DistSpec::Uniform(lo, hi) => (lo, hi),
-            _ => {
-                self.problems.push(
-                    path,
-                    "Redlock draws whole milliseconds: give a number or { uniform = [lo, hi] }",
-                );
-                return (0, 0);
-            }
-        };
-        let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= MAX_MS;
-        if !whole(lo) || !whole(hi) || lo > hi {
-            self.problems.push(
-                path,
-                format!("must be whole milliseconds with lo <= hi, not [{lo}, {hi}]"),
-            );
-            return (0, 0);
-        }
-        (lo as u64, hi as u64)
-    }
-
-    /// A positive duration in ms.
-    fn positive_ms(&mut self, path: &str, v: f64) -> Dur {
-        let d = self.ms(path, v);
-        if v == 0.0 {
-            self.problems.push(path, "must be greater than 0");
-        }
-        d
-    }
-
-    /// A signed duration in ms, as nanoseconds.
-    fn signed_ms(&mut self, path: &str, v: f64) -> i64 {
-        if !v.is_finite() || v.abs() > MAX_MS {
-            self.problems.push(
-                path,
-                format!("must be a number of milliseconds within ±{MAX_MS}, not {v}"),
-            );
-            return 0;
-        }
-        (v * 1e6).round() as i64
-    }
-
-    /// A probability in [0, 1], as parts per million.
-    fn probability(&mut self, path: &str, v: f64) -> u32 {
-        if !(0.0..=1.0).contains(&v) {
-            self.problems.push(
-                path,
-                format!("must be a probability between 0 and 1, not {v}"),
-            );
-            return 0;
-        }
-        (v * 1e6).round() as u32
-    }
-
-    fn dist(&mut self, path: &str, spec: DistSpec) -> Distribution {
-        let d = match spec {
-            DistSpec::Constant(v) => Distribution::Constant(self.ms(path, v)),
-            DistSpec::Uniform(lo, hi) => {
-                let (lo, hi) = (
-                    self.ms(&format!("{path}.uniform[0]"), lo),
-                    self.ms(&format!("{path}.uniform[1]"), hi),
-                );
-                Distribution::Uniform { lo, hi }
-            }
-            DistSpec::Exponential { min, mean } => Distribution::Exponential {
-                min: self.ms(&format!("{path}.exponential.min"), min),
-                mean: self.ms(&format!("{path}.exponential.mean"), mean),
-            },
-            DistSpec::Pareto { min, alpha, max } => {
-                if !(0.01..=100.0).contains(&alpha) {
-                    self.problems.push(
-                        format!("{path}.pareto.alpha"),
-                        format!("must be between 0.01 and 100, not {alpha}"),
-                    );
-                }
-                Distribution::Pareto {
-                    min: self.positive_ms(&format!("{path}.pareto.min"), min),
-                    alpha_milli: (alpha.clamp(0.01, 100.0) * 1000.0).round() as u32,
-                    max: self.ms(&format!("{path}.pareto.max"), max),
-                }
-            }
-        };
-        if let Err(e) = d.validate() {
-            self.problems.push(path, e);
-        }
-        d
-    }
-
     fn node(&mut self, path: &str, name: &str) -> Option<NodeId> {
         match self.names.iter().position(|n| n == name) {
             Some(i) => Some(NodeId(i as u32)),
@@ -195,10 +86,24 @@ impl Resolver {
     }
 }
 
+impl Deref for Resolver {
+    type Target = Check;
+
+    fn deref(&self) -> &Check {
+        &self.check
+    }
+}
+
+impl DerefMut for Resolver {
+    fn deref_mut(&mut self) -> &mut Check {
+        &mut self.check
+    }
+}
+
 /// Checks a parsed file and builds the scenario, or returns every problem found.
 pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
     let mut r = Resolver {
-        problems: Problems::default(),
+        check: Check::default(),
         names: Vec::new(),
         clients: Vec::new(),
         servers: Vec::new(),
@@ -247,8 +152,8 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
         _ => {}
     }
     let sweep = file.sweep.as_ref().and_then(|s| sweep(&mut r, s));
-    if !r.problems.0.is_empty() {
-        return Err(r.problems);
+    if !r.problems.is_empty() {
+        return Err(r.check.problems);
     }
     Ok(Scenario {
         name: s.name.clone(),
