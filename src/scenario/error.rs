@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use lockstep_models::keys::Problems;
+
 /// One problem in a scenario file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
@@ -40,6 +42,22 @@ impl ScenarioError {
             problems: vec![problem],
         }
     }
+
+    /// The problems a file's checks found, in the order found; none knows its line.
+    pub(crate) fn from_problems(file: &Path, problems: Problems) -> ScenarioError {
+        let problems = problems
+            .into_iter()
+            .map(|(path, message)| Problem {
+                path,
+                line: None,
+                message,
+            })
+            .collect();
+        ScenarioError {
+            file: file.to_path_buf(),
+            problems,
+        }
+    }
 }
 
 impl fmt::Display for ScenarioError {
@@ -59,19 +77,5 @@ impl fmt::Display for ScenarioError {
             write!(f, ": {}", p.message)?;
         }
         Ok(())
-    }
-}
-
-/// Collects problems while a file is checked, so that all of them are reported at once.
-#[derive(Debug, Default)]
-pub(crate) struct Problems(pub(crate) Vec<Problem>);
-
-impl Problems {
-    pub(crate) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.0.push(Problem {
-            path: path.into(),
-            line: None,
-            message: message.into(),
-        });
     }
 }

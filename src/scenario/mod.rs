@@ -214,10 +214,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
         let key = if key == "." { String::new() } else { key };
         ScenarioError::one(path, &key, line, e.inner().message().to_string())
     })?;
-    resolve::resolve(&file).map_err(|problems| ScenarioError {
-        file: path.to_path_buf(),
-        problems: problems.0,
-    })
+    resolve::resolve(&file).map_err(|problems| ScenarioError::from_problems(path, problems))
 }
 
 /// The 1-based line of byte offset `at`.

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use lockstep_models::keys::DistSpec;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
@@ -758,63 +759,4 @@ impl<'de> Deserialize<'de> for Names {
         }
         d.deserialize_any(V)
     }
-}
-
-/// A distribution of durations in milliseconds: a number (constant), or one of
-/// `{ constant = 5 }`, `{ uniform = [1, 5] }`, `{ exponential = { min = 1, mean = 10 } }`,
-/// `{ pareto = { min = 1, alpha = 1.5, max = 10000 } }`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum DistSpec {
-    Constant(f64),
-    Uniform(f64, f64),
-    Exponential { min: f64, mean: f64 },
-    Pareto { min: f64, alpha: f64, max: f64 },
-}
-
-impl<'de> Deserialize<'de> for DistSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<DistSpec, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = DistSpec;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("milliseconds, or a table such as { uniform = [1, 5] }")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<DistSpec, E> {
-                Ok(DistSpec::Constant(v as f64))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<DistSpec, E> {
-                Ok(DistSpec::Constant(v as f64))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<DistSpec, E> {
-                Ok(DistSpec::Constant(v))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<DistSpec, A::Error> {
-                let tagged = Tagged::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(match tagged {
-                    Tagged::Constant(v) => DistSpec::Constant(v),
-                    Tagged::Uniform([lo, hi]) => DistSpec::Uniform(lo, hi),
-                    Tagged::Exponential { min, mean } => DistSpec::Exponential { min, mean },
-                    Tagged::Pareto { min, alpha, max } => DistSpec::Pareto { min, alpha, max },
-                })
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-enum Tagged {
-    Constant(f64),
-    Uniform([f64; 2]),
-    Exponential {
-        #[serde(default)]
-        min: f64,
-        mean: f64,
-    },
-    Pareto {
-        min: f64,
-        alpha: f64,
-        max: f64,
-    },
 }

@@ -1,0 +1,346 @@
+//! `[[fault]]`: when each fault applies and what it does, its nodes resolved.
+
+use lockstep_models::keys::MAX_MS;
+use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
+use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When};
+
+use super::Resolver;
+use crate::scenario::schema::{ClockStrobeSection, FaultSection, ModeName, PartitionSection};
+
+/// The most steps one clock strobe may take: each is an event of the world, so a strobe of a
+/// nanosecond period over a long run would spend the event bound on nothing else. Jepsen's
+/// strobes (period 1 ms to 1 s, up to 32 s) take at most 32,000.
+const MAX_STROBE_STEPS: u64 = 1_000_000;
+
+pub(super) fn drift(r: &mut Resolver, path: &str, ppm: i64) -> i64 {
+    if ppm.abs() > MAX_DRIFT_PPM {
+        r.problems.push(
+            path,
+            format!("must be within ±{MAX_DRIFT_PPM} ppm, not {ppm}"),
+        );
+        return 0;
+    }
+    ppm
+}
+
+pub(super) fn fault(
+    r: &mut Resolver,
+    p: &str,
+    f: &FaultSection,
+    duration: Dur,
+) -> Option<ScheduledFault> {
+    let when = match (f.at_ms, &f.on) {
+        (Some(at), None) => {
+            let at = r.ms(&format!("{p}.at_ms"), at);
+            if at > duration {
+                r.problems.push(
+                    format!("{p}.at_ms"),
+                    format!(
+                        "{} ms is after the end of the run (scenario.duration_ms = {})",
+                        at.as_millis(),
+                        duration.as_millis()
+                    ),
+                );
+            }
+            When::At(Time::from_nanos(at.as_nanos()))
+        }
+        (None, Some(on)) => {
+            let node = r.node(&format!("{p}.on.node"), &on.node);
+            if on.mark.trim().is_empty() {
+                r.problems.push(format!("{p}.on.mark"), "must name a mark");
+            }
+            if on.occurrence == 0 {
+                r.problems
+                    .push(format!("{p}.on.occurrence"), "counts from 1");
+            }
+            // A lapse time at or after the end never applies, and is no error: a shrunk
+            // run may end before its triggers would have lapsed.
+            let before = on
+                .before_ms
+                .map(|v| Time::ZERO + r.ms(&format!("{p}.on.before_ms"), v));
+            When::OnMark {
+                node: node?,
+                mark: on.mark.clone(),
+                occurrence: on.occurrence,
+                before,
+            }
+        }
+        (Some(_), Some(_)) => {
+            r.problems.push(p, "give either `at_ms` or `on`, not both");
+            return None;
+        }
+        (None, None) => {
+            r.problems
+                .push(p, "needs a time (`at_ms`) or a trigger (`on`)");
+            return None;
+        }
+    };
+    let fault = fault_action(r, p, f)?;
+    Some(ScheduledFault { when, fault })
+}
+
+fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
+    let given: Vec<&str> = [
+        ("pause", f.pause.is_some()),
+        ("resume", f.resume.is_some()),
+        ("crash", f.crash.is_some()),
+        ("restart", f.restart.is_some()),
+        ("partition", f.partition.is_some()),
+        ("heal", f.heal.is_some()),
+        ("clock_step", f.clock_step.is_some()),
+        ("clock_slew", f.clock_slew.is_some()),
+        ("clock_drift", f.clock_drift.is_some()),
+        ("delay", f.delay.is_some()),
+        ("degrade", f.degrade.is_some()),
+        ("clock_strobe", f.clock_strobe.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, present)| present.then_some(k))
+    .collect();
+    if given.len() != 1 {
+        let msg = if given.is_empty() {
+            "needs one action: pause, resume, crash, restart, partition, heal, clock_step, clock_slew, clock_drift, clock_strobe, delay or degrade".to_string()
+        } else {
+            format!(
+                "has {} actions ({}); give one per [[fault]]",
+                given.len(),
+                given.join(", ")
+            )
+        };
+        r.problems.push(p, msg);
+        return None;
+    }
+    let opt_ms =
+        |r: &mut Resolver, path: String, v: Option<f64>| v.map(|v| r.positive_ms(&path, v));
+    if let Some(x) = &f.pause {
+        let node = r.node(&format!("{p}.pause.node"), &x.node);
+        let duration = opt_ms(r, format!("{p}.pause.for_ms"), x.for_ms);
+        return Some(Fault::Pause {
+            node: node?,
+            duration,
+        });
+    }
+    if let Some(x) = &f.resume {
+        return Some(Fault::Resume {
+            node: r.node(&format!("{p}.resume.node"), &x.node)?,
+        });
+    }
+    if let Some(x) = &f.crash {
+        let node = r.node(&format!("{p}.crash.node"), &x.node);
+        let restart_after = x
+            .restart_after_ms
+            .map(|v| r.ms(&format!("{p}.crash.restart_after_ms"), v));
+        return Some(Fault::Crash {
+            node: node?,
+            restart_after,
+        });
+    }
+    if let Some(x) = &f.restart {
+        return Some(Fault::Restart {
+            node: r.node(&format!("{p}.restart.node"), &x.node)?,
+        });
+    }
+    if let Some(x) = &f.partition {
+        return partition(r, &format!("{p}.partition"), x);
+    }
+    if let Some(heal) = f.heal {
+        if !heal {
+            r.problems.push(format!("{p}.heal"), "write `heal = true`");
+        }
+        return Some(Fault::Heal);
+    }
+    if let Some(x) = &f.clock_step {
+        let node = r.node(&format!("{p}.clock_step.node"), &x.node);
+        let delta_ns = r.signed_ms(&format!("{p}.clock_step.delta_ms"), x.delta_ms);
+        return Some(Fault::ClockStep {
+            node: node?,
+            delta_ns,
+        });
+    }
+    if let Some(x) = &f.clock_slew {
+        let node = r.node(&format!("{p}.clock_slew.node"), &x.node);
+        let delta_ns = r.signed_ms(&format!("{p}.clock_slew.delta_ms"), x.delta_ms);
+        if x.rate_ppm == 0 || i64::from(x.rate_ppm) > MAX_SLEW_PPM {
+            r.problems.push(
+                format!("{p}.clock_slew.rate_ppm"),
+                format!("must be between 1 and {MAX_SLEW_PPM}"),
+            );
+            return None;
+        }
+        return Some(Fault::ClockSlew {
+            node: node?,
+            delta_ns,
+            rate_ppm: x.rate_ppm,
+        });
+    }
+    if let Some(x) = &f.clock_drift {
+        let node = r.node(&format!("{p}.clock_drift.node"), &x.node);
+        let drift_ppm = drift(r, &format!("{p}.clock_drift.drift_ppm"), x.drift_ppm);
+        return Some(Fault::ClockDrift {
+            node: node?,
+            drift_ppm,
+        });
+    }
+    if let Some(x) = &f.clock_strobe {
+        return clock_strobe(r, &format!("{p}.clock_strobe"), x);
+    }
+    if let Some(x) = &f.degrade {
+        let from = r.nodes(&format!("{p}.degrade.from"), &x.from);
+        let to = r.nodes(&format!("{p}.degrade.to"), &x.to);
+        let loss_ppm = r.probability(&format!("{p}.degrade.loss"), x.loss);
+        let duplicate_ppm = r.probability(&format!("{p}.degrade.duplicate"), x.duplicate);
+        if x.loss == 0.0 && x.duplicate == 0.0 {
+            r.problems.push(
+                format!("{p}.degrade"),
+                "changes nothing: give `loss` or `duplicate` above 0",
+            );
+        }
+        let duration = opt_ms(r, format!("{p}.degrade.for_ms"), x.for_ms);
+        return Some(Fault::Degrade {
+            from,
+            to,
+            loss_ppm,
+            duplicate_ppm,
+            duration,
+        });
+    }
+    let x = f.delay.as_ref().expect("one action is given");
+    let from = r.nodes(&format!("{p}.delay.from"), &x.from);
+    let to = r.nodes(&format!("{p}.delay.to"), &x.to);
+    let extra = r.positive_ms(&format!("{p}.delay.extra_ms"), x.extra_ms);
+    let duration = opt_ms(r, format!("{p}.delay.for_ms"), x.for_ms);
+    Some(Fault::Delay {
+        from,
+        to,
+        extra,
+        duration,
+    })
+}
+
+/// A clock strobe at key path `p`: a non-zero step, a positive period and length, and no more
+/// than [`MAX_STROBE_STEPS`] steps.
+fn clock_strobe(r: &mut Resolver, p: &str, x: &ClockStrobeSection) -> Option<Fault> {
+    let node = r.node(&format!("{p}.node"), &x.node);
+    let delta_ns = r.signed_ms(&format!("{p}.delta_ms"), x.delta_ms);
+    if delta_ns == 0 && x.delta_ms.is_finite() {
+        r.problems.push(
+            format!("{p}.delta_ms"),
+            format!(
+                "must not be 0 (at least a nanosecond either way), not {}",
+                x.delta_ms
+            ),
+        );
+    }
+    // Positive, and still so in whole nanoseconds.
+    let mut at_least_1ns = |key: &str, v: f64| {
+        let path = format!("{p}.{key}");
+        let d = r.positive_ms(&path, v);
+        if d == Dur::ZERO && v > 0.0 && v <= MAX_MS {
+            r.problems.push(path, "must be at least a nanosecond");
+        }
+        d
+    };
+    let period = at_least_1ns("period_ms", x.period_ms);
+    let duration = at_least_1ns("for_ms", x.for_ms);
+    if period == Dur::ZERO || duration == Dur::ZERO {
+        return None; // The problem is noted.
+    }
+    // Steps at every whole period before the end, plus one back if that count is odd.
+    let steps = duration.as_nanos().div_ceil(period.as_nanos());
+    let steps = steps + steps % 2;
+    if steps > MAX_STROBE_STEPS {
+        r.problems.push(
+            p,
+            format!(
+                "takes {steps} steps ({} ms every {} ms); at most {MAX_STROBE_STEPS}: \
+                 lengthen period_ms or shorten for_ms",
+                x.for_ms, x.period_ms
+            ),
+        );
+        return None;
+    }
+    Some(Fault::ClockStrobe {
+        node: node?,
+        delta_ns,
+        period,
+        duration,
+    })
+}
+
+fn partition(r: &mut Resolver, p: &str, x: &PartitionSection) -> Option<Fault> {
+    let shapes = [
+        x.isolate.is_some(),
+        x.groups.is_some(),
+        x.from.is_some() || x.to.is_some(),
+        x.majority_minority.is_some(),
+        x.bridge.is_some(),
+        x.majorities_ring.is_some(),
+    ];
+    if shapes.iter().filter(|&&b| b).count() != 1 {
+        r.problems.push(
+            p,
+            "needs exactly one shape: isolate, groups, from + to (one-way), majority_minority, bridge or majorities_ring",
+        );
+        return None;
+    }
+    let at_least = |r: &mut Resolver, path: String, nodes: Vec<NodeId>, n: usize| {
+        if nodes.len() < n {
+            r.problems
+                .push(path, format!("needs at least {n} distinct nodes"));
+        }
+        nodes
+    };
+    let shape = if let Some(name) = &x.isolate {
+        Shape::Isolate {
+            node: r.node(&format!("{p}.isolate"), name)?,
+        }
+    } else if let Some(groups) = &x.groups {
+        let groups: Vec<Vec<NodeId>> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| r.nodes(&format!("{p}.groups[{i}]"), g))
+            .collect();
+        if groups.len() < 2 {
+            r.problems
+                .push(format!("{p}.groups"), "needs at least two groups");
+        }
+        Shape::Split { groups }
+    } else if let (Some(from), Some(to)) = (&x.from, &x.to) {
+        Shape::OneWay {
+            from: r.nodes(&format!("{p}.from"), from),
+            to: r.nodes(&format!("{p}.to"), to),
+        }
+    } else if x.from.is_some() || x.to.is_some() {
+        r.problems
+            .push(p, "a one-way partition needs both `from` and `to`");
+        return None;
+    } else if let Some(names) = &x.majority_minority {
+        let path = format!("{p}.majority_minority");
+        let nodes = r.nodes(&path, names);
+        Shape::MajorityMinority {
+            nodes: at_least(r, path, nodes, 2),
+        }
+    } else if let Some(names) = &x.bridge {
+        let path = format!("{p}.bridge");
+        let nodes = r.nodes(&path, names);
+        Shape::Bridge {
+            nodes: at_least(r, path, nodes, 3),
+        }
+    } else {
+        let path = format!("{p}.majorities_ring");
+        let nodes = r.nodes(&path, x.majorities_ring.as_ref().expect("one shape"));
+        Shape::MajoritiesRing {
+            nodes: at_least(r, path, nodes, 3),
+        }
+    };
+    let mode = match x.mode {
+        ModeName::Drop => PartitionMode::Drop,
+        ModeName::Hold => PartitionMode::Hold,
+    };
+    let duration = x.for_ms.map(|v| r.positive_ms(&format!("{p}.for_ms"), v));
+    Some(Fault::Partition {
+        shape,
+        mode,
+        duration,
+    })
+}
