@@ -79,14 +79,11 @@ fn report(name: &str, events: u64, secs: f64) {
     );
 }
 
-/// One scenario per lock family for the seeds-per-second figures: each family's default
-/// scenario under the default chaos profile (scenarios/chaos/).
-const FAMILIES: &[(&str, &str)] = &[
-    ("Redis", "scenarios/chaos/redis-unfenced.toml"),
-    ("Redlock", "scenarios/chaos/redlock-unfenced.toml"),
-    ("etcd", "scenarios/chaos/etcd-unfenced.toml"),
-    ("ZooKeeper", "scenarios/chaos/zookeeper-unfenced.toml"),
-];
+/// The scenario of one lock family for the seeds-per-second figures: its default scenario
+/// under the default chaos profile (scenarios/chaos/).
+fn chaos_scenario(kind: &str) -> String {
+    format!("scenarios/chaos/{kind}-unfenced.toml")
+}
 
 /// Seeds each family's scenario runs for its figure.
 const FAMILY_SEEDS: u64 = 2_000;
@@ -107,7 +104,8 @@ fn cpu_secs() -> Option<f64> {
 /// library call, per family.
 fn seeds_per_core() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (family, file) in FAMILIES {
+    for family in lockstep::families::all() {
+        let file = chaos_scenario(family.kind());
         let target = lockstep::sweep::load(&root.join(file), None).expect("the scenario loads");
         let config = lockstep::sweep::SweepConfig {
             from: 1,
@@ -130,7 +128,7 @@ fn seeds_per_core() {
             .unwrap_or_default();
         println!(
             "{:<44} {:>12} seeds   {secs:>7.3} s  {:>6.0} seeds/s  {per_cpu}  ({:.0} events/seed)",
-            format!("{family}: {}", target.scenario.name),
+            format!("{}: {}", family.name(), target.scenario.name),
             summary.runs,
             summary.runs as f64 / secs,
             summary.events as f64 / summary.runs as f64,

@@ -13,7 +13,9 @@
 //! ±1.5^(6..31) ms and strobes, NTP slews at 500 ppm, crystal drift, VOPR's network ranges,
 //! and GC pauses with a Pareto tail.
 
-use lockstep_models::system::MarkSite;
+use lockstep_models::Role;
+use lockstep_models::family::MarkSite;
+use lockstep_models::system::Layout;
 use lockstep_sim::rng::{det_exp, det_ln};
 use lockstep_sim::{
     Distribution, Dur, Fault, NodeId, PartitionMode, Rng, ScheduledFault, Shape, Time, When,
@@ -96,22 +98,33 @@ pub struct Targets {
     pub clients: Vec<NodeId>,
     /// Lock servers.
     pub servers: Vec<NodeId>,
-    /// Sentinels.
-    pub sentinels: Vec<NodeId>,
+    /// Coordinators beside the servers (a family's sentinels).
+    pub coordinators: Vec<NodeId>,
     /// The storage node, when it is a node of its own. It is partitioned and slowed, never
     /// crashed, paused or clock-faulted: it is the checker's arbiter, not a system under test.
     pub storage: Option<NodeId>,
-    /// The marks the family's nodes reach (`lockstep_models::system::marks`).
+    /// The marks the family's nodes reach (`lockstep_models::System::marks`).
     pub marks: Vec<(&'static str, MarkSite)>,
 }
 
 impl Targets {
+    /// The nodes of `layout` by role, and the marks its nodes reach.
+    pub fn of(layout: &Layout, marks: Vec<(&'static str, MarkSite)>) -> Targets {
+        Targets {
+            clients: layout.with(|r| r == Role::Client),
+            servers: layout.with(|r| r == Role::Server),
+            coordinators: layout.with(|r| matches!(r, Role::Coordinator { .. })),
+            storage: layout.with(|r| r == Role::Storage).first().copied(),
+            marks,
+        }
+    }
+
     /// Nodes that may crash, pause or have their clocks disturbed: all but the storage.
     fn processes(&self) -> Vec<NodeId> {
         let mut v: Vec<NodeId> = self
             .servers
             .iter()
-            .chain(&self.sentinels)
+            .chain(&self.coordinators)
             .chain(&self.clients)
             .copied()
             .collect();
@@ -363,7 +376,7 @@ impl Chaos {
                 let servers: Vec<NodeId> = t
                     .servers
                     .iter()
-                    .chain(&t.sentinels)
+                    .chain(&t.coordinators)
                     .copied()
                     .filter(|&n| n != node)
                     .collect();

@@ -15,6 +15,7 @@
 
 pub mod chaos;
 pub mod expect;
+pub mod families;
 pub mod hunt;
 pub mod junit;
 pub mod report;

@@ -16,15 +16,11 @@
 use std::path::{Path, PathBuf};
 
 use lockstep_check::{Validity, Verdict, acquire_latencies_ns};
-use lockstep_models::redis::{Persistence, Release, Renew};
-use lockstep_models::redlock::Flavour;
-use lockstep_models::storage::StorageMode;
-use lockstep_models::system::{Family, SystemSpec};
+pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::{
     Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, OverlapStats,
     QuantilesMs, Rate, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
 };
-use lockstep_sim::ClockKind;
 
 use crate::run::{RunResult, run};
 use crate::scenario::{Loaded, Scenario, ScenarioError, Schedule};
@@ -241,182 +237,6 @@ pub fn build(inputs: &[Input], options: ReportOptions, mut done: impl FnMut(&Row
     report
 }
 
-/// A lock system named for people: its family, the family with its key settings, and the
-/// storage mode.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SystemLabel {
-    /// `redis`, `redlock`, `etcd` or `zookeeper`.
-    pub family: &'static str,
-    /// The family and its key settings, e.g. `redlock redsync ×5, ttl 10s` or `etcd ×3,
-    /// ttl 2s, revision-fenced`.
-    pub system: String,
-    /// The storage mode as in scenario files (`unfenced`, `fenced-writes`, `fenced-all`,
-    /// `cas-token`), or `etcd (guard …)` for a resource kept in etcd.
-    pub storage: String,
-}
-
-/// The label of `spec`: what a comparison row, a timeline's title or a sweep map's legend
-/// calls it. Settings at their family's defaults are left out.
-pub fn describe(spec: &SystemSpec) -> SystemLabel {
-    let (family, mut parts) = match &spec.family {
-        Family::Redis {
-            server,
-            client,
-            replicas,
-            sentinel,
-        } => {
-            let mut p = vec![if *replicas == 0 {
-                "redis".to_string()
-            } else {
-                format!("redis primary + {replicas} replica{}", plural(*replicas))
-            }];
-            if let Some((n, _)) = sentinel {
-                p.push(format!("{n} sentinels"));
-            }
-            p.push(format!("ttl {}", client.ttl));
-            if let Some(w) = &client.wait {
-                p.push(format!("WAIT {}", w.replicas));
-            }
-            if client.fencing {
-                p.push("INCR-fenced".to_string());
-            }
-            if client.release == Release::Del {
-                p.push("DEL release".to_string());
-            }
-            match client.renew {
-                Renew::Off => {}
-                Renew::UntilRefused => p.push("renewed".to_string()),
-                Renew::Watchdog => p.push("watchdog".to_string()),
-            }
-            p.extend(redis_server_parts(server));
-            ("redis", p)
-        }
-        Family::Redlock {
-            server,
-            instances,
-            client,
-        } => {
-            let flavour = match client.flavour {
-                Flavour::Antirez => "antirez",
-                Flavour::Redsync => "redsync",
-            };
-            let mut p = vec![
-                format!("redlock {flavour} ×{instances}"),
-                format!("ttl {}", client.ttl),
-            ];
-            if !client.elapsed_check {
-                p.push("no elapsed check".to_string());
-            }
-            if client.extend {
-                p.push("extended".to_string());
-            }
-            if client.value_as_token {
-                p.push("value as token".to_string());
-            }
-            p.extend(redis_server_parts(server));
-            ("redlock", p)
-        }
-        Family::Etcd {
-            server,
-            members,
-            client,
-        } => {
-            let mut p = vec![format!("etcd ×{members}"), format!("ttl {}", client.ttl)];
-            if client.recipe == lockstep_models::etcd::client::Recipe::Election {
-                p.push("Election".to_string());
-            }
-            if !client.recheck_after_wait {
-                p.push("no re-check after wait".to_string());
-            }
-            if client.fencing {
-                p.push("revision-fenced".to_string());
-            }
-            // Scenario files stop on `Session.Done()` unless they say otherwise.
-            if !client.stop_on_done {
-                p.push("ignores Done".to_string());
-            }
-            if server.read_only == lockstep_models::raft::ReadOnlyOption::LeaseBased {
-                p.push("lease reads".to_string());
-            }
-            ("etcd", p)
-        }
-        Family::ZooKeeper {
-            members, client, ..
-        } => {
-            use lockstep_models::zookeeper::client::{Protection, Recipe, StopWorkOn};
-            let mut p = vec![
-                format!("zookeeper ×{members}"),
-                format!("session {}", client.session_timeout),
-            ];
-            match client.stop_work_on {
-                StopWorkOn::Never => {}
-                StopWorkOn::Lost => p.push("stops on LOST".to_string()),
-                StopWorkOn::Suspended => p.push("stops on SUSPENDED".to_string()),
-            }
-            if client.recipe == Recipe::Herd {
-                p.push("parent watch".to_string());
-            }
-            if client.protection == Protection::Guid {
-                p.push("guid-only protection".to_string());
-            }
-            if client.fencing {
-                p.push("czxid-fenced".to_string());
-            }
-            ("zookeeper", p)
-        }
-    };
-    if spec.clients != 2 {
-        parts.push(format!("{} clients", spec.clients));
-    }
-    let first = parts.remove(0);
-    let system = if parts.is_empty() {
-        first
-    } else {
-        format!("{first}, {}", parts.join(", "))
-    };
-    let storage = match spec.storage {
-        StorageMode::Unfenced => "unfenced".to_string(),
-        StorageMode::FencedWrites => "fenced-writes".to_string(),
-        StorageMode::FencedAll => "fenced-all".to_string(),
-        StorageMode::CasToken => "cas-token".to_string(),
-        StorageMode::Etcd(guard) => {
-            use lockstep_models::etcd::resource::ResourceGuard;
-            match guard {
-                ResourceGuard::None => "etcd (unguarded)".to_string(),
-                ResourceGuard::KeyExists => "etcd (guard key-exists)".to_string(),
-                ResourceGuard::Owner => "etcd (guard owner)".to_string(),
-            }
-        }
-    };
-    SystemLabel {
-        family,
-        system,
-        storage,
-    }
-}
-
-/// A Redis server's settings that differ from a plain in-memory instance.
-fn redis_server_parts(server: &lockstep_models::redis::RedisServerConfig) -> Vec<String> {
-    let mut p = Vec::new();
-    match &server.persistence {
-        Persistence::None => {}
-        Persistence::Rdb { .. } => p.push("RDB".to_string()),
-        Persistence::AofEverysec => p.push("AOF everysec".to_string()),
-        Persistence::AofAlways => p.push("AOF always".to_string()),
-    }
-    if server.expiry_clock == ClockKind::Mono {
-        p.push("monotonic expiry".to_string());
-    }
-    if server.restart_delay > lockstep_sim::Dur::ZERO {
-        p.push(format!("restart after {}", server.restart_delay));
-    }
-    p
-}
-
-fn plural(n: u32) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 /// A count of runs as a rate with its 95% Wilson interval; `None` without runs.
 fn rate(k: u64, n: u64) -> Option<Rate> {
     Some(Rate {
@@ -529,7 +349,7 @@ impl Tally {
 
     fn row(self, loaded: &Loaded) -> Row {
         let s = &loaded.scenario;
-        let label = describe(&s.system);
+        let label = s.system.describe();
         let n = self.seeds;
         let mut overlap = self.overlap;
         overlap.total_ms = self.overlap_ns as f64 / 1e6;
@@ -642,7 +462,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
     let s = &input.summary;
     let n = s.runs;
     let v = &s.violations;
-    let label = input.scenario.as_ref().map(|sc| describe(&sc.system));
+    let label = input.scenario.as_ref().map(|sc| sc.system.describe());
     let chaos = input.scenario.as_ref().is_some_and(|sc| sc.chaos.is_some());
     let row = Row {
         scenario: s.scenario.clone(),

@@ -1,9 +1,9 @@
 //! One run: a scenario and a seed in, a judged history out.
 
 use lockstep_check::{History, Property, Validity, Verdict, check};
-use lockstep_models::node::Node;
-use lockstep_models::system;
-use lockstep_sim::{Clocks, NodeId, Outcome, Time, TraceEntry, World, WorldConfig};
+use lockstep_models::Observation;
+use lockstep_models::system::Ran;
+use lockstep_sim::{AppliedFault, Clocks, Outcome, Record, Time, TraceEntry, WorldConfig};
 
 use crate::scenario::{Scenario, Schedule};
 
@@ -30,7 +30,7 @@ pub struct RunResult {
     pub unmet: Vec<String>,
     /// The readable trace, when asked for.
     pub trace: Option<Vec<TraceEntry>>,
-    /// The family's own counts, as `(name, value, per)` (`lockstep_models::system::counters`).
+    /// The family's own counts, as `(name, value, per)` (`lockstep_models::family::Counter`).
     pub counters: Vec<(String, u64, Option<String>)>,
 }
 
@@ -56,34 +56,31 @@ pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
 /// # Panics
 /// As [`run`].
 pub fn run_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool) -> RunResult {
-    run_keeping_world(scenario, seed, schedule, trace).result
+    run_kept(scenario, seed, schedule, trace).result
 }
 
-/// A run together with the world it left and every node's clocks as they were at true time
-/// zero: what a timeline needs beyond the history (the fault log, the clocks, the models'
-/// state).
+/// A run together with what its world left beyond the history: what a timeline draws (the
+/// fault log, every node's clocks at the start and at the end, the nodes' observations).
 #[derive(Debug)]
 pub struct KeptRun {
     /// The run, exactly as [`run_schedule`] gives it.
     pub result: RunResult,
-    /// The world after the run.
-    pub world: World<Node>,
+    /// The faults the world applied, in order.
+    pub fault_log: Vec<AppliedFault>,
     /// Each node's clocks before the run started, in node order.
     pub initial_clocks: Vec<Clocks>,
+    /// Each node's clocks at the end, in node order.
+    pub final_clocks: Vec<Clocks>,
+    /// The nodes' observations, in order.
+    pub observations: Vec<Record<Observation>>,
 }
 
-/// [`run_schedule`], keeping the world. Reading the world changes nothing, so the run (and its
-/// trace hash) is the same as [`run_schedule`]'s.
+/// [`run_schedule`], keeping what the world left. Keeping it changes nothing, so the run (and
+/// its trace hash) is the same as [`run_schedule`]'s.
 ///
 /// # Panics
 /// As [`run`].
-pub fn run_keeping_world(
-    scenario: &Scenario,
-    seed: u64,
-    schedule: &Schedule,
-    trace: bool,
-) -> KeptRun {
-    let nodes = system::build(&scenario.system);
+pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool) -> KeptRun {
     let end = Time::ZERO + schedule.duration;
     let mut config = WorldConfig::new(seed, end, scenario.clocks.clone());
     config.max_events = scenario.max_events;
@@ -91,16 +88,22 @@ pub fn run_keeping_world(
     config.links = scenario.links.clone();
     config.faults = schedule.faults.clone();
     config.trace = trace;
-    let mut world = World::new(config, nodes.into_iter().map(|(_, node)| node).collect());
-    let initial_clocks = (0..world.names().len() as u32)
-        .map(|i| world.clocks(NodeId(i)).clone())
-        .collect();
-    let outcome = world.run();
-    let history = system::history(&world, outcome);
+    let Ran {
+        outcome,
+        history,
+        observations,
+        counters,
+        fault_log,
+        initial_clocks,
+        final_clocks,
+        trace_hash,
+        events,
+        trace,
+    } = scenario.system.run(config);
     let verdict = check(&history, &scenario.check_options).unwrap_or_else(|e| {
         panic!("harness bug: the models recorded a history the checker rejects: {e}")
     });
-    let counters = system::counters(&world)
+    let counters = counters
         .into_iter()
         .map(|c| (c.name.to_string(), c.value, c.per.map(str::to_string)))
         .collect();
@@ -108,21 +111,23 @@ pub fn run_keeping_world(
     let unmet = scenario.expect.unmet(&verdict);
     let result = RunResult {
         seed,
-        trace_hash: world.trace_hash(),
+        trace_hash,
         outcome,
-        events: world.events(),
+        events,
         history,
         verdict,
         property: scenario.expect.property,
         judged,
         unmet,
-        trace: world.trace().map(<[TraceEntry]>::to_vec),
+        trace,
         counters,
     };
     KeptRun {
         result,
-        world,
+        fault_log,
         initial_clocks,
+        final_clocks,
+        observations,
     }
 }
 

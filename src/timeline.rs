@@ -1,9 +1,9 @@
-//! The timeline of one run, built from the run and the world it left
+//! The timeline of one run, built from the run and what its world left
 //! ([`crate::run::KeptRun`]): the history and verdict give the lanes, the held intervals, the
-//! operations and the overlaps ([`Timeline::from_history`]); the world gives the lane kinds,
-//! the faults with their true ends (from its fault log), each node's clock offsets and what
-//! the servers granted (Redis: the lock-key audit; etcd and ZooKeeper: each member's owner
-//! audit). Drawing is `lockstep_reports::timeline::svg`.
+//! operations and the overlaps ([`Timeline::from_history`]); the system's layout gives the
+//! lane kinds; the world's fault log the faults with their true ends and each node's clock
+//! offsets; the servers' observations of who holds the lock what each server granted.
+//! Drawing is `lockstep_reports::timeline::svg`.
 //!
 //! Clock offsets are exact: a node's clocks are piecewise-linear and change only at clock
 //! faults, at the end of a slew and at the steps of a strobe, all of which follow from the
@@ -12,16 +12,14 @@
 //! the replayed clocks are compared with the world's at the end, and a node whose replay does
 //! not match is named in the timeline's notes.
 
-use lockstep_models::audit::OwnerAudit;
-use lockstep_models::redis::LockAudit;
-use lockstep_models::system;
-use lockstep_models::{Node, StorageMode};
+use lockstep_models::Role;
+use lockstep_models::observe::{HolderView, Observation};
 use lockstep_reports::timeline::{
     ClockPoint, ClockSeries, FaultMark, FaultSpan, Granted, LaneKind, Timeline,
 };
-use lockstep_sim::{AppliedFault, ClockKind, Clocks, Fault, LocalTime, NodeId, Time};
+use lockstep_sim::{AppliedFault, ClockKind, Clocks, Fault, LocalTime, NodeId, Record, Time};
 
-use crate::run::{KeptRun, RunResult, run_keeping_world};
+use crate::run::{KeptRun, RunResult, run_kept};
 use crate::scenario::{Scenario, Schedule};
 
 /// Runs `scenario` with `seed` (its own schedule for that seed) and builds the run's timeline.
@@ -31,7 +29,7 @@ pub fn of_seed(scenario: &Scenario, seed: u64) -> (RunResult, Timeline) {
 
 /// Runs `scenario` with `seed` under `schedule` (a shrunk one, say) and builds its timeline.
 pub fn of_schedule(scenario: &Scenario, seed: u64, schedule: &Schedule) -> (RunResult, Timeline) {
-    let kept = run_keeping_world(scenario, seed, schedule, false);
+    let kept = run_kept(scenario, seed, schedule, false);
     let t = timeline(scenario, &kept);
     (kept.result, t)
 }
@@ -54,58 +52,36 @@ pub fn timeline(scenario: &Scenario, kept: &KeptRun) -> Timeline {
         result.verdict.lost_updates.count,
         result.trace_hash
     );
-    let kinds = lane_kinds(scenario, t.lanes.len());
-    for (lane, kind) in t.lanes.iter_mut().zip(kinds) {
-        lane.kind = kind;
+    let layout = scenario.system.layout();
+    for (lane, (_, role)) in t.lanes.iter_mut().zip(&layout.nodes) {
+        lane.kind = match role {
+            Role::Server => LaneKind::Server,
+            Role::Coordinator { .. } => LaneKind::Coordinator,
+            Role::Storage => LaneKind::Storage,
+            Role::Client => LaneKind::Client,
+        };
     }
     t.storage_lane = t.lanes.iter().position(|l| l.kind == LaneKind::Storage);
     let end = result.history.end_ns;
-    t.faults = faults(kept.world.fault_log(), end);
-    let log = kept.world.fault_log();
+    let log = &kept.fault_log;
+    t.faults = faults(log, end);
     for (i, initial) in kept.initial_clocks.iter().enumerate() {
         let node = NodeId(i as u32);
         let offset = scenario.clocks.get(i).map_or(0, |c| c.wall_offset_ns);
         let (points, segments) = clock_points(node, initial, offset, log, end);
         let replayed = &segments.last().expect("a segment from time zero").1;
-        if replayed != kept.world.clocks(node) {
+        if Some(replayed) != kept.final_clocks.get(i) {
             t.notes.push(format!(
                 "The clock line of {} is approximate: replaying its clock faults did not give \
                  the world's clocks.",
-                kept.world.names()[i]
+                result.history.name(lockstep_check::NodeId(node.0))
             ));
         }
         t.clocks.push(ClockSeries { lane: i, points });
-        let granted = match kept.world.process(node) {
-            Node::Redis(server) => redis_grants(i, server.lock_audit(), &segments, log, end),
-            Node::Etcd(member) => owner_grants(i, member.owner_audit(), &segments, log, end),
-            Node::ZooKeeper(member) => owner_grants(i, member.owner_audit(), &segments, log, end),
-            Node::Client(_) | Node::Storage(_) | Node::Sentinel(_) => Vec::new(),
-        };
-        t.granted.extend(granted);
+        t.granted
+            .extend(server_grants(i, &kept.observations, &segments, log, end));
     }
     t
-}
-
-/// Lane kinds in node order, as `system::build` lays the nodes out: servers, sentinels,
-/// storage (unless the resource lives in etcd), clients.
-fn lane_kinds(scenario: &Scenario, lanes: usize) -> Vec<LaneKind> {
-    let family = &scenario.system.family;
-    let servers = system::server_count(family);
-    let sentinels = system::sentinel_count(family);
-    let storage = usize::from(!matches!(scenario.system.storage, StorageMode::Etcd(_)));
-    (0..lanes)
-        .map(|i| {
-            if i < servers {
-                LaneKind::Server
-            } else if i < servers + sentinels {
-                LaneKind::Coordinator
-            } else if i < servers + sentinels + storage {
-                LaneKind::Storage
-            } else {
-                LaneKind::Client
-            }
-        })
-        .collect()
 }
 
 /// The faults of a fault log as spans: each start paired with its end (a resume, a restart, a
@@ -303,23 +279,21 @@ fn when(segments: &Segments, kind: ClockKind, local: i64, from_ns: u64) -> u64 {
     u64::MAX
 }
 
-/// What a Redis server granted, from its audit of the lock key: from each successful `SET NX`
-/// to the release, the deadline on its expiry clock (renewals move it), or its crash,
-/// whichever came first. A key is expired once the clock reads past its deadline's
-/// millisecond (`now > when`), whether or not a command has deleted it yet.
-fn redis_grants(
+/// What a server granted, from its observations of who holds the lock: from each grant to
+/// the next change (a new holder, a release), the deadline it gave the grant on its own
+/// clock (renewals move it), its crash, or the end of the run, whichever came first. Members
+/// of a replicated service apply the same changes at different times, so their lanes show
+/// each one's lag, and a cut-off member's stale view.
+fn server_grants(
     lane: usize,
-    audit: &[LockAudit],
+    observations: &[Record<Observation>],
     segments: &Segments,
     log: &[AppliedFault],
     end_ns: u64,
 ) -> Vec<Granted> {
     let node = NodeId(lane as u32);
-    let true_time = |mono_ns: i64| when(segments, ClockKind::Mono, mono_ns, 0);
-    let expiry = |at_ms: i64, clock: ClockKind, from: u64| {
-        let local = at_ms.saturating_add(1).saturating_mul(1_000_000);
-        when(segments, clock, local, from)
-    };
+    let expiry =
+        |(clock, at): (ClockKind, LocalTime), from: u64| when(segments, clock, at.as_nanos(), from);
     let crashes = crash_times(node, log);
     let mut grants = Vec::new();
     // The grant open on the server: (holder, since, expiry in true time).
@@ -327,76 +301,13 @@ fn redis_grants(
     let close = |open: &mut Option<(usize, u64, u64)>, at: u64, how: &str, out: &mut Vec<_>| {
         if let Some((holder, from_ns, expires)) = open.take() {
             let crash = crashes.iter().copied().find(|&c| c >= from_ns);
-            let (mut to_ns, mut detail) = (at, how.to_string());
+            let (mut to_ns, mut detail) = (at, how);
             if expires < to_ns {
-                (to_ns, detail) = (expires, "expired".to_string());
+                (to_ns, detail) = (expires, "expired");
             }
             if let Some(c) = crash.filter(|&c| c < to_ns) {
-                (to_ns, detail) = (c, "server crashed".to_string());
+                (to_ns, detail) = (c, "server crashed");
             }
-            out.push(Granted {
-                lane,
-                holder,
-                from_ns,
-                to_ns: to_ns.min(end_ns),
-                detail,
-            });
-        }
-    };
-    for entry in audit {
-        match *entry {
-            LockAudit::Set {
-                mono_ns,
-                from,
-                expires_at_ms,
-                clock,
-            } => {
-                let t = true_time(mono_ns);
-                close(&mut open, t, "replaced", &mut grants);
-                open = Some((from.index(), t, expiry(expires_at_ms, clock, t)));
-            }
-            LockAudit::Renew {
-                mono_ns,
-                expires_at_ms,
-                clock,
-            } => {
-                let t = true_time(mono_ns);
-                if let Some(g) = open.as_mut() {
-                    g.2 = expiry(expires_at_ms, clock, t);
-                }
-            }
-            LockAudit::Del { mono_ns } => {
-                close(&mut open, true_time(mono_ns), "released", &mut grants);
-            }
-        }
-    }
-    close(&mut open, end_ns, "held at the end", &mut grants);
-    grants
-}
-
-/// What an etcd or ZooKeeper member considered granted, from its owner audit: from each change
-/// that made a client the owner (its key first in line in the member's applied state) to the
-/// next change, the member's crash, or the end of the run. Members apply the same changes at
-/// different times, so their lanes show each one's lag, and a cut-off member's stale view.
-fn owner_grants(
-    lane: usize,
-    audit: &OwnerAudit,
-    segments: &Segments,
-    log: &[AppliedFault],
-    end_ns: u64,
-) -> Vec<Granted> {
-    let node = NodeId(lane as u32);
-    let crashes = crash_times(node, log);
-    let mut grants = Vec::new();
-    // The owner in the member's view: (holder's lane, since).
-    let mut open: Option<(usize, u64)> = None;
-    let close = |open: &mut Option<(usize, u64)>, at: u64, how: &str, out: &mut Vec<_>| {
-        if let Some((holder, from_ns)) = open.take() {
-            let crash = crashes.iter().copied().find(|&c| c >= from_ns);
-            let (to_ns, detail) = match crash.filter(|&c| c < at) {
-                Some(c) => (c, "member crashed"),
-                None => (at, how),
-            };
             out.push(Granted {
                 lane,
                 holder,
@@ -406,14 +317,24 @@ fn owner_grants(
             });
         }
     };
-    for change in audit.changes() {
-        let t = when(segments, ClockKind::Mono, change.mono_ns, 0);
-        let how = match change.owner {
-            Some(_) => "passed on",
-            None => "released",
-        };
-        close(&mut open, t, how, &mut grants);
-        open = change.owner.map(|o| (o.client.index(), t));
+    let views = observations.iter().filter_map(|o| match o.event {
+        Observation::Holder(view) if o.node == node => Some((o.time.as_nanos(), view)),
+        _ => None,
+    });
+    for (t, view) in views {
+        match view {
+            HolderView::Granted { client, expires } => {
+                close(&mut open, t, "passed on", &mut grants);
+                let expires = expires.map_or(u64::MAX, |e| expiry(e, t));
+                open = Some((client.index(), t, expires));
+            }
+            HolderView::Extended { expires } => {
+                if let Some(g) = open.as_mut() {
+                    g.2 = expiry(expires, t);
+                }
+            }
+            HolderView::Free => close(&mut open, t, "released", &mut grants),
+        }
     }
     close(&mut open, end_ns, "held at the end", &mut grants);
     grants

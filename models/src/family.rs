@@ -1,6 +1,7 @@
 //! A lock family: everything about one lock system that the rest of lockstep needs, behind
 //! one trait. A family lives in its own folder (`models/src/<family>/`), implements
-//! [`Family`] on its settings, and is listed once in the registry (`src/families.rs`).
+//! [`Family`] on its settings, and is listed once in the registry (`families!` in this crate's
+//! `lib.rs`); its scenario keys are documented on its page (`docs/families/<family>.md`).
 //!
 //! The trait gives: its scenario keys (a typed `[model]` section and the checks of their
 //! meaning), its layout (its service nodes, named, with their roles), how it builds its nodes
@@ -12,7 +13,7 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
-use lockstep_sim::NodeId;
+use lockstep_sim::{Dur, NodeId};
 use serde::de::DeserializeOwned;
 
 use crate::env::Host;
@@ -67,6 +68,9 @@ pub struct Fencing {
     pub name: &'static str,
     /// What the token is, for error messages: "the lock key's create revision".
     pub what: &'static str,
+    /// Storage can order its tokens by size (fenced storage); otherwise they are random
+    /// values, good for compare-and-set storage only.
+    pub ordered: bool,
 }
 
 /// A named count a family reports about a run, beside the verdict (ZooKeeper's watch
@@ -150,6 +154,9 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     }
     /// The tokens its clients send to storage.
     fn tokens(&self) -> Tokens;
+    /// How long a grant lasts without renewal: the lock's TTL, the session's lease or timeout
+    /// (`ttl_ms`). Chaos judges recovery against it.
+    fn ttl(&self) -> Dur;
     /// Its counters, in the order a report lists them.
     fn counters(&self) -> &'static [Counter] {
         &[]
@@ -159,4 +166,10 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn describe(&self) -> Vec<String>;
     /// The resource its service keeps, named for reports (`etcd (guard owner)`).
     fn describe_resource(resource: &ResourceOf<Self>) -> String;
+}
+
+/// Something done for every family of the registry ([`crate::for_each_family`]).
+pub trait Visit {
+    /// Does it for family `F`.
+    fn visit<F: Family>(&mut self);
 }

@@ -64,30 +64,6 @@ impl Check {
         Dur::from_nanos((v * 1e6).round() as u64)
     }
 
-    /// A whole-millisecond uniform range `lo..hi` for Redlock's retry delay.
-    pub fn whole_ms_range(&mut self, path: &str, spec: DistSpec) -> (u64, u64) {
-        let (lo, hi) = match spec {
-            DistSpec::Constant(c) => (c, c),
-            DistSpec::Uniform(lo, hi) => (lo, hi),
-            _ => {
-                self.problems.push(
-                    path,
-                    "Redlock draws whole milliseconds: give a number or { uniform = [lo, hi] }",
-                );
-                return (0, 0);
-            }
-        };
-        let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= MAX_MS;
-        if !whole(lo) || !whole(hi) || lo > hi {
-            self.problems.push(
-                path,
-                format!("must be whole milliseconds with lo <= hi, not [{lo}, {hi}]"),
-            );
-            return (0, 0);
-        }
-        (lo as u64, hi as u64)
-    }
-
     /// A positive duration in ms.
     pub fn positive_ms(&mut self, path: &str, v: f64) -> Dur {
         let d = self.ms(path, v);

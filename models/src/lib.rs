@@ -6,28 +6,45 @@
 //! never iterates a hash map. Each handler cites the behaviour of the real system it mirrors
 //! (`../shared/docs/semantics.md`).
 //!
-//! Start reading at [`node`] (the process type), then [`workload`] (the client loop every
-//! family shares), [`lock`] (the lock-client interface), [`redis`] (the first family) and
-//! [`redlock`] (one lock over several Redis instances). [`raft`] is the consensus core the
-//! etcd family builds on, with the checker of its safety properties; [`zookeeper`] reuses it as
-//! its atomic broadcast.
+//! Start reading at [`family`] (what a lock family is), then [`node`] (the process type of a
+//! family's world), [`workload`] (the client loop every family shares), [`lock`] (the
+//! lock-client interface) and [`env`] (what a model sees of its host). Each family is a folder
+//! of its own, listed once in the registry below ([`for_each_family`] visits it). [`raft`] is the consensus
+//! core replicated families build on, with the checker of its safety properties.
 #![deny(missing_docs)]
 
 pub mod audit;
 pub mod env;
-pub mod etcd;
 pub mod family;
 pub mod keys;
 pub mod lock;
 pub mod node;
 pub mod observe;
 pub mod raft;
-pub mod redis;
-pub mod redlock;
 pub mod storage;
 pub mod system;
 pub mod workload;
-pub mod zookeeper;
+
+/// Declares each family's folder as a module and [`for_each_family`], which visits their
+/// types in the registry's order.
+macro_rules! families {
+    ($($folder:ident => $family:ident),* $(,)?) => {
+        $(pub mod $folder;)*
+
+        /// Calls `visitor` with every family of the registry, in its order.
+        pub fn for_each_family(visitor: &mut impl family::Visit) {
+            $(visitor.visit::<$folder::$family>();)*
+        }
+    };
+}
+
+// The registry: every lock family, one line each (its folder and its `Family` type).
+families! {
+    redis => Redis,
+    redlock => Redlock,
+    etcd => Etcd,
+    zookeeper => ZooKeeper,
+}
 
 pub use family::{Family, Role};
 pub use lock::{LockClient, LockSignal};

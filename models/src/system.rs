@@ -11,7 +11,7 @@ use std::fmt::Debug;
 
 use lockstep_check::{Event, Fault as HistFault, FaultKind, History, NodeId as HistNode};
 use lockstep_sim::{
-    AppliedFault, Clocks, Fault, NodeId, Outcome, Record, TraceEntry, World, WorldConfig,
+    AppliedFault, Clocks, Dur, Fault, NodeId, Outcome, Record, TraceEntry, World, WorldConfig,
 };
 
 use crate::family::{Counter, Family, MarkSite, ResourceOf, Role, Tokens};
@@ -219,6 +219,8 @@ pub trait System: Debug + Send + Sync {
     fn marks(&self) -> Vec<(&'static str, MarkSite)>;
     /// The tokens its clients send.
     fn tokens(&self) -> Tokens;
+    /// How long a grant lasts without renewal ([`Family::ttl`]).
+    fn ttl(&self) -> Dur;
     /// The label reports give it.
     fn describe(&self) -> SystemLabel;
     /// Runs a world of it under `config` (whose nodes are [`System::layout`]'s).
@@ -244,6 +246,10 @@ impl<F: Family> System for SystemSpec<F> {
 
     fn tokens(&self) -> Tokens {
         self.family.tokens()
+    }
+
+    fn ttl(&self) -> Dur {
+        self.family.ttl()
     }
 
     fn describe(&self) -> SystemLabel {

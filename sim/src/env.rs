@@ -49,8 +49,12 @@ pub trait Env {
     }
     /// Sets a timer that fires when this node's `clock` reads `deadline` (at once if it
     /// already does).
-    fn set_timer_at(&mut self, clock: ClockKind, deadline: LocalTime, timer: Self::Timer)
-    -> TimerId;
+    fn set_timer_at(
+        &mut self,
+        clock: ClockKind,
+        deadline: LocalTime,
+        timer: Self::Timer,
+    ) -> TimerId;
     /// Cancels a timer; false if it already fired or was cancelled.
     fn cancel_timer(&mut self, id: TimerId) -> bool;
     /// This node's own random stream.

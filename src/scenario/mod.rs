@@ -3,6 +3,7 @@
 //! ([`error`]). docs/scenarios.md documents every key.
 
 pub mod error;
+pub mod family;
 mod resolve;
 mod schema;
 mod variant;
@@ -10,8 +11,10 @@ pub mod write;
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use lockstep_check::Options;
-use lockstep_models::system::SystemSpec;
+use lockstep_models::System;
 use lockstep_sim::{Dur, LinkConfig, NodeConfig, NodeId, ScheduledFault};
 
 pub use error::{Problem, ScenarioError};
@@ -35,8 +38,8 @@ pub struct Scenario {
     pub seeds: Seeds,
     /// The most events a run may handle; running out makes the verdict `unknown`.
     pub max_events: u64,
-    /// The lock system.
-    pub system: SystemSpec,
+    /// The lock system, of the family its file names.
+    pub system: Arc<dyn System>,
     /// Per node: name and clock setup, in node-id order.
     pub clocks: Vec<NodeConfig>,
     /// The default link.
@@ -199,22 +202,32 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
     })
 }
 
-/// Parses and checks scenario text; `path` names it in errors.
+/// Parses and checks scenario text; `path` names it in errors. The file is read in the types
+/// of the family its `model.kind` names.
 ///
 /// # Errors
 /// A [`ScenarioError`]: the first syntax or type error, or every problem of meaning.
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-    let de = toml::Deserializer::parse(text).map_err(|e| {
+    let table: toml::Table = deserialize(toml::Deserializer::parse(text), text, path)?;
+    family::kind_of(&table, text, path)?.parse(text, &table, path)
+}
+
+/// Reads `T` from TOML text: a syntax or type error names its key path and line.
+fn deserialize<T: serde::de::DeserializeOwned>(
+    de: Result<toml::Deserializer<'_>, toml::de::Error>,
+    text: &str,
+    path: &Path,
+) -> Result<T, ScenarioError> {
+    let de = de.map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start));
         ScenarioError::one(path, "", line, e.message().to_string())
     })?;
-    let file: schema::File = serde_path_to_error::deserialize(de).map_err(|e| {
+    serde_path_to_error::deserialize(de).map_err(|e| {
         let line = e.inner().span().map(|s| line_of(text, s.start));
         let key = e.path().to_string();
         let key = if key == "." { String::new() } else { key };
         ScenarioError::one(path, &key, line, e.inner().message().to_string())
-    })?;
-    resolve::resolve(&file).map_err(|problems| ScenarioError::from_problems(path, problems))
+    })
 }
 
 /// The 1-based line of byte offset `at`.

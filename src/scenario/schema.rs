@@ -8,12 +8,12 @@ use lockstep_models::keys::DistSpec;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
-/// A whole scenario file.
+/// A whole scenario file whose `[model]` section is `M`: the keys of the family it names.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct File {
+pub(crate) struct File<M> {
     pub(crate) scenario: ScenarioSection,
-    pub(crate) model: ModelSection,
+    pub(crate) model: M,
     #[serde(default)]
     pub(crate) workload: WorkloadSection,
     #[serde(default)]
@@ -149,212 +149,6 @@ fn default_max_events() -> u64 {
     10_000_000
 }
 
-/// The lock model: the family in `kind` and its settings. Keys whose default depends on
-/// the family (or on Redlock's flavour) are options here; [`super::resolve`] fills them in and
-/// rejects keys that do not apply to the family.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ModelSection {
-    pub(crate) kind: ModelKind,
-    pub(crate) ttl_ms: f64,
-    pub(crate) release: Option<ReleaseKind>,
-    #[serde(default)]
-    pub(crate) renew: RenewSpec,
-    #[serde(default)]
-    pub(crate) fencing: FencingKind,
-    #[serde(default)]
-    pub(crate) expiry_clock: ClockName,
-    pub(crate) request_timeout_ms: Option<f64>,
-    pub(crate) retry_delay_ms: Option<DistSpec>,
-    pub(crate) acquire_tries: Option<u32>,
-    #[serde(default = "default_drift_factor")]
-    pub(crate) drift_factor: f64,
-    pub(crate) instances: Option<u32>,
-    pub(crate) flavour: Option<FlavourName>,
-    pub(crate) clock: Option<ClockName>,
-    pub(crate) elapsed_check: Option<bool>,
-    #[serde(default)]
-    pub(crate) persistence: PersistenceName,
-    pub(crate) save: Option<Vec<[f64; 2]>>,
-    #[serde(default)]
-    pub(crate) crash_loses: CrashLosesName,
-    #[serde(default)]
-    pub(crate) restart_delay_ms: f64,
-    #[serde(default)]
-    pub(crate) replicas: u32,
-    pub(crate) replication_lag_ms: Option<DistSpec>,
-    pub(crate) sentinels: Option<u32>,
-    pub(crate) sentinel_quorum: Option<u32>,
-    pub(crate) down_after_ms: Option<f64>,
-    pub(crate) failover_timeout_ms: Option<f64>,
-    #[serde(default)]
-    pub(crate) wait_replicas: u32,
-    pub(crate) wait_timeout_ms: Option<f64>,
-    pub(crate) members: Option<u32>,
-    pub(crate) recipe: Option<RecipeName>,
-    pub(crate) recheck_after_wait: Option<bool>,
-    pub(crate) reads: Option<ReadsName>,
-    pub(crate) checkpoint_ms: Option<f64>,
-    pub(crate) tick_ms: Option<f64>,
-    pub(crate) election_ms: Option<f64>,
-    pub(crate) stop_on_session_done: Option<bool>,
-    pub(crate) sync_limit: Option<u32>,
-    pub(crate) min_session_timeout_ms: Option<f64>,
-    pub(crate) max_session_timeout_ms: Option<f64>,
-    pub(crate) stop_work_on: Option<StopWorkOnName>,
-    pub(crate) watch: Option<WatchName>,
-    pub(crate) protection: Option<ProtectionName>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum StopWorkOnName {
-    #[default]
-    Never,
-    Lost,
-    Suspended,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum WatchName {
-    #[default]
-    Predecessor,
-    Parent,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum ProtectionName {
-    Guid,
-    #[default]
-    GuidAndSession,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum RecipeName {
-    #[default]
-    Mutex,
-    Election,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum ReadsName {
-    #[default]
-    ReadIndex,
-    Lease,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum PersistenceName {
-    #[default]
-    None,
-    Rdb,
-    AofEverysec,
-    AofAlways,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum CrashLosesName {
-    #[default]
-    Process,
-    Power,
-}
-
-/// `renew`: `true` or `false`, or a Redis renewal mode by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RenewSpec {
-    Bool(bool),
-    Mode(RenewModeName),
-}
-
-impl Default for RenewSpec {
-    fn default() -> RenewSpec {
-        RenewSpec::Bool(false)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum RenewModeName {
-    UntilRefused,
-    Watchdog,
-}
-
-impl<'de> Deserialize<'de> for RenewSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RenewSpec, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RenewSpec;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("true, false, \"until-refused\" or \"watchdog\"")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RenewSpec, E> {
-                Ok(RenewSpec::Bool(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<RenewSpec, E> {
-                use de::IntoDeserializer;
-                RenewModeName::deserialize(v.into_deserializer()).map(RenewSpec::Mode)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-fn default_drift_factor() -> f64 {
-    0.01
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum ModelKind {
-    Redis,
-    Redlock,
-    Etcd,
-    #[serde(rename = "zookeeper")]
-    ZooKeeper,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum FlavourName {
-    #[default]
-    Antirez,
-    Redsync,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum ReleaseKind {
-    #[default]
-    CompareAndDelete,
-    Del,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum FencingKind {
-    #[default]
-    None,
-    Incr,
-    IncrAtomic,
-    Value,
-    Revision,
-    Czxid,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum ClockName {
-    #[default]
-    Wall,
-    Mono,
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WorkloadSection {
@@ -402,33 +196,13 @@ fn default_storage_timeout() -> f64 {
     1_000.0
 }
 
+/// `[storage]`: the mode, and the keys of a mode under which a family's service keeps the
+/// resource itself (read with that family's types; any other key is an error).
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct StorageSection {
-    #[serde(default)]
-    pub(crate) mode: StorageModeName,
-    pub(crate) guard: Option<GuardName>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum StorageModeName {
-    #[default]
-    Unfenced,
-    FencedWrites,
-    FencedAll,
-    CasToken,
-    Etcd,
-}
-
-/// The guard of a write to the resource kept in etcd (`mode = "etcd"`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum GuardName {
-    #[default]
-    None,
-    KeyExists,
-    Owner,
+    pub(crate) mode: Option<String>,
+    #[serde(flatten)]
+    pub(crate) keys: toml::Table,
 }
 
 #[derive(Debug, Deserialize)]

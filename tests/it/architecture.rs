@@ -82,3 +82,78 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Code of `text` without its comments (`//` to the end of the line), so that a family may be
+/// named as an example in documentation, and without the registry (`families! { .. }`).
+fn code_of(text: &str) -> String {
+    let mut registry = false;
+    text.lines()
+        .map(|l| {
+            registry |= l.starts_with("families! {");
+            let code = if registry {
+                ""
+            } else {
+                l.find("//").map_or(l, |i| &l[..i])
+            };
+            registry &= l != "}";
+            code
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every family is one folder and one registry line (`families!` in models/src/lib.rs): shared
+/// code — the engine, the checker, the reports, the root crate, the shared models (workload,
+/// storage, nodes, the Raft core), the benchmarks — names no family. The names come from the registry itself, so a new family
+/// is held to it the moment it is listed.
+#[test]
+fn no_family_is_named_in_shared_code() {
+    let families = lockstep::families::all();
+    assert!(families.len() >= 4, "the registry lists the families");
+    let mut names: Vec<String> = Vec::new();
+    for f in families {
+        names.push(f.kind().to_lowercase());
+        names.push(f.name().to_lowercase());
+    }
+    names.sort();
+    names.dedup();
+    let folders: Vec<std::path::PathBuf> = families
+        .iter()
+        .map(|f| root().join("models/src").join(f.kind()))
+        .collect();
+    let mut shared = Vec::new();
+    for dir in [
+        "sim/src",
+        "check/src",
+        "models/src",
+        "reports/src",
+        "src",
+        "benches",
+    ] {
+        shared.extend(
+            walk(&root().join(dir))
+                .into_iter()
+                .filter(|p| !folders.iter().any(|f| p.starts_with(f))),
+        );
+    }
+    assert!(
+        shared.len() > 40,
+        "found the shared sources: {}",
+        shared.len()
+    );
+    let mut found = Vec::new();
+    for path in &shared {
+        let code = code_of(&std::fs::read_to_string(path).expect("source")).to_lowercase();
+        for name in &names {
+            if let Some(at) = code.find(name.as_str()) {
+                let line = code[..at].lines().count();
+                found.push(format!("{}:{line}: `{name}`", path.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "shared code names a family (move it into the family's folder, or ask the registry):\n{}",
+        found.join("\n")
+    );
+}

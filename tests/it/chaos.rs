@@ -6,7 +6,6 @@ use std::collections::BTreeSet;
 use lockstep::chaos::Chaos;
 use lockstep::{Scenario, load, run};
 use lockstep_check::Event;
-use lockstep_models::system;
 use lockstep_sim::{Dur, Fault, TraceKind, When};
 
 use crate::support::{
@@ -116,8 +115,7 @@ fn the_marks_a_profile_aims_at_are_marks_the_family_reaches() {
     // quiet-free runs of the catalogue `suspended` needs a partition, which chaos brings).
     let mut reached: Vec<(String, BTreeSet<String>)> = Vec::new();
     for s in chaos_scenarios() {
-        let debug = format!("{:?}", s.system.family);
-        let family = debug.split_whitespace().next().unwrap_or("").to_string();
+        let family = s.system.kind().to_string();
         let mut marks = BTreeSet::new();
         for seed in 1..=6 {
             let r = run(&s, seed, true);
@@ -127,7 +125,7 @@ fn the_marks_a_profile_aims_at_are_marks_the_family_reaches() {
                 }
             }
         }
-        for (mark, _) in system::marks(&s.system.family) {
+        for (mark, _) in s.system.marks() {
             assert!(
                 marks.contains(mark)
                     || reached

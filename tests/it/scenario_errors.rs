@@ -329,7 +329,7 @@ fn the_etcd_keys_are_checked_with_their_paths() {
     for expected in [
         "model.members: must be between 1 and 9, not 12",
         "model.election_ms: must be a whole number of ticks (100ms), at least two, not 250ms",
-        "model.fencing: etcd's fencing token is the lock key's create revision",
+        "model.fencing: \"incr\" is Redis's token (a counter `INCR`ed after the `SET NX`); etcd's: \"revision\" (the lock key's create revision)",
         "model.flavour: applies to kind = \"redlock\" only, not to \"etcd\"",
         "model.renew: applies to kind = \"redis\" or \"redlock\" only, not to \"etcd\"",
     ] {
@@ -372,7 +372,7 @@ fn the_etcd_resource_keys_are_checked_with_their_paths() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].contains(
-            "storage.mode: \"etcd\" keeps the resource in etcd's key space and needs model.kind = \"etcd\", not \"redis\""
+            "storage.mode: \"etcd\" keeps the resource in etcd's own service and needs model.kind = \"etcd\", not \"redis\""
         ),
         "{}",
         lines[0]
@@ -437,7 +437,7 @@ fn the_zookeeper_keys_are_checked_with_their_paths() {
         "model.members: must be between 1 and 9, not 0",
         "model.sync_limit: must be between 1 and 100 ticks, not 0",
         "model.max_session_timeout_ms: must not be below the minimum session timeout",
-        "model.fencing: ZooKeeper's fencing token is the lock node's creation zxid: \"czxid\"",
+        "model.fencing: \"revision\" is etcd's token (the lock key's create revision); ZooKeeper's: \"czxid\" (the lock node's creation zxid)",
         "model.election_ms: applies to kind = \"etcd\" only, not to \"zookeeper\"",
         "model.recipe: applies to kind = \"etcd\" only, not to \"zookeeper\"",
         "model.request_timeout_ms: applies to kind = \"redis\", \"redlock\" or \"etcd\" only, not to \"zookeeper\"",

@@ -90,6 +90,7 @@ impl Family for Etcd {
     const FENCING: &'static [Fencing] = &[Fencing {
         name: "revision",
         what: "the lock key's create revision",
+        ordered: true,
     }];
     const RESOURCE_MODE: Option<&'static str> = Some("etcd");
 
@@ -201,6 +202,10 @@ impl Family for Etcd {
         } else {
             Tokens::None
         }
+    }
+
+    fn ttl(&self) -> Dur {
+        self.client.ttl
     }
 
     fn describe(&self) -> Vec<String> {

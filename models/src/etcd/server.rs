@@ -235,7 +235,7 @@ impl EtcdServer {
             election_ticks: config.election_ticks,
             heartbeat_ticks: config.heartbeat_ticks,
             read_only: config.read_only,
-            ..RaftConfig::etcd(config.members.clone(), me)
+            ..RaftConfig::with_defaults(config.members.clone(), me)
         }
     }
 

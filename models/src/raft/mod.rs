@@ -85,7 +85,7 @@ impl RaftConfig {
     /// The etcd server's settings (`etcdserver/bootstrap.go` `raftConfig`): 10 election
     /// ticks, 1 heartbeat tick, PreVote and CheckQuorum on, ReadIndex reads, up to 64
     /// entries per append.
-    pub fn etcd(peers: Vec<NodeId>, me: NodeId) -> RaftConfig {
+    pub fn with_defaults(peers: Vec<NodeId>, me: NodeId) -> RaftConfig {
         RaftConfig {
             peers,
             me,

@@ -53,7 +53,7 @@ impl Cluster {
             .into_iter()
             .enumerate()
             .map(|(i, d)| {
-                let mut config = RaftConfig::etcd(peers.clone(), id(i));
+                let mut config = RaftConfig::with_defaults(peers.clone(), id(i));
                 tweak(&mut config);
                 Raft::new(config, d, &mut rngs[i])
             })
@@ -157,7 +157,7 @@ impl Cluster {
 
 #[test]
 fn randomized_election_timeouts_are_in_range_and_cover_it() {
-    let config = RaftConfig::etcd(vec![id(0), id(1), id(2)], id(0));
+    let config = RaftConfig::with_defaults(vec![id(0), id(1), id(2)], id(0));
     let mut seen = [0u32; 20];
     for seed in 0..2_000 {
         let mut rng = Rng::fork(seed, "node/0");

@@ -384,10 +384,12 @@ impl Family for Redis {
         Fencing {
             name: "incr",
             what: "a counter `INCR`ed after the `SET NX`",
+            ordered: true,
         },
         Fencing {
             name: "incr-atomic",
             what: "a counter `INCR`ed in the `SET NX`'s own script",
+            ordered: true,
         },
     ];
 
@@ -517,6 +519,10 @@ impl Family for Redis {
         } else {
             Tokens::None
         }
+    }
+
+    fn ttl(&self) -> Dur {
+        self.client.ttl
     }
 
     fn describe(&self) -> Vec<String> {

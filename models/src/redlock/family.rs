@@ -1,7 +1,7 @@
 //! The Redlock family: one lock over independent Redis instances named `redis-1`,
 //! `redis-2`, ... (docs/scenarios.md, `redlock`).
 
-use lockstep_sim::{Distribution, NodeId};
+use lockstep_sim::{Dur, Distribution, NodeId};
 use serde::Deserialize;
 
 use super::{Flavour, RedlockClient, RedlockConfig};
@@ -102,6 +102,7 @@ impl Family for Redlock {
     const FENCING: &'static [Fencing] = &[Fencing {
         name: "value",
         what: "its random value, for compare-and-set storage",
+        ordered: false,
     }];
 
     type Msg = Msg;
@@ -202,6 +203,10 @@ impl Family for Redlock {
         } else {
             Tokens::None
         }
+    }
+
+    fn ttl(&self) -> Dur {
+        self.client.ttl
     }
 
     fn describe(&self) -> Vec<String> {

@@ -1,7 +1,7 @@
 //! The ZooKeeper family: an ensemble of servers named `zk-1`, `zk-2`, ... and clients running
 //! Curator's lock recipe (docs/scenarios.md, `zookeeper`).
 
-use lockstep_sim::NodeId;
+use lockstep_sim::{Dur, NodeId};
 use serde::Deserialize;
 
 use super::client::{
@@ -82,6 +82,7 @@ impl Family for ZooKeeper {
     const FENCING: &'static [Fencing] = &[Fencing {
         name: "czxid",
         what: "the lock node's creation zxid",
+        ordered: true,
     }];
 
     type Msg = Msg;
@@ -205,6 +206,10 @@ impl Family for ZooKeeper {
                 per: Some(LOCK_RELEASES),
             },
         ]
+    }
+
+    fn ttl(&self) -> Dur {
+        self.client.session_timeout
     }
 
     fn describe(&self) -> Vec<String> {

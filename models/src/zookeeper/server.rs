@@ -225,7 +225,7 @@ impl ZooKeeperServer {
             election_ticks: 2 * config.sync_limit.max(1),
             heartbeat_ticks: 1,
             read_only: ReadOnlyOption::Safe,
-            ..RaftConfig::etcd(config.members.clone(), me)
+            ..RaftConfig::with_defaults(config.members.clone(), me)
         }
     }
 

@@ -210,7 +210,7 @@ pub(crate) fn hosts(n: u32, load: Load, tweak: impl Fn(&mut RaftConfig)) -> Vec<
     let peers: Vec<NodeId> = (0..n).map(NodeId).collect();
     (0..n)
         .map(|i| {
-            let mut config = RaftConfig::etcd(peers.clone(), NodeId(i));
+            let mut config = RaftConfig::with_defaults(peers.clone(), NodeId(i));
             tweak(&mut config);
             Host::new(config, load)
         })

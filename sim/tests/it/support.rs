@@ -1,7 +1,7 @@
 //! A small probe process and helpers shared by the world tests.
 
 use lockstep_sim::{
-    ClockKind, Distribution, EnvOf, Dur, Fault, LinkConfig, NodeConfig, NodeId, Process,
+    ClockKind, Distribution, Dur, EnvOf, Fault, LinkConfig, NodeConfig, NodeId, Process,
     ScheduledFault, Time, TimerId, When, World, WorldConfig,
 };
 

@@ -2,9 +2,9 @@
 //! against the system.
 
 use lockstep_models::keys::DistSpec;
-use lockstep_models::system::{self, SystemSpec};
+use lockstep_models::system::{Layout, System};
 use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
-use lockstep_sim::{Dur, NodeId, Time};
+use lockstep_sim::{Dur, Time};
 
 use super::Resolver;
 use crate::chaos::{Chaos, Targets, Weights};
@@ -82,10 +82,11 @@ pub(crate) const PROFILES: &[&str] = &["default"];
 pub(super) fn chaos(
     r: &mut Resolver,
     c: &ChaosSection,
-    ttl_ms: f64,
     duration: Dur,
-    system: &SystemSpec,
+    system: &dyn System,
+    layout: &Layout,
 ) -> Option<Chaos> {
+    let ttl_ms = system.ttl().as_nanos() as f64 / 1e6;
     let name = c.profile.as_deref().unwrap_or("default");
     let Some(d) = profile_defaults(name) else {
         r.problems.push(
@@ -181,11 +182,6 @@ pub(super) fn chaos(
         "chaos.max_duplicate",
         c.max_duplicate.unwrap_or(d.max_duplicate),
     );
-    let storage = r
-        .names
-        .iter()
-        .position(|n| n == "storage")
-        .map(|i| NodeId(i as u32));
     Some(Chaos {
         profile: name.to_string(),
         start: Time::ZERO + start,
@@ -206,12 +202,6 @@ pub(super) fn chaos(
         slow_for,
         max_loss_ppm,
         max_duplicate_ppm,
-        targets: Targets {
-            clients: r.clients.clone(),
-            servers: r.servers.clone(),
-            sentinels: r.sentinels.clone(),
-            storage,
-            marks: system::marks(&system.family),
-        },
+        targets: Targets::of(layout, system.marks()),
     })
 }

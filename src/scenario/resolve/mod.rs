@@ -10,9 +10,12 @@ mod sweep;
 mod system;
 
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use lockstep_check::Options;
+use lockstep_models::family::Tokens;
 use lockstep_models::keys::{Check, Problems};
+use lockstep_models::system::{Layout, System};
 use lockstep_sim::{NodeId, ScheduledFault};
 
 use self::chaos::chaos;
@@ -21,17 +24,16 @@ use self::faults::fault;
 use self::network::{clocks, network};
 use self::seeds::seeds;
 use self::sweep::sweep;
-use self::system::system_spec;
+pub(crate) use self::system::workload;
 use super::Scenario;
 use super::schema::{File, Names};
 
 /// The checks of values (through `Deref` to [`Check`]) and the resolution of node names.
-struct Resolver {
-    check: Check,
+pub(crate) struct Resolver {
+    pub(crate) check: Check,
     names: Vec<String>,
-    clients: Vec<NodeId>,
-    servers: Vec<NodeId>,
-    sentinels: Vec<NodeId>,
+    /// The node groups a file may name (`clients`, `servers`, the family's own, `all`).
+    groups: Vec<(&'static str, Vec<NodeId>)>,
 }
 
 impl Resolver {
@@ -47,7 +49,8 @@ impl Resolver {
         }
     }
 
-    /// Node names or the groups `clients`, `servers`, `sentinels`, `all`, without duplicates.
+    /// Node names or the layout's groups (`clients`, `servers`, the family's own such as
+    /// `sentinels`, `all`), without duplicates.
     fn nodes(&mut self, path: &str, names: &Names) -> Vec<NodeId> {
         let mut out = Vec::new();
         if names.0.is_empty() {
@@ -59,12 +62,9 @@ impl Resolver {
             } else {
                 format!("{path}[{i}]")
             };
-            match name.as_str() {
-                "clients" => out.extend(self.clients.iter().copied()),
-                "servers" => out.extend(self.servers.iter().copied()),
-                "sentinels" => out.extend(self.sentinels.iter().copied()),
-                "all" => out.extend((0..self.names.len() as u32).map(NodeId)),
-                _ => out.extend(self.node(&p, name)),
+            match self.groups.iter().find(|(g, _)| g == name) {
+                Some((_, group)) => out.extend(group.iter().copied()),
+                None => out.extend(self.node(&p, name)),
             }
         }
         out.sort();
@@ -87,14 +87,17 @@ impl DerefMut for Resolver {
     }
 }
 
-/// Checks a parsed file and builds the scenario, or returns every problem found.
-pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
+/// Checks a parsed file of any family and builds the scenario, or returns every problem
+/// found; `system` checks the family's keys, the workload and the storage (its problems
+/// come after the `[scenario]` section's, as the keys are read) and builds the system.
+pub(crate) fn resolve<M>(
+    file: &File<M>,
+    system: impl FnOnce(&mut Resolver) -> Arc<dyn System>,
+) -> Result<Scenario, Problems> {
     let mut r = Resolver {
         check: Check::default(),
         names: Vec::new(),
-        clients: Vec::new(),
-        servers: Vec::new(),
-        sentinels: Vec::new(),
+        groups: Vec::new(),
     };
     let s = &file.scenario;
     if s.name.trim().is_empty() {
@@ -106,17 +109,10 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
             .push("scenario.max_events", "must be greater than 0");
     }
     let seeds = seeds(&mut r, s.seeds.as_ref(), s.seed);
-    let system = system_spec(&mut r, file);
-    let nodes = lockstep_models::system::build(&system);
-    r.names = nodes.iter().map(|(name, _)| name.clone()).collect();
-    r.clients = (0..r.names.len() as u32)
-        .map(NodeId)
-        .filter(|n| r.names[n.index()].starts_with("client-"))
-        .collect();
-    let servers = lockstep_models::system::server_count(&system.family) as u32;
-    let sentinels = lockstep_models::system::sentinel_count(&system.family) as u32;
-    r.servers = (0..servers).map(NodeId).collect();
-    r.sentinels = (servers..servers + sentinels).map(NodeId).collect();
+    let system = system(&mut r);
+    let layout: Layout = system.layout();
+    r.names = layout.names();
+    r.groups = layout.groups();
     let (link, links) = network(&mut r, &file.network);
     let clocks = clocks(&mut r, &file.clock);
     let faults: Vec<ScheduledFault> = file
@@ -128,7 +124,7 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
     let chaos = file
         .chaos
         .as_ref()
-        .and_then(|c| chaos(&mut r, c, file.model.ttl_ms, duration, &system));
+        .and_then(|c| chaos(&mut r, c, duration, &*system, &layout));
     let mut expect = expect(&file.expect);
     match (&chaos, file.expect.recovers) {
         (Some(c), None | Some(true)) => expect.recovery = Some(c.liveness),
@@ -150,7 +146,7 @@ pub(crate) fn resolve(file: &File) -> Result<Scenario, Problems> {
         seeds,
         max_events: s.max_events,
         check_options: Options {
-            tokens_monotonic: lockstep_models::system::tokens_monotonic(&system.family),
+            tokens_monotonic: system.tokens() == Tokens::Ordered { monotonic: true },
             quiet_from_ns: chaos.as_ref().map(|c| c.quiet_from.as_nanos()),
             ..Options::default()
         },

@@ -1,0 +1,375 @@
+//! Lock families as the loader sees them: what `model.kind` names. [`Entry`] gives any
+//! [`Family`] the face of [`Registered`]; the registry (`crate::families`) lists one per family.
+//!
+//! A file is read in the types of its family: its `[model]` section is the family's keys, its
+//! `[storage]` the storage node's mode or the family's own resource. Which keys belong to which
+//! family, and which fencing values and storage modes, is asked of the registry, so an error
+//! about another family's key names the families that take it.
+
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::Arc;
+
+use lockstep_models::StorageMode;
+use lockstep_models::family::{Family, Fencing, ResourceOf, Tokens};
+use lockstep_models::keys::{Check, fields};
+use lockstep_models::system::{Resource, System, SystemSpec};
+use serde::de::DeserializeOwned;
+
+use super::Scenario;
+use super::error::ScenarioError;
+use super::resolve::{self, Resolver};
+use super::schema::{File, StorageSection};
+use crate::families;
+
+/// A lock family in the registry.
+pub trait Registered: Sync {
+    /// Its `model.kind`, which is also its folder under `models/src/`.
+    fn kind(&self) -> &'static str;
+    /// Its name in sentences.
+    fn name(&self) -> &'static str;
+    /// Its `[model]` keys.
+    fn model_keys(&self) -> &'static [&'static str];
+    /// Its fencing values besides `none`.
+    fn fencing(&self) -> &'static [Fencing];
+    /// The storage mode under which its service keeps the resource, if any.
+    fn resource_mode(&self) -> Option<&'static str>;
+    /// The `[storage]` keys of that mode besides `mode`.
+    fn resource_keys(&self) -> &'static [&'static str];
+    /// Reads and checks a scenario file of this family: its text, and the same parsed.
+    ///
+    /// # Errors
+    /// The first problem of syntax or type, or every problem of meaning.
+    fn parse(
+        &self,
+        text: &str,
+        table: &toml::Table,
+        path: &Path,
+    ) -> Result<Scenario, ScenarioError>;
+}
+
+/// The registry's face of family `F`.
+#[derive(Debug)]
+pub struct Entry<F>(PhantomData<fn() -> F>);
+
+impl<F> Entry<F> {
+    /// The entry.
+    pub const NEW: Entry<F> = Entry(PhantomData);
+}
+
+/// The registered family of kind `kind`.
+pub(crate) fn find(kind: &str) -> Option<&'static dyn Registered> {
+    families::all().iter().copied().find(|f| f.kind() == kind)
+}
+
+/// `"a"`, `"a" or "b"`, `"a", "b" or "c"`.
+pub(crate) fn quoted_list(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("\"{i}\"")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+impl<F: Family> Registered for Entry<F> {
+    fn kind(&self) -> &'static str {
+        F::KIND
+    }
+
+    fn name(&self) -> &'static str {
+        F::NAME
+    }
+
+    fn model_keys(&self) -> &'static [&'static str] {
+        fields::<F::Keys>()
+    }
+
+    fn fencing(&self) -> &'static [Fencing] {
+        F::FENCING
+    }
+
+    fn resource_mode(&self) -> Option<&'static str> {
+        F::RESOURCE_MODE
+    }
+
+    fn resource_keys(&self) -> &'static [&'static str] {
+        fields::<F::ResourceKeys>()
+    }
+
+    fn parse(
+        &self,
+        text: &str,
+        table: &toml::Table,
+        path: &Path,
+    ) -> Result<Scenario, ScenarioError> {
+        // Keys and fencing values of other families are problems of meaning, reported all at
+        // once with the families that take them; the rest of the file is then read without
+        // them (losing line numbers, which those reports do not need).
+        let foreign = foreign_model_keys(self, table);
+        let file: File<F::Keys> = if foreign.is_empty() {
+            super::deserialize(toml::Deserializer::parse(text), text, path)?
+        } else {
+            let mut cleaned = table.clone();
+            if let Some(model) = cleaned.get_mut("model").and_then(toml::Value::as_table_mut) {
+                for (key, _) in &foreign {
+                    model.remove(key.as_str());
+                }
+            }
+            from_table(toml::Value::Table(cleaned), path)?
+        };
+        resolve::resolve(&file, |r| system::<F>(r, &file, foreign))
+            .map_err(|problems| ScenarioError::from_problems(path, problems))
+    }
+}
+
+/// A file read from a table (whose line numbers are gone).
+fn from_table<T: DeserializeOwned>(table: toml::Value, path: &Path) -> Result<T, ScenarioError> {
+    serde_path_to_error::deserialize(table).map_err(|e| {
+        let key = e.path().to_string();
+        let key = if key == "." { String::new() } else { key };
+        ScenarioError::one(path, &key, None, e.inner().message().to_string())
+    })
+}
+
+/// The `[model]` keys of `table` that `family` does not take but another does, each with its
+/// problem; and a `fencing` value of another family's.
+fn foreign_model_keys(family: &dyn Registered, table: &toml::Table) -> Vec<(String, String)> {
+    let Some(model) = table.get("model").and_then(toml::Value::as_table) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for key in model.keys() {
+        if family.model_keys().contains(&key.as_str()) {
+            continue;
+        }
+        let takers: Vec<&str> = families::all()
+            .iter()
+            .filter(|f| f.model_keys().contains(&key.as_str()))
+            .map(|f| f.kind())
+            .collect();
+        if !takers.is_empty() {
+            let problem = format!(
+                "applies to kind = {} only, not to \"{}\"",
+                quoted_list(&takers),
+                family.kind()
+            );
+            out.push((key.clone(), problem));
+        }
+    }
+    let fencing = model.get("fencing").and_then(toml::Value::as_str);
+    let ours = |v: &str| v == "none" || family.fencing().iter().any(|f| f.name == v);
+    if let Some(v) = fencing.filter(|v| !ours(v)) {
+        let owner = families::all()
+            .iter()
+            .find_map(|f| f.fencing().iter().find(|x| x.name == v).map(|x| (f, x)));
+        if let Some((f, token)) = owner {
+            let ours: Vec<String> = family
+                .fencing()
+                .iter()
+                .map(|x| format!("\"{}\" ({})", x.name, x.what))
+                .collect();
+            let ours = match ours.split_last() {
+                None => "none".to_string(),
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            };
+            let problem = format!(
+                "\"{v}\" is {}'s token ({}); {}'s: {ours}",
+                f.name(),
+                token.what,
+                family.name(),
+            );
+            out.push(("fencing".to_string(), problem));
+        }
+    }
+    out
+}
+
+/// The system of a file of family `F`: its settings, the workload and where the resource
+/// lives, every problem noted in `r` in the order the keys come.
+fn system<F: Family>(
+    r: &mut Resolver,
+    file: &File<F::Keys>,
+    foreign: Vec<(String, String)>,
+) -> Arc<dyn System> {
+    let check: &mut Check = &mut r.check;
+    for (key, problem) in foreign {
+        check.problems.push(format!("model.{key}"), problem);
+    }
+    let family = F::resolve(&file.model, check);
+    let (clients, workload) = resolve::workload(check, &file.workload);
+    let resource = resource::<F>(check, &file.storage, family.tokens());
+    Arc::new(SystemSpec {
+        family,
+        clients,
+        workload,
+        resource,
+    })
+}
+
+/// Where the resource lives: a storage node in one of its modes, or the family's service
+/// under its own mode; and whether the storage can use the family's tokens.
+fn resource<F: Family>(
+    check: &mut Check,
+    s: &StorageSection,
+    tokens: Tokens,
+) -> Resource<ResourceOf<F>> {
+    let mode = s.mode.as_deref().unwrap_or("unfenced");
+    if let Some((_, storage)) = StorageMode::ALL.iter().find(|(name, _)| *name == mode) {
+        for key in s.keys.keys() {
+            let owner = families::all()
+                .iter()
+                .find(|f| f.resource_keys().contains(&key.as_str()));
+            let problem = match owner.and_then(|f| f.resource_mode().map(|m| (f, m))) {
+                Some((f, m)) => format!(
+                    "applies only with mode = \"{m}\" (the resource kept in {}'s own service)",
+                    f.name()
+                ),
+                None => format!("unknown field `{key}`, expected `mode`"),
+            };
+            check.problems.push(format!("storage.{key}"), problem);
+        }
+        tokens_fit::<F>(check, *storage, tokens);
+        return Resource::Storage(*storage);
+    }
+    if F::RESOURCE_MODE == Some(mode) {
+        let keys: Result<F::ResourceKeys, _> =
+            serde_path_to_error::deserialize(toml::Value::Table(s.keys.clone()));
+        match keys {
+            Ok(keys) => {
+                if let Some(r) = F::resource(&keys, check) {
+                    return Resource::Service(r);
+                }
+            }
+            Err(e) => check.problems.push(
+                format!("storage.{}", e.path()),
+                e.inner().message().to_string(),
+            ),
+        }
+        return Resource::Storage(StorageMode::Unfenced);
+    }
+    let owner = families::all()
+        .iter()
+        .find(|f| f.resource_mode() == Some(mode));
+    let problem = match owner {
+        Some(f) => format!(
+            "\"{mode}\" keeps the resource in {}'s own service and needs model.kind = \"{}\", not \"{}\"",
+            f.name(),
+            f.kind(),
+            F::KIND
+        ),
+        None => {
+            let mut modes: Vec<&str> = StorageMode::ALL.iter().map(|(n, _)| *n).collect();
+            modes.extend(families::all().iter().filter_map(|f| f.resource_mode()));
+            let modes: Vec<String> = modes.iter().map(|m| format!("`{m}`")).collect();
+            format!(
+                "unknown variant `{mode}`, expected one of {}",
+                modes.join(", ")
+            )
+        }
+    };
+    check.problems.push("storage.mode", problem);
+    // A placeholder, so that the nodes can still be named for the other checks.
+    Resource::Storage(StorageMode::Unfenced)
+}
+
+/// Fenced storage compares tokens by size; compare-and-set storage needs random values.
+fn tokens_fit<F: Family>(check: &mut Check, storage: StorageMode, tokens: Tokens) {
+    let ordered: Vec<&str> = F::FENCING
+        .iter()
+        .filter(|f| f.ordered)
+        .map(|f| f.name)
+        .collect();
+    let problem = match (storage, tokens) {
+        (StorageMode::Unfenced, _)
+        | (StorageMode::FencedWrites | StorageMode::FencedAll, Tokens::Ordered { .. })
+        | (StorageMode::CasToken, Tokens::Random) => return,
+        (StorageMode::FencedWrites | StorageMode::FencedAll, Tokens::Random) => format!(
+            "fenced storage compares tokens by size, and {}'s random values have no order (use \"cas-token\")",
+            F::NAME
+        ),
+        (StorageMode::CasToken, _) => {
+            let random: Vec<String> = families::all()
+                .iter()
+                .flat_map(|f| {
+                    f.fencing()
+                        .iter()
+                        .filter(|x| !x.ordered)
+                        .map(move |x| format!("\"{}\" of kind = \"{}\"", x.name, f.kind()))
+                })
+                .collect();
+            format!(
+                "\"cas-token\" needs the lock's random value as the token (model.fencing = {})",
+                random.join(" or ")
+            )
+        }
+        (StorageMode::FencedWrites | StorageMode::FencedAll, Tokens::None)
+            if ordered.is_empty() =>
+        {
+            format!(
+                "fenced storage needs fencing tokens, and kind = \"{}\" has none it can order",
+                F::KIND
+            )
+        }
+        (StorageMode::FencedWrites | StorageMode::FencedAll, Tokens::None) => format!(
+            "fenced storage needs fencing tokens, and this model sends none (set model.fencing = {})",
+            quoted_list(&ordered)
+        ),
+    };
+    check.problems.push("storage.mode", problem);
+}
+
+/// Reads the kind of a scenario file from its table: the registered family it names.
+///
+/// # Errors
+/// A missing `[model]`, `kind` or an unknown kind, as serde would name it.
+pub(crate) fn kind_of(
+    table: &toml::Table,
+    text: &str,
+    path: &Path,
+) -> Result<&'static dyn Registered, ScenarioError> {
+    let kind = table
+        .get("model")
+        .and_then(toml::Value::as_table)
+        .and_then(|m| m.get("kind"))
+        .and_then(toml::Value::as_str);
+    if let Some(f) = kind.and_then(find) {
+        return Ok(f);
+    }
+    // Let serde say what is wrong, with its line: the file read as a kind alone.
+    let e = super::deserialize::<File<KindOnly>>(toml::Deserializer::parse(text), text, path)
+        .err()
+        .unwrap_or_else(|| {
+            ScenarioError::one(path, "model.kind", None, "names no family".to_string())
+        });
+    Err(e)
+}
+
+/// A `[model]` section read for its `kind` only.
+#[derive(Debug, serde::Deserialize)]
+struct KindOnly {
+    #[allow(dead_code, reason = "read to report a missing or unknown kind")]
+    kind: KindName,
+}
+
+/// A `kind` that must name a registered family.
+#[derive(Debug)]
+struct KindName;
+
+impl<'de> serde::Deserialize<'de> for KindName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KindName, D::Error> {
+        let kind = String::deserialize(d)?;
+        if find(&kind).is_some() {
+            return Ok(KindName);
+        }
+        let kinds: Vec<&'static str> = families::all().iter().map(|f| f.kind()).collect();
+        Err(serde::de::Error::unknown_variant(&kind, leak(kinds)))
+    }
+}
+
+/// The registry's kinds as the `'static` list serde's error wants; built once.
+fn leak(kinds: Vec<&'static str>) -> &'static [&'static str] {
+    static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| kinds)
+}
