@@ -24,7 +24,7 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{ClockKind, Clocks};
-use crate::fault::{AppliedFault, Fault, ScheduledFault, When};
+use crate::fault::{AppliedFault, ScheduledFault, When};
 use crate::net::{LinkConfig, Links};
 use crate::rng::Rng;
 use crate::time::{Dur, LocalTime, Time};
@@ -332,10 +332,7 @@ impl<P: Process> World<P> {
             links,
             held: BTreeMap::new(),
             released_until: BTreeMap::new(),
-            partitions: Vec::new(),
-            delays: Vec::new(),
-            degrades: Vec::new(),
-            strobes: Vec::new(),
+            timed: Vec::new(),
             next_id: 0,
             sends: 0,
             net_rng: Rng::fork(config.seed, "network"),
@@ -451,50 +448,12 @@ impl<P: Process> World<P> {
                 self.core.events += 1;
                 self.apply(fault);
             }
-            Action::CrashRestart { node, incarnation } => {
-                let st = &self.core.nodes[node.index()];
-                if st.status == Status::Down && st.incarnation == incarnation {
-                    self.core.events += 1;
-                    self.apply(Fault::Restart { node });
-                }
-            }
-            Action::TimedResume { node, generation } => {
-                let st = &self.core.nodes[node.index()];
-                if st.status == Status::Paused && st.pause_generation == generation {
-                    self.core.events += 1;
-                    self.apply(Fault::Resume { node });
-                }
-            }
-            Action::HealOne { id } => {
-                // A partition healed earlier by a heal-all is not an event.
-                if self.core.partitions.iter().any(|p| p.id == id) {
-                    self.core.events += 1;
-                    self.heal(Some(id));
-                }
-            }
-            Action::EndDelay { id } => {
-                self.core.events += 1;
-                self.end_delay(id);
-            }
-            Action::EndSlew { node } => {
-                let now = self.core.now;
-                if self.core.nodes[node.index()].clocks.end_slew(now) {
-                    self.core.events += 1;
-                    self.core.rearm(node, true);
-                }
-            }
-            Action::EndDegrade { id } => {
-                self.core.events += 1;
-                self.end_degrade(id);
-            }
-            Action::StrobeStep { id } => {
+            Action::Step { id } => {
                 self.core.events += 1;
                 self.strobe_step(id);
             }
-            Action::EndStrobe { id } => {
-                self.core.events += 1;
-                self.end_strobe(id);
-            }
+            // An event unless the end is stale (see `end_timed`).
+            Action::End { id } => self.end_timed(id),
         }
     }
 

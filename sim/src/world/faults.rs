@@ -1,5 +1,10 @@
-//! What each fault does, and the fault log: the partitions, delays, degrades and clock strobes
-//! in force, the ends of timed faults, and the faults triggered by marks.
+//! What each fault does, and the fault log.
+//!
+//! A fault applies at once. One that lasts also gets an entry in `Core::timed`, the one table
+//! of timed faults: its id, the fault, and what its kind keeps until its end (`TimedState`).
+//! Every end is one action, `Action::End { id }`, which `World::end_timed` dispatches on the
+//! kind; a clock strobe's steps in between are `Action::Step { id }`. A fault scheduled on a
+//! mark waits as a `Trigger` until `Core::mark` fires it.
 
 use super::queue::{Action, Core, code};
 use super::{NodeId, Process, Status, World};
@@ -7,38 +12,6 @@ use crate::fault::{AppliedFault, Fault};
 use crate::net::PartitionMode;
 use crate::time::{Dur, Time};
 use crate::trace::TraceKind;
-
-pub(super) struct Partition {
-    pub(super) id: u32,
-    links: Vec<(NodeId, NodeId)>,
-    mode: PartitionMode,
-}
-
-pub(super) struct Delay {
-    id: u32,
-    links: Vec<(NodeId, NodeId)>,
-    extra: Dur,
-    fault: Fault,
-}
-
-/// A degrade in force; its links and chances live in [`crate::net::Links`].
-pub(super) struct Degradation {
-    id: u32,
-    fault: Fault,
-}
-
-/// A clock strobe in progress.
-pub(super) struct Strobe {
-    id: u32,
-    node: NodeId,
-    delta_ns: i64,
-    period: Dur,
-    /// True time at which it ends.
-    end: Time,
-    /// Whether its last step left the clock `delta_ns` away from where it would be.
-    off: bool,
-    fault: Fault,
-}
 
 /// A fault waiting for a node to reach a mark.
 pub(super) struct Trigger {
@@ -49,7 +22,59 @@ pub(super) struct Trigger {
     pub(super) fault: Fault,
 }
 
+/// A timed fault in force: every partition, delay, degrade and strobe, and a pause, crash or
+/// slew whose end the world has scheduled (the resume, the restart, the slew's end). It leaves
+/// the table at its end, a partition also at a heal-all; one without a duration stays.
+pub(super) struct Timed {
+    id: u32,
+    /// The fault as applied.
+    fault: Fault,
+    state: TimedState,
+}
+
+/// What a timed fault keeps until its end, by kind.
+enum TimedState {
+    /// A partition blocking `links`. Its end heals it, unless a heal-all did first.
+    Partition {
+        links: Vec<(NodeId, NodeId)>,
+        mode: PartitionMode,
+    },
+    /// Extra latency on `links`, taken away at the end.
+    Delay {
+        links: Vec<(NodeId, NodeId)>,
+        extra: Dur,
+    },
+    /// A degrade; its links and chances live in [`crate::net::Links`] under the same id.
+    Degrade,
+    /// A clock strobe in progress.
+    Strobe {
+        node: NodeId,
+        delta_ns: i64,
+        period: Dur,
+        /// True time at which it ends.
+        end: Time,
+        /// Whether its last step left the clock `delta_ns` away from where it would be.
+        off: bool,
+    },
+    /// A timed pause: its end resumes the node unless it has been resumed or paused again
+    /// since (its pause generation has moved on).
+    Pause { node: NodeId, generation: u32 },
+    /// A crash with a restart: its end restarts the node if it is still the incarnation that
+    /// crashed.
+    Crash { node: NodeId, incarnation: u32 },
+    /// A wall clock slew: its end is the clock's, unless a step or another slew replaced it.
+    Slew { node: NodeId },
+}
+
 impl<P: Process> Core<P> {
+    /// Enters a timed fault in the table and returns its id.
+    fn add_timed(&mut self, fault: Fault, state: TimedState) -> u32 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.timed.push(Timed { id, fault, state });
+        id
+    }
+
     /// Reaches a mark on `node`: counts it, and fires the faults triggered by this occurrence.
     pub(super) fn mark(&mut self, node: NodeId, mark: &'static str) {
         self.hash_event(code::MARK, (node, mark));
@@ -126,18 +151,24 @@ impl<P: Process> World<P> {
                 let cut = shape.resolve(self.procs.len(), &mut self.core.fault_rng);
                 let links = cut.links;
                 self.core.links.block(&links, mode, true);
-                let id = self.core.next_id;
-                self.core.next_id += 1;
-                if let Some(d) = duration {
-                    self.core
-                        .push(self.core.now.saturating_add(d), Action::HealOne { id });
-                }
                 let detail = self.describe_partition(&cut.cut_off, &links, mode, duration);
                 let nodes = cut.cut_off;
-                self.core.partitions.push(Partition { id, links, mode });
                 self.core.log_fault(&fault, nodes, detail);
+                let id = self
+                    .core
+                    .add_timed(fault, TimedState::Partition { links, mode });
+                if let Some(d) = duration {
+                    self.core
+                        .push(self.core.now.saturating_add(d), Action::End { id });
+                }
             }
-            Fault::Heal => self.heal(None),
+            Fault::Heal => {
+                let (healed, kept): (Vec<Timed>, Vec<Timed>) = std::mem::take(&mut self.core.timed)
+                    .into_iter()
+                    .partition(|t| matches!(t.state, TimedState::Partition { .. }));
+                self.core.timed = kept;
+                self.heal(healed);
+            }
             Fault::ClockStep { node, delta_ns } => {
                 let now = self.core.now;
                 self.core.nodes[node.index()].clocks.step(now, delta_ns);
@@ -158,7 +189,10 @@ impl<P: Process> World<P> {
                 let end = self.core.nodes[node.index()]
                     .clocks
                     .start_slew(now, delta_ns, rate_ppm);
-                self.core.push(end, Action::EndSlew { node });
+                let id = self
+                    .core
+                    .add_timed(fault.clone(), TimedState::Slew { node });
+                self.core.push(end, Action::End { id });
                 self.core.rearm(node, true);
                 let detail = format!(
                     "{} wall clock slews {} at {rate_ppm} ppm until {end}",
@@ -176,43 +210,86 @@ impl<P: Process> World<P> {
                 let detail = format!("{} clocks drift {drift_ppm:+} ppm", self.core.name(node));
                 self.core.log_fault(&fault, vec![node], detail);
             }
-            Fault::Delay {
-                ref from,
-                ref to,
-                extra,
-                duration,
-            } => {
-                let links: Vec<(NodeId, NodeId)> = from
-                    .iter()
-                    .flat_map(|&a| to.iter().map(move |&b| (a, b)))
-                    .filter(|(a, b)| a != b)
-                    .collect();
-                for &(a, b) in &links {
-                    self.core.links.add_extra(a, b, extra, true);
-                }
-                let id = self.core.next_id;
-                self.core.next_id += 1;
-                if let Some(d) = duration {
-                    self.core
-                        .push(self.core.now.saturating_add(d), Action::EndDelay { id });
-                }
-                let detail = format!(
-                    "delay {} -> {} by {extra}{}",
-                    self.core.names_of(from),
-                    self.core.names_of(to),
-                    duration.map(|d| format!(" for {d}")).unwrap_or_default()
-                );
-                let nodes = fault.nodes();
-                self.core.log_fault(&fault, nodes, detail);
-                self.core.delays.push(Delay {
-                    id,
-                    links,
-                    extra,
-                    fault,
-                });
-            }
+            Fault::Delay { .. } => self.delay(fault),
             Fault::Degrade { .. } => self.degrade(fault),
             Fault::ClockStrobe { .. } => self.strobe(fault),
+        }
+    }
+
+    /// The end of timed fault `id`. It is an event unless it is stale: a partition healed
+    /// earlier by a heal-all (gone from the table), a timed resume of a node resumed or paused
+    /// again since, a restart for an old incarnation, a slew replaced since.
+    pub(super) fn end_timed(&mut self, id: u32) {
+        let Some(pos) = self.core.timed.iter().position(|t| t.id == id) else {
+            return;
+        };
+        let t = self.core.timed.remove(pos);
+        match t.state {
+            TimedState::Partition { .. } => {
+                self.core.events += 1;
+                self.heal(vec![t]);
+            }
+            TimedState::Delay { links, extra } => {
+                self.core.events += 1;
+                for &(a, b) in &links {
+                    self.core.links.add_extra(a, b, extra, false);
+                }
+                let detail = format!("delay of {extra} ends");
+                let nodes = t.fault.nodes();
+                self.core.log(&t.fault, nodes, detail, true);
+            }
+            TimedState::Degrade => {
+                self.core.events += 1;
+                assert!(self.core.links.remove_degrade(id), "degrade {id} in force");
+                let detail = match &t.fault {
+                    Fault::Degrade { from, to, .. } => format!(
+                        "degrade {} -> {} ends",
+                        self.core.names_of(from),
+                        self.core.names_of(to)
+                    ),
+                    other => unreachable!("a degrade, not {other:?}"),
+                };
+                let nodes = t.fault.nodes();
+                self.core.log(&t.fault, nodes, detail, true);
+            }
+            TimedState::Strobe {
+                node,
+                delta_ns,
+                off,
+                ..
+            } => {
+                self.core.events += 1;
+                if off {
+                    self.step_wall(node, -delta_ns);
+                }
+                let detail = format!(
+                    "{} wall clock strobe ends, {}",
+                    self.core.name(node),
+                    if off { "stepped back" } else { "back already" }
+                );
+                self.core.log(&t.fault, vec![node], detail, true);
+            }
+            TimedState::Pause { node, generation } => {
+                let st = &self.core.nodes[node.index()];
+                if st.status == Status::Paused && st.pause_generation == generation {
+                    self.core.events += 1;
+                    self.apply(Fault::Resume { node });
+                }
+            }
+            TimedState::Crash { node, incarnation } => {
+                let st = &self.core.nodes[node.index()];
+                if st.status == Status::Down && st.incarnation == incarnation {
+                    self.core.events += 1;
+                    self.apply(Fault::Restart { node });
+                }
+            }
+            TimedState::Slew { node } => {
+                let now = self.core.now;
+                if self.core.nodes[node.index()].clocks.end_slew(now) {
+                    self.core.events += 1;
+                    self.core.rearm(node, true);
+                }
+            }
         }
     }
 
@@ -240,7 +317,10 @@ impl<P: Process> World<P> {
         st.paused_until = until;
         let generation = st.pause_generation;
         if let Some(t) = until {
-            self.core.push(t, Action::TimedResume { node, generation });
+            let id = self
+                .core
+                .add_timed(fault.clone(), TimedState::Pause { node, generation });
+            self.core.push(t, Action::End { id });
         }
         let detail = match duration {
             Some(d) => format!("pause {name} for {d}"),
@@ -314,10 +394,11 @@ impl<P: Process> World<P> {
         self.procs[node.index()].on_crash();
         if let Some(d) = restart_after {
             let incarnation = self.core.nodes[node.index()].incarnation;
-            self.core.push(
-                self.core.now.saturating_add(d),
-                Action::CrashRestart { node, incarnation },
-            );
+            let id = self
+                .core
+                .add_timed(fault.clone(), TimedState::Crash { node, incarnation });
+            self.core
+                .push(self.core.now.saturating_add(d), Action::End { id });
         }
         let detail = match restart_after {
             Some(d) => format!("crash {name}, restart after {d}"),
@@ -345,23 +426,19 @@ impl<P: Process> World<P> {
         self.dispatch(node, |p, ctx| p.on_restart(ctx));
     }
 
-    /// Heals one partition, or all with `None`, and releases held messages on open links.
-    pub(super) fn heal(&mut self, id: Option<u32>) {
-        let (healed, kept): (Vec<Partition>, Vec<Partition>) =
-            std::mem::take(&mut self.core.partitions)
-                .into_iter()
-                .partition(|p| id.is_none_or(|id| p.id == id));
-        self.core.partitions = kept;
+    /// Heals `healed` (partitions taken out of the table, in the order they were applied) and
+    /// releases held messages on links open again.
+    fn heal(&mut self, healed: Vec<Timed>) {
         let mut nodes = Vec::new();
-        for p in &healed {
-            self.core.links.block(&p.links, p.mode, false);
-            nodes.extend(cut_nodes(&p.links));
+        for t in &healed {
+            let TimedState::Partition { links, mode } = &t.state else {
+                unreachable!("heal() is given partitions");
+            };
+            self.core.links.block(links, *mode, false);
+            nodes.extend(cut_nodes(links));
         }
         nodes.sort();
         nodes.dedup();
-        if id.is_some() && healed.is_empty() {
-            return; // Already healed by a heal-all.
-        }
         let held = self.core.flush_held();
         let detail = format!(
             "heal {} partition(s), {held} held messages released",
@@ -370,15 +447,38 @@ impl<P: Process> World<P> {
         self.core.log_fault(&Fault::Heal, nodes, detail);
     }
 
-    pub(super) fn end_delay(&mut self, id: u32) {
-        if let Some(pos) = self.core.delays.iter().position(|d| d.id == id) {
-            let delay = self.core.delays.remove(pos);
-            for &(a, b) in &delay.links {
-                self.core.links.add_extra(a, b, delay.extra, false);
-            }
-            let detail = format!("delay of {} ends", delay.extra);
-            let nodes = delay.fault.nodes();
-            self.core.log(&delay.fault, nodes, detail, true);
+    fn delay(&mut self, fault: Fault) {
+        let Fault::Delay {
+            ref from,
+            ref to,
+            extra,
+            duration,
+        } = fault
+        else {
+            unreachable!("delay() is given a delay");
+        };
+        let links: Vec<(NodeId, NodeId)> = from
+            .iter()
+            .flat_map(|&a| to.iter().map(move |&b| (a, b)))
+            .filter(|(a, b)| a != b)
+            .collect();
+        for &(a, b) in &links {
+            self.core.links.add_extra(a, b, extra, true);
+        }
+        let detail = format!(
+            "delay {} -> {} by {extra}{}",
+            self.core.names_of(from),
+            self.core.names_of(to),
+            duration.map(|d| format!(" for {d}")).unwrap_or_default()
+        );
+        let nodes = fault.nodes();
+        self.core.log_fault(&fault, nodes, detail);
+        let id = self
+            .core
+            .add_timed(fault, TimedState::Delay { links, extra });
+        if let Some(d) = duration {
+            self.core
+                .push(self.core.now.saturating_add(d), Action::End { id });
         }
     }
 
@@ -398,15 +498,6 @@ impl<P: Process> World<P> {
             .flat_map(|&a| to.iter().map(move |&b| (a, b)))
             .filter(|(a, b)| a != b)
             .collect();
-        let id = self.core.next_id;
-        self.core.next_id += 1;
-        self.core
-            .links
-            .add_degrade(id, links, loss_ppm, duplicate_ppm);
-        if let Some(d) = duration {
-            self.core
-                .push(self.core.now.saturating_add(d), Action::EndDegrade { id });
-        }
         let detail = format!(
             "degrade {} -> {}: loss +{}, duplicate +{}{}",
             self.core.names_of(from),
@@ -417,23 +508,13 @@ impl<P: Process> World<P> {
         );
         let nodes = fault.nodes();
         self.core.log_fault(&fault, nodes, detail);
-        self.core.degrades.push(Degradation { id, fault });
-    }
-
-    pub(super) fn end_degrade(&mut self, id: u32) {
-        if let Some(pos) = self.core.degrades.iter().position(|d| d.id == id) {
-            let degrade = self.core.degrades.remove(pos);
-            assert!(self.core.links.remove_degrade(id), "degrade {id} in force");
-            let detail = match &degrade.fault {
-                Fault::Degrade { from, to, .. } => format!(
-                    "degrade {} -> {} ends",
-                    self.core.names_of(from),
-                    self.core.names_of(to)
-                ),
-                other => unreachable!("a degrade, not {other:?}"),
-            };
-            let nodes = degrade.fault.nodes();
-            self.core.log(&degrade.fault, nodes, detail, true);
+        let id = self.core.add_timed(fault, TimedState::Degrade);
+        self.core
+            .links
+            .add_degrade(id, links, loss_ppm, duplicate_ppm);
+        if let Some(d) = duration {
+            self.core
+                .push(self.core.now.saturating_add(d), Action::End { id });
         }
     }
 
@@ -452,8 +533,6 @@ impl<P: Process> World<P> {
             period > Dur::ZERO,
             "a clock strobe needs a positive period (the scenario loader checks it)"
         );
-        let id = self.core.next_id;
-        self.core.next_id += 1;
         let detail = format!(
             "{} wall clock strobes {} every {period} for {duration}",
             self.core.name(node),
@@ -461,19 +540,18 @@ impl<P: Process> World<P> {
         );
         self.core.log_fault(&fault, vec![node], detail);
         let end = self.core.now.saturating_add(duration);
-        self.core.strobes.push(Strobe {
-            id,
+        let state = TimedState::Strobe {
             node,
             delta_ns,
             period,
             end,
             off: false,
-            fault,
-        });
+        };
+        let id = self.core.add_timed(fault, state);
         if self.core.now < end {
             self.strobe_step(id);
         } else {
-            self.core.push(end, Action::EndStrobe { id });
+            self.core.push(end, Action::End { id });
         }
     }
 
@@ -481,45 +559,31 @@ impl<P: Process> World<P> {
     /// when the next whole period would not fall before it.
     pub(super) fn strobe_step(&mut self, id: u32) {
         let now = self.core.now;
-        let s = self
+        let t = self
             .core
-            .strobes
+            .timed
             .iter_mut()
-            .find(|s| s.id == id)
+            .find(|t| t.id == id)
             .expect("a strobe step belongs to a strobe in progress");
-        let delta = if s.off { -s.delta_ns } else { s.delta_ns };
-        s.off = !s.off;
-        let (node, next, end) = (s.node, now.saturating_add(s.period), s.end);
+        let TimedState::Strobe {
+            node,
+            delta_ns,
+            period,
+            end,
+            ref mut off,
+        } = t.state
+        else {
+            unreachable!("only a clock strobe steps");
+        };
+        let delta = if *off { -delta_ns } else { delta_ns };
+        *off = !*off;
+        let next = now.saturating_add(period);
         self.step_wall(node, delta);
         if next < end {
-            self.core.push(next, Action::StrobeStep { id });
+            self.core.push(next, Action::Step { id });
         } else {
-            self.core.push(end, Action::EndStrobe { id });
+            self.core.push(end, Action::End { id });
         }
-    }
-
-    /// Ends strobe `id`: steps the clock back if its last step left it off, and logs the end.
-    pub(super) fn end_strobe(&mut self, id: u32) {
-        let pos = self
-            .core
-            .strobes
-            .iter()
-            .position(|s| s.id == id)
-            .expect("a strobe ends once");
-        let s = self.core.strobes.remove(pos);
-        if s.off {
-            self.step_wall(s.node, -s.delta_ns);
-        }
-        let detail = format!(
-            "{} wall clock strobe ends, {}",
-            self.core.name(s.node),
-            if s.off {
-                "stepped back"
-            } else {
-                "back already"
-            }
-        );
-        self.core.log(&s.fault, vec![s.node], detail, true);
     }
 
     /// One step of a strobe: the wall clock moves and wall timers are re-armed, as for

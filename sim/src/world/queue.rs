@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use super::delivery::{Deferred, Delivery, Held};
-use super::faults::{Degradation, Delay, Partition, Strobe, Trigger};
+use super::faults::{Timed, Trigger};
 use super::{NodeId, Process, Record, Status, TimerId};
 use crate::clock::{ClockKind, Clocks};
 use crate::fault::{AppliedFault, Fault};
@@ -58,32 +58,12 @@ pub(super) enum Action<P: Process> {
         arming: u32,
     },
     Fault(Fault),
-    /// The restart a crash scheduled: it applies only to the incarnation that crashed.
-    CrashRestart {
-        node: NodeId,
-        incarnation: u32,
-    },
-    TimedResume {
-        node: NodeId,
-        generation: u32,
-    },
-    HealOne {
+    /// The next step of timed fault `id` (a clock strobe).
+    Step {
         id: u32,
     },
-    EndDelay {
-        id: u32,
-    },
-    EndSlew {
-        node: NodeId,
-    },
-    EndDegrade {
-        id: u32,
-    },
-    /// The next step of a clock strobe.
-    StrobeStep {
-        id: u32,
-    },
-    EndStrobe {
+    /// The end of timed fault `id`, whatever its kind.
+    End {
         id: u32,
     },
 }
@@ -130,10 +110,9 @@ pub(super) struct Core<P: Process> {
     /// order. A message sent after it that would arrive sooner waits for it, so the stream
     /// stays in order.
     pub(super) released_until: BTreeMap<(NodeId, NodeId), (Time, u64)>,
-    pub(super) partitions: Vec<Partition>,
-    pub(super) delays: Vec<Delay>,
-    pub(super) degrades: Vec<Degradation>,
-    pub(super) strobes: Vec<Strobe>,
+    /// The timed faults in force, in the order they were applied.
+    pub(super) timed: Vec<Timed>,
+    /// The id of the next timed fault.
     pub(super) next_id: u32,
     /// Messages sent so far.
     pub(super) sends: u64,
