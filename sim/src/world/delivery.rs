@@ -1,0 +1,264 @@
+//! A message from send to handler. Loss and duplication are drawn at send time, a latency for
+//! each copy. At arrival the receiver's incarnation and the link's gate decide: lost, held on
+//! a hold-mode link until a heal releases it in send order, or arrived. A message or timer
+//! that comes due while its node is paused is deferred, and handled at the resume.
+
+use super::queue::{Action, Core, code};
+use super::{NodeId, Process, Status, TimerId, World};
+use crate::net::Gate;
+use crate::trace::TraceKind;
+
+/// A message on the wire.
+pub(super) struct Delivery<M> {
+    from: NodeId,
+    to: NodeId,
+    /// Send order on the world.
+    sent: u64,
+    from_incarnation: u32,
+    to_incarnation: u32,
+    msg: M,
+}
+
+/// A message held on a blocked hold-mode link.
+pub(super) struct Held<M> {
+    /// Send order on the world, so a hold-mode link releases in send order as TCP would.
+    sent: u64,
+    from_incarnation: u32,
+    to_incarnation: u32,
+    msg: M,
+}
+
+/// What came due while its node was paused.
+pub(super) enum Deferred<P: Process> {
+    Message { from: NodeId, msg: P::Msg },
+    Timer { id: TimerId },
+}
+
+/// Why a message was lost, for the trace.
+#[derive(Clone, Copy, Debug, Hash)]
+enum Loss {
+    Link,
+    Partition,
+    ReceiverCrashed,
+    SenderCrashed,
+}
+
+impl<P: Process> Core<P> {
+    pub(super) fn send(&mut self, from: NodeId, to: NodeId, msg: P::Msg) {
+        let (loss_ppm, duplicate_ppm) = self.links.loss_and_duplicate(from, to);
+        if self.net_rng.chance_ppm(loss_ppm) {
+            self.lose(from, to, &msg, Loss::Link);
+            return;
+        }
+        if self.net_rng.chance_ppm(duplicate_ppm) {
+            self.launch(from, to, msg.clone());
+        }
+        self.launch(from, to, msg);
+    }
+
+    /// Puts one copy of a message on the wire with a fresh latency.
+    fn launch(&mut self, from: NodeId, to: NodeId, msg: P::Msg) {
+        let latency = self
+            .links
+            .config(from, to)
+            .latency
+            .sample(&mut self.net_rng);
+        let at = self
+            .now
+            .saturating_add(latency.saturating_add(self.links.extra(from, to)));
+        let from_incarnation = self.nodes[from.index()].incarnation;
+        let to_incarnation = self.nodes[to.index()].incarnation;
+        self.sends += 1;
+        let sent = self.sends;
+        let d = Delivery {
+            from,
+            to,
+            sent,
+            from_incarnation,
+            to_incarnation,
+            msg,
+        };
+        self.push(at, Action::Deliver(d));
+    }
+
+    fn lose(&mut self, from: NodeId, to: NodeId, msg: &P::Msg, why: Loss) {
+        self.hash_event(code::DROP, (from, to, why, msg));
+        self.trace_line(TraceKind::Drop, to, |c| {
+            format!("{} -> {} lost ({why:?}): {msg:?}", c.name(from), c.name(to))
+        });
+    }
+
+    /// Sends the messages held on links that are open again, in their original order, each
+    /// after a fresh latency and never before the one ahead of it (a TCP stream). Returns how
+    /// many were released.
+    pub(super) fn flush_held(&mut self) -> usize {
+        let open: Vec<(NodeId, NodeId)> = self
+            .held
+            .keys()
+            .copied()
+            .filter(|&(a, b)| self.links.gate(a, b) == Gate::Open)
+            .collect();
+        let mut released = 0;
+        for (from, to) in open {
+            let queue = self.held.remove(&(from, to)).expect("held queue exists");
+            let (mut at, mut last_sent) = self
+                .released_until
+                .get(&(from, to))
+                .copied()
+                .unwrap_or((self.now, 0));
+            at = at.max(self.now);
+            for held in queue {
+                if held.from_incarnation != self.nodes[from.index()].incarnation {
+                    self.lose(from, to, &held.msg, Loss::SenderCrashed);
+                    continue;
+                }
+                let latency = self
+                    .links
+                    .config(from, to)
+                    .latency
+                    .sample(&mut self.net_rng);
+                at = at.max(
+                    self.now
+                        .saturating_add(latency.saturating_add(self.links.extra(from, to))),
+                );
+                let Held {
+                    sent,
+                    from_incarnation,
+                    to_incarnation,
+                    msg,
+                } = held;
+                let d = Delivery {
+                    from,
+                    to,
+                    sent,
+                    from_incarnation,
+                    to_incarnation,
+                    msg,
+                };
+                self.push(at, Action::Deliver(d));
+                last_sent = last_sent.max(sent);
+                released += 1;
+            }
+            self.released_until.insert((from, to), (at, last_sent));
+        }
+        released
+    }
+}
+
+impl<P: Process> World<P> {
+    pub(super) fn deliver(&mut self, d: Delivery<P::Msg>) {
+        let st = &self.core.nodes[d.to.index()];
+        let receiver_up = st.status != Status::Down && st.incarnation == d.to_incarnation;
+        // Messages released after a heal go first: a later one on an open link waits behind
+        // them, whole, and arrives again when they have.
+        if receiver_up && self.core.links.gate(d.from, d.to) == Gate::Open {
+            if let Some(&(until, last_sent)) = self.core.released_until.get(&(d.from, d.to)) {
+                if until > self.core.now && d.sent > last_sent {
+                    self.core.push(until, Action::Deliver(d));
+                    return;
+                }
+                if until <= self.core.now {
+                    self.core.released_until.remove(&(d.from, d.to));
+                }
+            }
+        }
+        let Delivery {
+            from,
+            to,
+            sent,
+            from_incarnation,
+            to_incarnation,
+            msg,
+        } = d;
+        if !receiver_up {
+            self.core.lose(from, to, &msg, Loss::ReceiverCrashed);
+            return;
+        }
+        match self.core.links.gate(from, to) {
+            Gate::Drop => self.core.lose(from, to, &msg, Loss::Partition),
+            Gate::Hold => {
+                self.core.hash_event(code::HOLD, (from, to, &msg));
+                self.core.trace_line(TraceKind::Hold, to, |c| {
+                    format!(
+                        "{} -> {} held by partition: {msg:?}",
+                        c.name(from),
+                        c.name(to)
+                    )
+                });
+                let held = Held {
+                    sent,
+                    from_incarnation,
+                    to_incarnation,
+                    msg,
+                };
+                let queue = self.core.held.entry((from, to)).or_default();
+                // Keep send order: a later-sent message may have arrived first.
+                let pos = queue.partition_point(|h| h.sent < sent);
+                queue.insert(pos, held);
+            }
+            Gate::Open => {
+                self.arrive(from, to, msg);
+            }
+        }
+    }
+
+    /// A message reached its receiver's host: handled now, or kept until it resumes.
+    fn arrive(&mut self, from: NodeId, to: NodeId, msg: P::Msg) {
+        if self.core.nodes[to.index()].status == Status::Paused {
+            self.core.hash_event(code::DEFER, (from, to, &msg));
+            self.core.trace_line(TraceKind::Defer, to, |c| {
+                format!(
+                    "{} -> {} waits for resume: {msg:?}",
+                    c.name(from),
+                    c.name(to)
+                )
+            });
+            self.core.nodes[to.index()]
+                .deferred
+                .push_back(Deferred::Message { from, msg });
+            return;
+        }
+        self.core.hash_event(code::DELIVER, (from, to, &msg));
+        self.core.trace_line(TraceKind::Deliver, to, |c| {
+            format!("{} -> {}: {msg:?}", c.name(from), c.name(to))
+        });
+        self.dispatch(to, |p, ctx| p.on_message(ctx, from, msg));
+    }
+
+    pub(super) fn fire_timer(&mut self, id: TimerId) {
+        let slot = &self.core.timers[id.slot as usize];
+        let (node, timer) = (slot.node, slot.timer.expect("live timer"));
+        if self.core.nodes[node.index()].status == Status::Paused {
+            self.core.timers[id.slot as usize].deferred = true;
+            self.core.hash_event(code::DEFER, (node, id.slot));
+            self.core.nodes[node.index()]
+                .deferred
+                .push_back(Deferred::Timer { id });
+            return;
+        }
+        self.core.free_timer(id.slot);
+        self.core.hash_event(code::TIMER, (node, &timer));
+        self.core
+            .trace_line(TraceKind::Timer, node, |_| format!("timer {timer:?}"));
+        self.dispatch(node, |p, ctx| p.on_timer(ctx, id, timer));
+    }
+
+    /// Handles one item of a resumed node's backlog; a timer cancelled meanwhile is skipped.
+    pub(super) fn redeliver(&mut self, node: NodeId, item: Deferred<P>) {
+        match item {
+            Deferred::Message { from, msg } => {
+                self.core.events += 1;
+                self.arrive(from, node, msg);
+            }
+            Deferred::Timer { id } => {
+                if let Some(s) = self.core.timers.get_mut(id.slot as usize) {
+                    if s.generation == id.generation && s.timer.is_some() {
+                        s.deferred = false;
+                        self.core.events += 1;
+                        self.fire_timer(id);
+                    }
+                }
+            }
+        }
+    }
+}
