@@ -351,7 +351,7 @@ fn cmd_sweep(args: &SweepArgs) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     let written = match args.format {
-        Format::Table => write!(out, "{}", summary.table(Some(wall))),
+        Format::Table => write!(out, "{}", summary.view().table(Some(wall))),
         Format::Json => {
             let secs = wall.elapsed.as_secs_f64();
             eprintln!(
@@ -395,7 +395,7 @@ fn cmd_merge(args: &MergeArgs) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     let written = match args.format {
-        Format::Table => write!(out, "{}", summary.table(None)),
+        Format::Table => write!(out, "{}", summary.view().table(None)),
         Format::Json => writeln!(out, "{}", summary.json()),
     };
     drop(written);

@@ -5,6 +5,9 @@ use lockstep_models::node::Node;
 use lockstep_models::system;
 use lockstep_sim::{Clocks, NodeId, Outcome, Time, TraceEntry, World, WorldConfig};
 
+/// A seed whose two runs differ (the reports crate's, as `check` and `sweep` report it).
+pub use lockstep_reports::suite::Mismatch;
+
 use crate::scenario::{Scenario, Schedule};
 
 /// What one run produced.
@@ -123,29 +126,6 @@ pub fn run_keeping_world(
         result,
         world,
         initial_clocks,
-    }
-}
-
-/// A seed whose two runs differ: the harness is not deterministic for this scenario.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Mismatch {
-    /// The scenario's name.
-    pub scenario: String,
-    /// The seed.
-    pub seed: u64,
-    /// The trace hash of the first run, as 16 hex digits.
-    pub first_trace_hash: String,
-    /// The trace hash of the second run.
-    pub second_trace_hash: String,
-}
-
-impl std::fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "not deterministic: scenario {} seed {}: trace hash {}, then {} on the same seed",
-            self.scenario, self.seed, self.first_trace_hash, self.second_trace_hash
-        )
     }
 }
 
