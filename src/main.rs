@@ -353,13 +353,14 @@ fn cmd_sweep(args: &SweepArgs) -> ExitCode {
     let written = match args.format {
         Format::Table => write!(out, "{}", summary.view().table(Some(wall))),
         Format::Json => {
-            let secs = wall.elapsed.as_secs_f64();
+            use lockstep_reports::format::{plural, seconds, seeds_per_second};
             eprintln!(
-                "{} seeds in {secs:.2}s on {} thread{} ({:.0} seeds/s)",
+                "{} seeds in {} on {} thread{} ({})",
                 summary.runs,
+                seconds(wall.elapsed),
                 wall.jobs,
-                if wall.jobs == 1 { "" } else { "s" },
-                summary.runs as f64 / secs.max(1e-9)
+                plural(wall.jobs),
+                seeds_per_second(summary.runs, wall.elapsed)
             );
             writeln!(out, "{}", summary.json())
         }

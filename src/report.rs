@@ -20,6 +20,7 @@ use lockstep_models::redis::{Persistence, Release, Renew};
 use lockstep_models::redlock::Flavour;
 use lockstep_models::storage::StorageMode;
 use lockstep_models::system::{Family, SystemSpec};
+use lockstep_reports::format::{ms, plural};
 use lockstep_reports::{
     Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, OverlapStats,
     QuantilesMs, Rate, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
@@ -413,10 +414,6 @@ fn redis_server_parts(server: &lockstep_models::redis::RedisServerConfig) -> Vec
     p
 }
 
-fn plural(n: u32) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 /// A count of runs as a rate with its 95% Wilson interval; `None` without runs.
 fn rate(k: u64, n: u64) -> Option<Rate> {
     Some(Rate {
@@ -432,10 +429,6 @@ fn quantiles_ms(h: &Histogram) -> Option<QuantilesMs> {
         p99: ms(h.quantile(990)?),
         max: ms(h.max()?),
     })
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
 }
 
 /// What a scenario's row adds up over its runs.

@@ -18,6 +18,7 @@ use std::sync::mpsc;
 
 use lockstep_check::{Property, Validity, acquire_latencies_ns};
 use lockstep_reports::Rate;
+use lockstep_reports::format::ms;
 pub use lockstep_reports::sweep::WallTime;
 use lockstep_reports::sweep::{ShardsView, Spread, SweepRates, SweepView, range_text};
 use lockstep_sim::Outcome;
@@ -349,7 +350,6 @@ impl Quantiles<u64> {
     }
 
     fn ms(self) -> Quantiles<f64> {
-        let ms = |ns: u64| ns as f64 / 1e6;
         Quantiles {
             p50: ms(self.p50),
             p99: ms(self.p99),

@@ -14,6 +14,7 @@
 
 mod compare;
 pub mod escape;
+pub mod format;
 mod html;
 mod markdown;
 mod run_report;

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
+use crate::format::{expected, plural, seconds};
+
 /// How many runs judged the scenario's property valid, invalid and unknown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictCounts {
@@ -178,7 +180,7 @@ impl SuiteResult {
                 s.name.clone(),
                 s.file.clone(),
                 s.seeds.to_string(),
-                format!("{} {}", s.property, verdict_name(s.expected_verdict)),
+                expected(s.property, s.expected_verdict),
                 format!("{}/{}", s.passed, s.seeds),
                 if s.ok { "ok" } else { "FAIL" }.to_string(),
                 s.events.to_string(),
@@ -200,7 +202,7 @@ impl SuiteResult {
         let n = self.scenarios.len();
         let head = format!(
             "{n} scenario{}, {} run{}",
-            plural(n as u64),
+            plural(n),
             self.runs,
             plural(self.runs)
         );
@@ -272,15 +274,6 @@ impl ScenarioResult {
     }
 }
 
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-/// `0.42s`.
-fn seconds(d: Duration) -> String {
-    format!("{:.2}s", d.as_secs_f64())
-}
-
 /// The failing seeds kept, each with its unmet sentences and reproduce command, the first
 /// one's violations explained, and how many more of the `failed` seeds were not kept: the
 /// text of `check` and `sweep` alike.
@@ -305,9 +298,4 @@ pub(crate) fn write_failures(out: &mut String, failures: &[SeedFailure], failed:
     if more > 0 {
         let _ = writeln!(out, "  ... and {more} more failing seed{}", plural(more));
     }
-}
-
-/// The expected verdict as text: its name, or `any`.
-fn verdict_name(verdict: Option<Validity>) -> String {
-    verdict.map_or_else(|| "any".to_string(), |v| v.to_string())
 }

@@ -16,6 +16,7 @@ use tabled::builder::Builder;
 use tabled::settings::Style;
 
 use crate::Rate;
+use crate::format::{duration, expected, interval, percent, plural, seconds, seeds_per_second};
 use crate::suite::{Mismatch, SeedFailure, write_failures};
 
 /// A sweep's summary as its terminal text needs it.
@@ -136,9 +137,8 @@ impl SweepView<'_> {
         );
         let _ = writeln!(
             out,
-            "expect     {} {}{}",
-            self.property,
-            verdict_name(self.expected_verdict),
+            "expect     {}{}",
+            expected(self.property, self.expected_verdict),
             if self.determinism_checked {
                 ", every seed run twice"
             } else {
@@ -146,17 +146,13 @@ impl SweepView<'_> {
             }
         );
         if let Some(w) = wall {
-            let secs = w.elapsed.as_secs_f64();
-            let rate = if secs > 0.0 {
-                self.runs as f64 / secs
-            } else {
-                0.0
-            };
             let _ = writeln!(
                 out,
-                "time       {secs:.2}s on {} thread{}, {rate:.0} seeds/s",
+                "time       {} on {} thread{}, {}",
+                seconds(w.elapsed),
                 w.jobs,
-                plural(w.jobs as u64)
+                plural(w.jobs),
+                seeds_per_second(self.runs, w.elapsed)
             );
         }
         let _ = writeln!(out, "digest     {:016x}\n", self.digest);
@@ -205,10 +201,7 @@ impl SweepView<'_> {
             // Without runs there is no rate, and every count is 0.
             let k = rate.map_or(0, |r| r.seeds);
             let (rate, ci) = match rate {
-                Some(r) => (
-                    percent(r.rate),
-                    format!("{} – {}", percent(r.ci95.0), percent(r.ci95.1)),
-                ),
+                Some(r) => (percent(r.rate), interval(r.ci95)),
                 None => ("-".to_string(), "-".to_string()),
             };
             b.push_record([name.to_string(), k.to_string(), rate, ci]);
@@ -231,17 +224,9 @@ impl SweepView<'_> {
                 s.map_or(0, |s| s.samples).to_string(),
             ]
         };
-        b.push_record(row(
-            "acquire latency",
-            self.acquire_latency_ns,
-            &duration_text,
-        ));
+        b.push_record(row("acquire latency", self.acquire_latency_ns, &duration));
         if self.recovery_ns.is_some() {
-            b.push_record(row(
-                "recovery after faults",
-                self.recovery_ns,
-                &duration_text,
-            ));
+            b.push_record(row("recovery after faults", self.recovery_ns, &duration));
         }
         b.push_record(row("grants per run", self.grants_per_run, &|n| {
             n.to_string()
@@ -311,38 +296,10 @@ pub fn range_text(from: u64, count: u64) -> String {
     format!("{from} to {last} ({count} seed{})", plural(count))
 }
 
-/// `6.947ms`, or `29.796s` from a second up.
-fn duration_text(ns: u64) -> String {
-    if ns >= 1_000_000_000 {
-        format!("{:.3}s", ns as f64 / 1e9)
-    } else {
-        format!("{:.3}ms", ns as f64 / 1e6)
-    }
-}
-
 fn list(items: &[u64]) -> String {
     items
         .iter()
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// `12.3%`, with more digits for small rates.
-fn percent(rate: f64) -> String {
-    let p = rate * 100.0;
-    if p == 0.0 || p >= 1.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.3}%")
-    }
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-/// The expected verdict as text: its name, or `any`.
-fn verdict_name(verdict: Option<Validity>) -> String {
-    verdict.map_or_else(|| "any".to_string(), |v| v.to_string())
 }

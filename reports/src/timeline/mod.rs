@@ -20,7 +20,7 @@ pub use model::{
     ClockPoint, ClockSeries, FaultMark, FaultSpan, Granted, Held, Lane, LaneKind, Op, OverlapSpan,
     Timeline,
 };
-pub use svg::{seconds, svg};
+pub use svg::svg;
 
 /// `text` as XML character data or attribute value: the page's one escape function
 /// ([`crate::escape::html`]), so SVG and HTML escape alike.

@@ -8,6 +8,7 @@ use lockstep_check::{ExitReason, OpKind, OpOutcome};
 
 use super::escape;
 use super::model::{ClockPoint, FaultMark, LaneKind, Op, OverlapSpan, Timeline};
+use crate::format::{offset, plural, trimmed, true_time};
 
 /// The CSS classes and labels of the model's kinds.
 impl LaneKind {
@@ -60,43 +61,6 @@ impl FaultMark {
     }
 }
 
-/// A true time as seconds with millisecond precision, e.g. `12.345s`.
-pub fn seconds(ns: u64) -> String {
-    format!(
-        "{}.{:03}s",
-        ns / 1_000_000_000,
-        ns % 1_000_000_000 / 1_000_000
-    )
-}
-
-/// A signed duration for clock offsets: `+1.500ms`, `-2s`, `0`.
-fn signed_ms(ns: i64) -> String {
-    if ns == 0 {
-        return "0".to_string();
-    }
-    let sign = if ns < 0 { '-' } else { '+' };
-    let a = ns.unsigned_abs();
-    if a >= 1_000_000_000 && a % 1_000_000 == 0 {
-        format!("{sign}{}", trim_zeros(a, 1_000_000_000, "s"))
-    } else if a >= 1_000_000 {
-        format!("{sign}{}", trim_zeros(a, 1_000_000, "ms"))
-    } else {
-        format!("{sign}{}", trim_zeros(a, 1_000, "µs"))
-    }
-}
-
-/// `value / unit` with up to three decimals, trailing zeros removed.
-fn trim_zeros(value: u64, unit: u64, suffix: &str) -> String {
-    let whole = value / unit;
-    let frac = (value % unit) * 1000 / unit;
-    if frac == 0 {
-        format!("{whole}{suffix}")
-    } else {
-        let f = format!("{frac:03}");
-        format!("{whole}.{}{suffix}", f.trim_end_matches('0'))
-    }
-}
-
 /// A pixel coordinate with one decimal: fixed formatting keeps the bytes stable.
 fn px(v: f64) -> String {
     let r = (v * 10.0).round() / 10.0;
@@ -123,11 +87,11 @@ fn tick_step(span: u64, max_ticks: u64) -> u64 {
 /// for steps of 1 µs or more (at most three decimals either way).
 fn tick_label(t: u64, step: u64) -> String {
     if step >= 100_000_000 {
-        trim_zeros(t, 1_000_000_000, "s")
+        trimmed(t, 1_000_000_000, "s")
     } else if step >= 1_000 {
-        trim_zeros(t, 1_000_000, "ms")
+        trimmed(t, 1_000_000, "ms")
     } else {
-        trim_zeros(t, 1_000, "µs")
+        trimmed(t, 1_000, "µs")
     }
 }
 
@@ -232,7 +196,12 @@ pub fn svg(t: &Timeline) -> String {
             if l >= t.lanes.len() {
                 continue;
             }
-            let title = format!("{}: {} at {}", f.kind.label(), f.detail, seconds(f.from_ns));
+            let title = format!(
+                "{}: {} at {}",
+                f.kind.label(),
+                f.detail,
+                true_time(f.from_ns)
+            );
             if f.kind.is_instant() {
                 let (cx, y) = (x(f.from_ns), lane_y(l) + 4.0);
                 let _ = write!(
@@ -255,7 +224,7 @@ pub fn svg(t: &Timeline) -> String {
                     px((x1 - x0).max(1.0)),
                     px(LANE_H - 2.0),
                     escape(&title),
-                    seconds(f.to_ns)
+                    true_time(f.to_ns)
                 );
                 // A wide span says what it is in the lane's top margin.
                 if x1 - x0 >= 60.0 {
@@ -265,7 +234,7 @@ pub fn svg(t: &Timeline) -> String {
                         px(x0 + 3.0),
                         px(lane_y(l) + 7.0),
                         f.kind.label(),
-                        signed_ms(i64::try_from(f.to_ns - f.from_ns).unwrap_or(i64::MAX))
+                        offset(i64::try_from(f.to_ns - f.from_ns).unwrap_or(i64::MAX))
                             .trim_start_matches('+')
                     );
                 }
@@ -290,8 +259,8 @@ pub fn svg(t: &Timeline) -> String {
             px(LANE_H - 12.0),
             PALETTE[g.holder % PALETTE.len()],
             escape(holder),
-            seconds(g.from_ns),
-            seconds(g.to_ns),
+            true_time(g.from_ns),
+            true_time(g.to_ns),
             escape(&g.detail)
         );
         if x1 - x0 >= 8.0 + 6.0 * holder.chars().count() as f64 {
@@ -332,8 +301,8 @@ pub fn svg(t: &Timeline) -> String {
             escape(name),
             h.grant.seq,
             token,
-            seconds(h.from_ns),
-            seconds(h.to_ns),
+            true_time(h.from_ns),
+            true_time(h.to_ns),
             exit
         );
     }
@@ -353,8 +322,8 @@ pub fn svg(t: &Timeline) -> String {
                 o.first.seq,
                 name(o.second.client.0 as usize),
                 o.second.seq,
-                seconds(o.from_ns),
-                seconds(o.to_ns)
+                true_time(o.from_ns),
+                true_time(o.to_ns)
             );
         }
         if band.pairs.len() > 5 {
@@ -383,7 +352,7 @@ pub fn svg(t: &Timeline) -> String {
             "{} storage operations closer than a pixel are drawn as {} mark{} (hover for counts).",
             merged.0,
             merged.1,
-            if merged.1 == 1 { "" } else { "s" }
+            plural(merged.1)
         ));
     }
     for (i, note) in notes.iter().enumerate() {
@@ -605,7 +574,7 @@ fn draw_ops(
             op.grant.seq,
             token,
             outcome,
-            seconds(op.time_ns)
+            true_time(op.time_ns)
         );
         if op.stale {
             title.push_str(" (STALE: after a later grant's op)");
@@ -720,7 +689,7 @@ fn clock_chart(
             px(WIDTH - RIGHT),
             px(LEFT - 6.0),
             px(y(v) + 4.0),
-            signed_ms(v),
+            offset(v),
             y = px(y(v)),
         );
         v += step;
@@ -775,7 +744,7 @@ fn clock_chart(
         let colour = PALETTE[s.lane % PALETTE.len()];
         let name = t.lanes.get(s.lane).map_or("?", |l| l.name.as_str());
         let last = s.points.last().map_or(0, |p| p.wall_offset_ns);
-        let label = format!("{name} ({})", signed_ms(last));
+        let label = format!("{name} ({})", offset(last));
         let _ = write!(
             out,
             "<line class=\"clock-key\" x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" \
@@ -820,14 +789,9 @@ mod tests {
     }
 
     #[test]
-    fn offsets_and_pixels_format_with_fixed_precision() {
-        assert_eq!(signed_ms(0), "0");
-        assert_eq!(signed_ms(-2_000_000_000), "-2s");
-        assert_eq!(signed_ms(1_500_000), "+1.5ms");
-        assert_eq!(signed_ms(250_000), "+250µs");
+    fn pixels_format_with_fixed_precision() {
         assert_eq!(px(-0.01), "0.0");
         assert_eq!(px(12.345), "12.3");
-        assert_eq!(seconds(12_345_678_901), "12.345s");
     }
 
     #[test]
