@@ -22,14 +22,14 @@ use lockstep_models::storage::StorageMode;
 use lockstep_models::system::{Family, SystemSpec};
 use lockstep_reports::format::{ms, plural};
 use lockstep_reports::{
-    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, OverlapStats,
-    QuantilesMs, Rate, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
+    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, OverlapStats, Rates,
+    RecoveryStats, Row, Source, Verdicts, Visuals,
 };
 use lockstep_sim::ClockKind;
 
 use crate::run::{RunResult, run};
 use crate::scenario::{Loaded, Scenario, ScenarioError, Schedule};
-use crate::stats::{Histogram, wilson};
+use crate::stats::{Histogram, rate};
 use crate::suite::{FindError, run_report, scenario_files, seeds_of};
 use crate::sweep::{self, SweepSummary};
 
@@ -414,23 +414,6 @@ fn redis_server_parts(server: &lockstep_models::redis::RedisServerConfig) -> Vec
     p
 }
 
-/// A count of runs as a rate with its 95% Wilson interval; `None` without runs.
-fn rate(k: u64, n: u64) -> Option<Rate> {
-    Some(Rate {
-        seeds: k,
-        rate: k as f64 / n as f64,
-        ci95: wilson(k, n)?,
-    })
-}
-
-fn quantiles_ms(h: &Histogram) -> Option<QuantilesMs> {
-    Some(QuantilesMs {
-        p50: ms(h.quantile(500)?),
-        p99: ms(h.quantile(990)?),
-        max: ms(h.max()?),
-    })
-}
-
 /// What a scenario's row adds up over its runs.
 #[derive(Debug, Default)]
 struct Tally {
@@ -558,13 +541,13 @@ impl Tally {
             data: Some(self.data),
             availability: (self.availability_runs > 0)
                 .then(|| self.availability_sum / self.availability_runs as f64),
-            acquire_latency_ms: quantiles_ms(&self.latency),
+            acquire_latency_ms: self.latency.quantiles_ms(),
             failover: Some(failover),
             recovery: (self.recovery_runs > 0).then(|| RecoveryStats {
                 runs: self.recovery_runs,
                 recovered: self.recovery.count(),
                 no_recovery: self.recovery_late,
-                after_ms: quantiles_ms(&self.recovery),
+                after_ms: self.recovery.quantiles_ms(),
             }),
         }
     }
@@ -670,14 +653,14 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         overlap: None,
         data: None,
         availability: None,
-        acquire_latency_ms: quantiles_ms(&s.acquire_latency_ns),
+        acquire_latency_ms: s.acquire_latency_ns.quantiles_ms(),
         failover: None,
         recovery: (chaos || s.recovery_ns.count() > 0 || v.no_recovery > 0).then(|| {
             RecoveryStats {
                 runs: n,
                 recovered: s.recovery_ns.count(),
                 no_recovery: v.no_recovery,
-                after_ms: quantiles_ms(&s.recovery_ns),
+                after_ms: s.recovery_ns.quantiles_ms(),
             }
         }),
     };

@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
 use lockstep_check::{Property, Validity, acquire_latencies_ns};
-use lockstep_reports::Rate;
-use lockstep_reports::format::ms;
+use lockstep_reports::QuantilesMs;
 pub use lockstep_reports::sweep::WallTime;
 use lockstep_reports::sweep::{ShardsView, Spread, SweepRates, SweepView, range_text};
 use lockstep_sim::Outcome;
@@ -26,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::run::{Mismatch, rerun_matches, run};
 use crate::scenario::{Scenario, ScenarioError, parse};
-use crate::stats::{Histogram, wilson};
+use crate::stats::{Histogram, rate};
 use crate::suite::{SeedFailure, VerdictCounts, run_report};
 
 /// How many failing seeds (and nondeterministic seeds) a summary keeps in detail: the first
@@ -318,43 +317,26 @@ struct Derived {
     ok: bool,
     missing_shards: Vec<u64>,
     rates: SweepRates,
-    acquire_latency_ms: Option<Quantiles<f64>>,
-    recovery_ms: Option<Quantiles<f64>>,
-    grants: Option<Quantiles<u64>>,
+    acquire_latency_ms: Option<QuantilesMs>,
+    recovery_ms: Option<QuantilesMs>,
+    grants: Option<Quantiles>,
 }
 
-/// `k` of `n` runs as a rate with its 95% Wilson score interval; `None` without runs.
-fn rate(k: u64, n: u64) -> Option<Rate> {
-    let ci95 = wilson(k, n)?;
-    Some(Rate {
-        seeds: k,
-        rate: k as f64 / n as f64,
-        ci95,
-    })
-}
-
+/// Grants per run: the median, the 99th percentile and the maximum.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-struct Quantiles<T> {
-    p50: T,
-    p99: T,
-    max: T,
+struct Quantiles {
+    p50: u64,
+    p99: u64,
+    max: u64,
 }
 
-impl Quantiles<u64> {
-    fn of(h: &Histogram) -> Option<Quantiles<u64>> {
+impl Quantiles {
+    fn of(h: &Histogram) -> Option<Quantiles> {
         Some(Quantiles {
             p50: h.quantile(500)?,
             p99: h.quantile(990)?,
             max: h.max()?,
         })
-    }
-
-    fn ms(self) -> Quantiles<f64> {
-        Quantiles {
-            p50: ms(self.p50),
-            p99: ms(self.p99),
-            max: ms(self.max),
-        }
     }
 }
 
@@ -515,8 +497,8 @@ impl SweepSummary {
             ok: self.ok(),
             missing_shards: self.shard.as_ref().map(Shards::missing).unwrap_or_default(),
             rates: self.rates(),
-            acquire_latency_ms: Quantiles::of(&self.acquire_latency_ns).map(Quantiles::ms),
-            recovery_ms: Quantiles::of(&self.recovery_ns).map(Quantiles::ms),
+            acquire_latency_ms: self.acquire_latency_ns.quantiles_ms(),
+            recovery_ms: self.recovery_ns.quantiles_ms(),
             grants: Quantiles::of(&self.grants_per_run),
         }
     }
