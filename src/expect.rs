@@ -65,11 +65,6 @@ pub struct Expect {
 }
 
 impl Expect {
-    /// The expected verdict as text: its name, or `any`.
-    pub fn verdict_name(verdict: Option<Validity>) -> String {
-        verdict.map_or_else(|| "any".to_string(), |v| v.to_string())
-    }
-
     /// Every way `verdict` falls short of the expectation, as sentences; empty when it meets it.
     pub fn unmet(&self, verdict: &Verdict) -> Vec<String> {
         let mut unmet = Vec::new();

@@ -9,6 +9,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use lockstep_reports::format::{expected, plural};
+
 use crate::suite::{SuiteResult, WallTimes};
 
 /// The JUnit XML document of `suite`; `times` gives the `time` attributes (seconds).
@@ -44,12 +46,11 @@ pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
         }
         let v = &s.verdict_counts;
         let out = format!(
-            "{} seed{} run, {} met [expect] ({} {}); {} verdicts: {} valid, {} invalid, {} unknown; {} events",
+            "{} seed{} run, {} met [expect] ({}); {} verdicts: {} valid, {} invalid, {} unknown; {} events",
             s.seeds,
-            if s.seeds == 1 { "" } else { "s" },
+            plural(s.seeds),
             s.passed,
-            s.property,
-            crate::Expect::verdict_name(s.expected_verdict),
+            expected(s.property, s.expected_verdict),
             s.property,
             v.valid,
             v.invalid,

@@ -351,15 +351,16 @@ fn cmd_sweep(args: &SweepArgs) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     let written = match args.format {
-        Format::Table => write!(out, "{}", summary.table(Some(wall))),
+        Format::Table => write!(out, "{}", summary.view().table(Some(wall))),
         Format::Json => {
-            let secs = wall.elapsed.as_secs_f64();
+            use lockstep_reports::format::{plural, seconds, seeds_per_second};
             eprintln!(
-                "{} seeds in {secs:.2}s on {} thread{} ({:.0} seeds/s)",
+                "{} seeds in {} on {} thread{} ({})",
                 summary.runs,
+                seconds(wall.elapsed),
                 wall.jobs,
-                if wall.jobs == 1 { "" } else { "s" },
-                summary.runs as f64 / secs.max(1e-9)
+                plural(wall.jobs),
+                seeds_per_second(summary.runs, wall.elapsed)
             );
             writeln!(out, "{}", summary.json())
         }
@@ -395,7 +396,7 @@ fn cmd_merge(args: &MergeArgs) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     let written = match args.format {
-        Format::Table => write!(out, "{}", summary.table(None)),
+        Format::Table => write!(out, "{}", summary.view().table(None)),
         Format::Json => writeln!(out, "{}", summary.json()),
     };
     drop(written);

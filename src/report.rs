@@ -17,14 +17,15 @@ use std::path::{Path, PathBuf};
 
 use lockstep_check::{Validity, Verdict, acquire_latencies_ns};
 pub use lockstep_models::system::SystemLabel;
+use lockstep_reports::format::ms;
 use lockstep_reports::{
-    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, OverlapStats,
-    QuantilesMs, Rate, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
+    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, OverlapStats, Rates,
+    RecoveryStats, Row, Source, Verdicts, Visuals,
 };
 
 use crate::run::{RunResult, run};
 use crate::scenario::{Loaded, Scenario, ScenarioError, Schedule};
-use crate::stats::{Histogram, wilson};
+use crate::stats::{Histogram, rate};
 use crate::suite::{FindError, run_report, scenario_files, seeds_of};
 use crate::sweep::{self, SweepSummary};
 
@@ -237,27 +238,6 @@ pub fn build(inputs: &[Input], options: ReportOptions, mut done: impl FnMut(&Row
     report
 }
 
-/// A count of runs as a rate with its 95% Wilson interval; `None` without runs.
-fn rate(k: u64, n: u64) -> Option<Rate> {
-    Some(Rate {
-        seeds: k,
-        rate: k as f64 / n as f64,
-        ci95: wilson(k, n)?,
-    })
-}
-
-fn quantiles_ms(h: &Histogram) -> Option<QuantilesMs> {
-    Some(QuantilesMs {
-        p50: ms(h.quantile(500)?),
-        p99: ms(h.quantile(990)?),
-        max: ms(h.max()?),
-    })
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 /// What a scenario's row adds up over its runs.
 #[derive(Debug, Default)]
 struct Tally {
@@ -385,13 +365,13 @@ impl Tally {
             data: Some(self.data),
             availability: (self.availability_runs > 0)
                 .then(|| self.availability_sum / self.availability_runs as f64),
-            acquire_latency_ms: quantiles_ms(&self.latency),
+            acquire_latency_ms: self.latency.quantiles_ms(),
             failover: Some(failover),
             recovery: (self.recovery_runs > 0).then(|| RecoveryStats {
                 runs: self.recovery_runs,
                 recovered: self.recovery.count(),
                 no_recovery: self.recovery_late,
-                after_ms: quantiles_ms(&self.recovery),
+                after_ms: self.recovery.quantiles_ms(),
             }),
         }
     }
@@ -497,14 +477,14 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         overlap: None,
         data: None,
         availability: None,
-        acquire_latency_ms: quantiles_ms(&s.acquire_latency_ns),
+        acquire_latency_ms: s.acquire_latency_ns.quantiles_ms(),
         failover: None,
         recovery: (chaos || s.recovery_ns.count() > 0 || v.no_recovery > 0).then(|| {
             RecoveryStats {
                 runs: n,
                 recovered: s.recovery_ns.count(),
                 no_recovery: v.no_recovery,
-                after_ms: quantiles_ms(&s.recovery_ns),
+                after_ms: s.recovery_ns.quantiles_ms(),
             }
         }),
     };

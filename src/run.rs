@@ -5,6 +5,9 @@ use lockstep_models::Observation;
 use lockstep_models::system::Ran;
 use lockstep_sim::{AppliedFault, Clocks, Outcome, Record, Time, TraceEntry, WorldConfig};
 
+/// A seed whose two runs differ (the reports crate's, as `check` and `sweep` report it).
+pub use lockstep_reports::suite::Mismatch;
+
 use crate::scenario::{Scenario, Schedule};
 
 /// What one run produced.
@@ -128,29 +131,6 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         initial_clocks,
         final_clocks,
         observations,
-    }
-}
-
-/// A seed whose two runs differ: the harness is not deterministic for this scenario.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Mismatch {
-    /// The scenario's name.
-    pub scenario: String,
-    /// The seed.
-    pub seed: u64,
-    /// The trace hash of the first run, as 16 hex digits.
-    pub first_trace_hash: String,
-    /// The trace hash of the second run.
-    pub second_trace_hash: String,
-}
-
-impl std::fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "not deterministic: scenario {} seed {}: trace hash {}, then {} on the same seed",
-            self.scenario, self.seed, self.first_trace_hash, self.second_trace_hash
-        )
     }
 }
 

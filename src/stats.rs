@@ -1,11 +1,14 @@
 //! Statistics a sweep keeps over many runs without keeping the runs: a fixed-size,
-//! mergeable log-bucket [`Histogram`] and the [`wilson`] score interval of a rate.
+//! mergeable log-bucket [`Histogram`] and the [`wilson`] score interval of a rate, and the
+//! reports' figures made of them ([`rate`], [`Histogram::quantiles_ms`]).
 //!
 //! Both are exact where it matters for merging: a histogram holds integer counts per bucket,
 //! so adding values in any order, or adding them to several histograms and merging those,
 //! gives the same buckets bit for bit. Floating point appears only in what is derived for
 //! people to read (rates and their intervals), always from those integers.
 
+use lockstep_reports::format::ms;
+use lockstep_reports::{QuantilesMs, Rate};
 use serde::{Deserialize, Serialize};
 
 /// Bits of a value kept exactly below its leading one: each power-of-two range of values
@@ -141,6 +144,16 @@ impl Histogram {
         }
         Some(self.max)
     }
+
+    /// The median, the 99th percentile and the maximum in milliseconds, as reports show them;
+    /// `None` when empty.
+    pub fn quantiles_ms(&self) -> Option<QuantilesMs> {
+        Some(QuantilesMs {
+            p50: ms(self.quantile(500)?),
+            p99: ms(self.quantile(990)?),
+            max: ms(self.max()?),
+        })
+    }
 }
 
 /// A histogram as JSON: the count, the exact minimum and maximum, and each non-empty bucket
@@ -229,6 +242,15 @@ pub fn wilson(k: u64, n: u64) -> Option<(f64, f64)> {
         (center + half).min(1.0)
     };
     Some((low, high))
+}
+
+/// `k` of `n` runs as a [`Rate`] with its 95% Wilson score interval; `None` when `n` is 0.
+pub fn rate(k: u64, n: u64) -> Option<Rate> {
+    Some(Rate {
+        seeds: k,
+        rate: k as f64 / n as f64,
+        ci95: wilson(k, n)?,
+    })
 }
 
 #[cfg(test)]

@@ -11,22 +11,21 @@
 //! change nothing in it, and [`merge`] of the shards' summaries gives the unsharded summary
 //! bit for bit. It reads no clock: the binary measures wall-clock time around it.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
 
 use lockstep_check::{Property, Validity, acquire_latencies_ns};
+use lockstep_reports::QuantilesMs;
+pub use lockstep_reports::sweep::WallTime;
+use lockstep_reports::sweep::{ShardsView, Spread, SweepRates, SweepView, range_text};
 use lockstep_sim::Outcome;
 use serde::{Deserialize, Serialize};
-use tabled::builder::Builder;
-use tabled::settings::Style;
 
 use crate::run::{Mismatch, rerun_matches, run};
 use crate::scenario::{Scenario, ScenarioError, parse};
-use crate::stats::{Histogram, wilson};
+use crate::stats::{Histogram, rate};
 use crate::suite::{SeedFailure, VerdictCounts, run_report};
 
 /// How many failing seeds (and nondeterministic seeds) a summary keeps in detail: the first
@@ -228,18 +227,6 @@ impl Violations {
         self.exhausted += other.exhausted;
         self.no_recovery += other.no_recovery;
     }
-
-    /// Each kind with its name in JSON and in the table.
-    fn kinds(&self) -> [(&'static str, &'static str, u64); 6] {
-        [
-            ("double_holders", "double holders", self.double_holders),
-            ("stale_accepted", "stale accepted", self.stale_accepted),
-            ("lost_updates", "lost updates", self.lost_updates),
-            ("token_order", "token order", self.token_order),
-            ("exhausted", "out of events", self.exhausted),
-            ("no_recovery", "no recovery", self.no_recovery),
-        ]
-    }
 }
 
 /// The seeds of a summary: `count` consecutive seeds from `from`.
@@ -329,68 +316,27 @@ pub struct SweepSummary {
 struct Derived {
     ok: bool,
     missing_shards: Vec<u64>,
-    rates: Rates,
-    acquire_latency_ms: Option<Quantiles<f64>>,
-    recovery_ms: Option<Quantiles<f64>>,
-    grants: Option<Quantiles<u64>>,
+    rates: SweepRates,
+    acquire_latency_ms: Option<QuantilesMs>,
+    recovery_ms: Option<QuantilesMs>,
+    grants: Option<Quantiles>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-struct Rates {
-    failed: Option<Rate>,
-    valid: Option<Rate>,
-    invalid: Option<Rate>,
-    unknown: Option<Rate>,
-    double_holders: Option<Rate>,
-    stale_accepted: Option<Rate>,
-    lost_updates: Option<Rate>,
-    token_order: Option<Rate>,
-    exhausted: Option<Rate>,
-    no_recovery: Option<Rate>,
-}
-
-/// `seeds` of the runs, as a rate with its 95% Wilson score interval.
+/// Grants per run: the median, the 99th percentile and the maximum.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-struct Rate {
-    seeds: u64,
-    rate: f64,
-    ci95: (f64, f64),
+struct Quantiles {
+    p50: u64,
+    p99: u64,
+    max: u64,
 }
 
-impl Rate {
-    fn of(k: u64, n: u64) -> Option<Rate> {
-        let ci95 = wilson(k, n)?;
-        Some(Rate {
-            seeds: k,
-            rate: k as f64 / n as f64,
-            ci95,
-        })
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-struct Quantiles<T> {
-    p50: T,
-    p99: T,
-    max: T,
-}
-
-impl Quantiles<u64> {
-    fn of(h: &Histogram) -> Option<Quantiles<u64>> {
+impl Quantiles {
+    fn of(h: &Histogram) -> Option<Quantiles> {
         Some(Quantiles {
             p50: h.quantile(500)?,
             p99: h.quantile(990)?,
             max: h.max()?,
         })
-    }
-
-    fn ms(self) -> Quantiles<f64> {
-        let ms = |ns: u64| ns as f64 / 1e6;
-        Quantiles {
-            p50: ms(self.p50),
-            p99: ms(self.p99),
-            max: ms(self.max),
-        }
     }
 }
 
@@ -529,26 +475,30 @@ impl SweepSummary {
         }
     }
 
-    fn derived(&self) -> Derived {
+    fn rates(&self) -> SweepRates {
         let n = self.runs;
         let v = &self.violations;
+        SweepRates {
+            failed: rate(self.failed, n),
+            valid: rate(self.verdict_counts.valid, n),
+            invalid: rate(self.verdict_counts.invalid, n),
+            unknown: rate(self.verdict_counts.unknown, n),
+            double_holders: rate(v.double_holders, n),
+            stale_accepted: rate(v.stale_accepted, n),
+            lost_updates: rate(v.lost_updates, n),
+            token_order: rate(v.token_order, n),
+            exhausted: rate(v.exhausted, n),
+            no_recovery: rate(v.no_recovery, n),
+        }
+    }
+
+    fn derived(&self) -> Derived {
         Derived {
             ok: self.ok(),
             missing_shards: self.shard.as_ref().map(Shards::missing).unwrap_or_default(),
-            rates: Rates {
-                failed: Rate::of(self.failed, n),
-                valid: Rate::of(self.verdict_counts.valid, n),
-                invalid: Rate::of(self.verdict_counts.invalid, n),
-                unknown: Rate::of(self.verdict_counts.unknown, n),
-                double_holders: Rate::of(v.double_holders, n),
-                stale_accepted: Rate::of(v.stale_accepted, n),
-                lost_updates: Rate::of(v.lost_updates, n),
-                token_order: Rate::of(v.token_order, n),
-                exhausted: Rate::of(v.exhausted, n),
-                no_recovery: Rate::of(v.no_recovery, n),
-            },
-            acquire_latency_ms: Quantiles::of(&self.acquire_latency_ns).map(Quantiles::ms),
-            recovery_ms: Quantiles::of(&self.recovery_ns).map(Quantiles::ms),
+            rates: self.rates(),
+            acquire_latency_ms: self.acquire_latency_ns.quantiles_ms(),
+            recovery_ms: self.recovery_ns.quantiles_ms(),
             grants: Quantiles::of(&self.grants_per_run),
         }
     }
@@ -861,9 +811,9 @@ fn compatible(a: &str, sa: &SweepSummary, b: &str, sb: &SweepSummary) -> Result<
     if sa.seeds != sb.seeds {
         return Err(MergeError::DifferentSeeds {
             a: a.to_string(),
-            a_seeds: range_text(sa.seeds),
+            a_seeds: range_text(sa.seeds.from, sa.seeds.count),
             b: b.to_string(),
-            b_seeds: range_text(sb.seeds),
+            b_seeds: range_text(sb.seeds.from, sb.seeds.count),
         });
     }
     let count = |s: &SweepSummary| s.shard.as_ref().map_or(1, |sh| sh.count);
@@ -919,199 +869,43 @@ impl SweepSummary {
     }
 }
 
-/// `1 to 1000 (1000 seeds)`.
-fn range_text(r: SeedRange) -> String {
-    let last = r.from.wrapping_add(r.count.saturating_sub(1));
-    format!("{} to {last} ({} seed{})", r.from, r.count, plural(r.count))
-}
-
-/// The wall-clock figures of a sweep, measured by the binary; only the table shows them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WallTime {
-    /// The whole sweep.
-    pub elapsed: Duration,
-    /// Worker threads.
-    pub jobs: usize,
-}
-
 impl SweepSummary {
-    /// The summary for a terminal: what was swept, the rates with their intervals, the
-    /// liveness figures, the first failing seeds with reproduce commands, and a summary line.
-    /// `wall` adds the time and the seeds per second (a merge has none).
-    pub fn table(&self, wall: Option<WallTime>) -> String {
-        let mut out = String::new();
-        let _ = writeln!(out, "scenario   {}  ({})", self.scenario, self.file);
-        let _ = writeln!(
-            out,
-            "seeds      {}{}",
-            range_text(self.seeds),
-            self.shard_text()
-        );
-        let _ = writeln!(
-            out,
-            "expect     {} {}{}",
-            self.property,
-            crate::Expect::verdict_name(self.expected_verdict),
-            if self.determinism_checked {
-                ", every seed run twice"
-            } else {
-                ""
-            }
-        );
-        if let Some(w) = wall {
-            let secs = w.elapsed.as_secs_f64();
-            let rate = if secs > 0.0 {
-                self.runs as f64 / secs
-            } else {
-                0.0
-            };
-            let _ = writeln!(
-                out,
-                "time       {secs:.2}s on {} thread{}, {rate:.0} seeds/s",
-                w.jobs,
-                plural(w.jobs as u64)
-            );
-        }
-        let _ = writeln!(out, "digest     {:016x}\n", self.digest);
-        out.push_str(&self.rates_table());
-        out.push('\n');
-        out.push_str(&self.liveness_table());
-        out.push('\n');
-        self.failures_text(&mut out);
-        let _ = writeln!(out, "{}", self.summary_line());
-        out
-    }
-
-    fn shard_text(&self) -> String {
-        match &self.shard {
-            None => String::new(),
-            Some(sh) if sh.included.len() == 1 => {
-                format!(", shard {}/{}: {} run", sh.included[0], sh.count, self.runs)
-            }
-            Some(sh) => format!(
-                ", shards {} of {}: {} run (missing: {})",
-                list(&sh.included),
-                sh.count,
-                self.runs,
-                list(&sh.missing())
-            ),
-        }
-    }
-
-    fn rates_table(&self) -> String {
-        let n = self.runs;
-        let mut b = Builder::default();
-        b.push_record(["runs", "count", "rate", "95% interval (Wilson)"]);
-        let counts = &self.verdict_counts;
-        let rows = [
-            ("did not meet [expect]", self.failed),
-            ("valid", counts.valid),
-            ("invalid", counts.invalid),
-            ("unknown", counts.unknown),
-        ];
-        let kinds = self.violations.kinds().map(|(_, name, k)| (name, k));
-        for (name, k) in rows.into_iter().chain(kinds) {
-            let (rate, ci) = match Rate::of(k, n) {
-                Some(r) => (
-                    percent(r.rate),
-                    format!("{} – {}", percent(r.ci95.0), percent(r.ci95.1)),
-                ),
-                None => ("-".to_string(), "-".to_string()),
-            };
-            b.push_record([name.to_string(), k.to_string(), rate, ci]);
-        }
-        let mut t = b.build();
-        t.with(Style::rounded());
-        format!("{t}\n")
-    }
-
-    fn liveness_table(&self) -> String {
-        let mut b = Builder::default();
-        b.push_record(["liveness", "p50", "p99", "max", "samples"]);
-        let h = &self.acquire_latency_ns;
-        let ms = |v: Option<u64>| v.map_or("-".to_string(), duration_text);
-        b.push_record([
-            "acquire latency".to_string(),
-            ms(h.quantile(500)),
-            ms(h.quantile(990)),
-            ms(h.max()),
-            h.count().to_string(),
-        ]);
-        let h = &self.recovery_ns;
-        if h.count() > 0 {
-            b.push_record([
-                "recovery after faults".to_string(),
-                ms(h.quantile(500)),
-                ms(h.quantile(990)),
-                ms(h.max()),
-                h.count().to_string(),
-            ]);
-        }
-        let g = &self.grants_per_run;
-        let n = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
-        b.push_record([
-            "grants per run".to_string(),
-            n(g.quantile(500)),
-            n(g.quantile(990)),
-            n(g.max()),
-            g.count().to_string(),
-        ]);
-        let mut t = b.build();
-        t.with(Style::rounded());
-        format!(
-            "{t}\nevents     {} in {} run{}\n",
-            self.events,
-            self.runs,
-            plural(self.runs)
-        )
-    }
-
-    fn failures_text(&self, out: &mut String) {
-        if !self.failures.is_empty() {
-            let _ = writeln!(out, "first failing seeds:");
-        }
-        crate::suite::write_failures(out, &self.failures, self.failed);
-        for m in &self.mismatches {
-            let _ = writeln!(out, "{m}");
-        }
-        let more = self
-            .nondeterministic
-            .saturating_sub(self.mismatches.len() as u64);
-        if more > 0 {
-            let _ = writeln!(
-                out,
-                "  ... and {more} more nondeterministic seed{}",
-                plural(more)
-            );
-        }
-        if !self.failures.is_empty() || !self.mismatches.is_empty() {
-            out.push('\n');
-        }
-    }
-
-    /// `1000 seeds: every run met [expect]`, or how many did not (and ran differently twice).
-    pub fn summary_line(&self) -> String {
-        let n = self.runs;
-        let head = format!("{n} seed{}", plural(n));
-        let missing = match &self.shard {
-            Some(sh) if sh.included.len() > 1 => {
-                format!(" (shards {} missing)", list(&sh.missing()))
-            }
-            _ => String::new(),
+    /// The summary as the reports crate's terminal text reads it
+    /// ([`lockstep_reports::sweep::SweepView::table`]).
+    pub fn view(&self) -> SweepView<'_> {
+        let spread = |h: &Histogram| {
+            Some(Spread {
+                p50: h.quantile(500)?,
+                p99: h.quantile(990)?,
+                max: h.max()?,
+                samples: h.count(),
+            })
         };
-        let mut line = if n == 0 {
-            format!("{head}: no seed of the range falls in this shard")
-        } else if self.failed == 0 {
-            format!("{head}: every run met [expect]")
-        } else {
-            format!("{head}: {} did not meet [expect]", self.failed)
-        };
-        if self.nondeterministic > 0 {
-            let _ = write!(line, "; {} not deterministic", self.nondeterministic);
-        } else if self.determinism_checked && n > 0 {
-            line.push_str("; each ran twice with the same trace hash");
+        SweepView {
+            scenario: &self.scenario,
+            file: &self.file,
+            from: self.seeds.from,
+            count: self.seeds.count,
+            shards: self.shard.as_ref().map(|sh| ShardsView {
+                count: sh.count,
+                included: &sh.included,
+                missing: sh.missing(),
+            }),
+            property: self.property,
+            expected_verdict: self.expected_verdict,
+            determinism_checked: self.determinism_checked,
+            digest: self.digest,
+            runs: self.runs,
+            failed: self.failed,
+            rates: self.rates(),
+            acquire_latency_ns: spread(&self.acquire_latency_ns),
+            recovery_ns: spread(&self.recovery_ns),
+            grants_per_run: spread(&self.grants_per_run),
+            events: self.events,
+            failures: &self.failures,
+            nondeterministic: self.nondeterministic,
+            mismatches: &self.mismatches,
         }
-        line + &missing
     }
 }
 
@@ -1132,37 +926,6 @@ mod hex64 {
         }
         u64::from_str_radix(&text, 16).map_err(serde::de::Error::custom)
     }
-}
-
-/// `6.947ms`, or `29.796s` from a second up.
-fn duration_text(ns: u64) -> String {
-    if ns >= 1_000_000_000 {
-        format!("{:.3}s", ns as f64 / 1e9)
-    } else {
-        format!("{:.3}ms", ns as f64 / 1e6)
-    }
-}
-
-fn list(items: &[u64]) -> String {
-    items
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `12.3%`, with more digits for small rates.
-fn percent(rate: f64) -> String {
-    let p = rate * 100.0;
-    if p == 0.0 || p >= 1.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.3}%")
-    }
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 #[cfg(test)]

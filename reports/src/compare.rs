@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
+use crate::format::{duration_ms, expected, percent, plural, rate};
+
 /// The `format` of the report's JSON.
 pub const FORMAT: &str = "lockstep-report/1";
 
@@ -317,15 +319,11 @@ impl Comparison {
         let failing = self.failing.len();
         format!(
             "{rows} row{}, {runs} run{}, {failing} failing seed{} kept",
-            plural(rows as u64),
+            plural(rows),
             plural(runs),
-            plural(failing as u64)
+            plural(failing)
         )
     }
-}
-
-pub(crate) fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// The columns every rendering shows, with what each means (the HTML page's header titles
@@ -373,10 +371,6 @@ pub(crate) const COLUMNS: [(&str, &str); 14] = [
 
 /// The cells of a row, as plain text, in [`COLUMNS`] order.
 pub(crate) fn cells(r: &Row) -> Vec<String> {
-    let expected = match r.expected_verdict {
-        Some(v) => format!("{} {v}", r.property),
-        None => format!("{} any", r.property),
-    };
     let system = if r.source == Source::Sweep {
         format!("{} (sweep)", or_dash(&r.system))
     } else {
@@ -386,13 +380,13 @@ pub(crate) fn cells(r: &Row) -> Vec<String> {
         r.scenario.clone(),
         system,
         or_dash(&r.storage),
-        expected,
+        expected(r.property, r.expected_verdict),
         format!("{} ({} met)", r.seeds, r.met),
         format!(
             "{}/{}/{}",
             r.verdicts.valid, r.verdicts.invalid, r.verdicts.unknown
         ),
-        rate_text(r.rates.invalid),
+        rate(r.rates.invalid),
         holders_text(r),
         match r.data {
             Some(d) => format!("{} / {}", d.stale_accepted, d.stale_rejected),
@@ -402,10 +396,9 @@ pub(crate) fn cells(r: &Row) -> Vec<String> {
             Some(d) => d.lost_updates.to_string(),
             None => runs_text(r.rates.lost_updates, ""),
         },
-        r.availability
-            .map_or("-".to_string(), |a| format!("{:.1}%", a * 100.0)),
+        r.availability.map_or("-".to_string(), percent),
         r.acquire_latency_ms.map_or("-".to_string(), |q| {
-            format!("{} / {}", fmt_ms(q.p50), fmt_ms(q.p99))
+            format!("{} / {}", duration_ms(q.p50), duration_ms(q.p99))
         }),
         failover_text(r.failover),
         recovery_text(r.recovery),
@@ -417,31 +410,6 @@ fn or_dash(s: &str) -> String {
         "-".to_string()
     } else {
         s.to_string()
-    }
-}
-
-/// `40% [12–77%]`, `-` without runs.
-pub(crate) fn rate_text(rate: Option<Rate>) -> String {
-    match rate {
-        Some(r) => format!(
-            "{} [{}–{}]",
-            percent(r.rate),
-            percent(r.ci95.0),
-            percent(r.ci95.1)
-        ),
-        None => "-".to_string(),
-    }
-}
-
-/// A share as a percentage with no more digits than it needs: `0%`, `40%`, `0.38%`.
-fn percent(x: f64) -> String {
-    let p = x * 100.0;
-    if p == 0.0 || p == 100.0 || p >= 10.0 {
-        format!("{p:.0}%")
-    } else if p >= 1.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.2}%")
     }
 }
 
@@ -460,8 +428,8 @@ fn holders_text(r: &Row) -> String {
         Some(o) if o.pairs > 0 => format!(
             "{runs} runs: {} pairs, {} total, {} max, {} at once",
             o.pairs,
-            fmt_ms(o.total_ms),
-            fmt_ms(o.max_ms),
+            duration_ms(o.total_ms),
+            duration_ms(o.max_ms),
             o.max_concurrent
         ),
         Some(_) => "0".to_string(),
@@ -478,8 +446,8 @@ fn failover_text(f: Option<FailoverStats>) -> String {
                 "{}/{} recovered, mean {}, max {}",
                 f.recovered,
                 f.faults,
-                fmt_ms(mean),
-                fmt_ms(max)
+                duration_ms(mean),
+                duration_ms(max)
             ),
             _ => format!("0/{} recovered", f.faults),
         },
@@ -492,59 +460,16 @@ fn recovery_text(r: Option<RecoveryStats>) -> String {
         Some(r) => {
             let mut s = format!("{}/{} recovered", r.recovered, r.runs);
             if let Some(q) = r.after_ms {
-                s.push_str(&format!(", p50 {}, max {}", fmt_ms(q.p50), fmt_ms(q.max)));
+                s.push_str(&format!(
+                    ", p50 {}, max {}",
+                    duration_ms(q.p50),
+                    duration_ms(q.max)
+                ));
             }
             if r.no_recovery > 0 {
                 s.push_str(&format!(", {} too late", r.no_recovery));
             }
             s
         }
-    }
-}
-
-/// `850ms`, `12.3s`, `0ms`, `1.23ms`.
-pub(crate) fn fmt_ms(ms: f64) -> String {
-    if ms >= 1000.0 {
-        format!("{:.1}s", ms / 1000.0)
-    } else if ms >= 10.0 || ms == 0.0 {
-        format!("{ms:.0}ms")
-    } else {
-        format!("{ms:.2}ms")
-    }
-}
-
-/// `1.503s` from nanoseconds: true time in a failing seed's fault list.
-pub(crate) fn fmt_time_ns(ns: u64) -> String {
-    format!(
-        "{}.{:06}s",
-        ns / 1_000_000_000,
-        (ns % 1_000_000_000) / 1_000
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentages_keep_the_digits_that_matter() {
-        assert_eq!(percent(0.0), "0%");
-        assert_eq!(percent(1.0), "100%");
-        assert_eq!(percent(0.4), "40%");
-        assert_eq!(percent(0.0567), "5.7%");
-        assert_eq!(percent(0.0038), "0.38%");
-        let r = Rate {
-            seeds: 2,
-            rate: 0.4,
-            ci95: (0.1176, 0.7693),
-        };
-        assert_eq!(rate_text(Some(r)), "40% [12%–77%]");
-        assert_eq!(rate_text(None), "-");
-    }
-
-    #[test]
-    fn true_times_are_printed_to_the_microsecond() {
-        assert_eq!(fmt_time_ns(15_504_968_123), "15.504968s");
-        assert_eq!(fmt_time_ns(0), "0.000000s");
     }
 }

@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 
 use lockstep_check::Validity;
 
-use crate::compare::{COLUMNS, Comparison, FailingSeed, KEPT_FAULTS, Visuals, cells, fmt_time_ns};
+use crate::compare::{COLUMNS, Comparison, FailingSeed, KEPT_FAULTS, Visuals, cells};
 use crate::escape::html as esc;
+use crate::format::{plural, true_time};
 
 const STYLE: &str = "
 body { font: 14px/1.45 system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em; color: #1d2329; background: #fff; }
@@ -160,13 +161,13 @@ impl Comparison {
                     out,
                     "<details class=\"faults\"><summary>{} fault{} applied</summary>\n<ul>",
                     f.faults.len(),
-                    if f.faults.len() == 1 { "" } else { "s" }
+                    plural(f.faults.len())
                 );
                 for x in f.faults.iter().take(KEPT_FAULTS) {
                     let _ = writeln!(
                         out,
                         "<li><code>{}</code> {}</li>",
-                        fmt_time_ns(x.time_ns),
+                        true_time(x.time_ns),
                         esc(&x.detail)
                     );
                 }

@@ -2,7 +2,9 @@
 //! a terminal table ([`RunReport::table`]) or as JSON ([`RunReport::json`]). A [`Comparison`]
 //! puts many scenarios side by side (`lockstep report`); it renders as a terminal table, as
 //! Markdown, as one self-contained HTML page and as JSON. Both JSON forms are specified in
-//! docs/report-format.md.
+//! docs/report-format.md. The result of `lockstep check` ([`suite::SuiteResult`]) renders as a
+//! terminal table and as JSON, and a sweep's summary, seen through a [`sweep::SweepView`], as
+//! the terminal text of `lockstep sweep` and `lockstep merge`.
 //!
 //! This crate knows the checker's verdicts and histories and nothing of the simulator or the
 //! models: the `lockstep` package fills the reports in. It does no IO. User-provided text
@@ -12,9 +14,12 @@
 
 mod compare;
 pub mod escape;
+pub mod format;
 mod html;
 mod markdown;
 mod run_report;
+pub mod suite;
+pub mod sweep;
 pub mod sweepmap;
 mod table;
 pub mod timeline;

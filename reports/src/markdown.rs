@@ -7,8 +7,9 @@
 
 use std::fmt::Write as _;
 
-use crate::compare::{COLUMNS, Comparison, FailingSeed, KEPT_FAULTS, Row, cells, fmt_time_ns};
+use crate::compare::{COLUMNS, Comparison, FailingSeed, KEPT_FAULTS, Row, cells};
 use crate::escape;
+use crate::format::true_time;
 
 impl Comparison {
     /// The report as Markdown.
@@ -88,7 +89,7 @@ fn failing_seed(out: &mut String, row: &Row, f: &FailingSeed) {
             .faults
             .iter()
             .take(KEPT_FAULTS)
-            .map(|x| format!("{} {}", fmt_time_ns(x.time_ns), escape::markdown(&x.detail)))
+            .map(|x| format!("{} {}", true_time(x.time_ns), escape::markdown(&x.detail)))
             .collect();
         if f.faults.len() > KEPT_FAULTS {
             faults.push(format!("and {} more", f.faults.len() - KEPT_FAULTS));

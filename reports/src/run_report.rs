@@ -3,6 +3,8 @@
 use lockstep_check::{Property, Validity, Verdict};
 use serde::Serialize;
 
+use crate::format::ms;
+
 /// Where a run came from, besides its verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunSource {
@@ -154,10 +156,6 @@ pub struct RunReport {
     /// The run's events, one line each, when asked for with `--trace`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<Vec<String>>,
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
 }
 
 impl RunReport {

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
+use crate::format::{interval, percent_at_a_glance};
+
 /// The `format` of a map's JSON.
 pub const FORMAT: &str = "lockstep-sweepmap/1";
 
@@ -146,23 +148,9 @@ impl SweepMap {
 /// ([`crate::escape::html`]), so SVG and HTML escape alike.
 pub use crate::escape::html as escape;
 
-/// A rate as people read it: `0%` and `100%` only when exact, `<1%` and `>99%` near them.
-fn percent(k: u64, n: u64) -> String {
-    if n == 0 {
-        return "–".to_string();
-    }
-    let p = k as f64 * 100.0 / n as f64;
-    match k {
-        0 => "0%".to_string(),
-        k if k == n => "100%".to_string(),
-        _ if p < 1.0 => "<1%".to_string(),
-        _ if p > 99.0 => ">99%".to_string(),
-        _ => format!("{}%", p.round()),
-    }
-}
-
+/// A cell's rate as its label: at a glance ([`percent_at_a_glance`]).
 fn percent_of(c: &Cell) -> String {
-    percent(c.invalid, c.runs)
+    percent_at_a_glance(c.invalid, c.runs)
 }
 
 /// The fill of a rate: ColorBrewer's YlOrRd from pale yellow (0) to dark red (1).
@@ -217,13 +205,12 @@ fn tooltip(map: &SweepMap, c: &Cell) -> String {
         let _ = write!(at, ", {} = {}", y.key, y.values[yi]);
     }
     format!(
-        "{at}: {} of {} runs violate {} ({}; 95% interval {:.1}% to {:.1}%); double holders {}, stale accepted {}, lost updates {}, unknown {}",
+        "{at}: {} of {} runs violate {} ({}; 95% interval {}); double holders {}, stale accepted {}, lost updates {}, unknown {}",
         c.invalid,
         c.runs,
         map.property,
         percent_of(c),
-        c.ci95.0 * 100.0,
-        c.ci95.1 * 100.0,
+        interval(c.ci95),
         c.double_holders,
         c.stale_accepted,
         c.lost_updates,
@@ -572,16 +559,6 @@ mod tests {
             "a\u{FFFD}b\u{FFFD}c\td\ne\u{FFFD}"
         );
         assert_eq!(escape("plain é ✓"), "plain é ✓");
-    }
-
-    #[test]
-    fn percentages_are_exact_only_at_the_ends() {
-        assert_eq!(percent(0, 100), "0%");
-        assert_eq!(percent(100, 100), "100%");
-        assert_eq!(percent(1, 1000), "<1%");
-        assert_eq!(percent(999, 1000), ">99%");
-        assert_eq!(percent(37, 100), "37%");
-        assert_eq!(percent(0, 0), "–");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
+use crate::format::duration_ms;
 use crate::run_report::RunReport;
 
 impl RunReport {
@@ -61,7 +62,7 @@ impl RunReport {
             format!(
                 "{} pair(s), {} overlap, max {} at once",
                 self.double_holders,
-                fmt_ms(self.overlap_ms),
+                duration_ms(self.overlap_ms),
                 self.max_concurrent
             )
         };
@@ -86,14 +87,14 @@ impl RunReport {
         let latency = match &self.acquire_latency_ms {
             Some(l) => format!(
                 "p50 {}  p99 {}  max {}",
-                fmt_ms(l.p50),
-                fmt_ms(l.p99),
-                fmt_ms(l.max)
+                duration_ms(l.p50),
+                duration_ms(l.p99),
+                duration_ms(l.max)
             ),
             None => "-".to_string(),
         };
         b.push_record(["acquire latency".to_string(), latency]);
-        b.push_record(["unavailable".to_string(), fmt_ms(self.unavailable_ms)]);
+        b.push_record(["unavailable".to_string(), duration_ms(self.unavailable_ms)]);
         let f = &self.failover_ms;
         let failover = match (f.count, f.max, f.mean) {
             (0, _, _) => "-".to_string(),
@@ -101,8 +102,8 @@ impl RunReport {
                 format!(
                     "{n} fault(s), {} recovered, max {}, mean {}",
                     f.recovered,
-                    fmt_ms(max),
-                    fmt_ms(mean)
+                    duration_ms(max),
+                    duration_ms(mean)
                 )
             }
             (n, _, _) => format!("{n} fault(s), none recovered"),
@@ -127,29 +128,5 @@ impl RunReport {
         let mut table = b.build();
         table.with(Style::rounded());
         table.to_string()
-    }
-}
-
-/// `850ms`, `12.3s`, `0ms`.
-fn fmt_ms(ms: f64) -> String {
-    if ms >= 1000.0 {
-        format!("{:.1}s", ms / 1000.0)
-    } else if ms >= 10.0 || ms == 0.0 {
-        format!("{ms:.0}ms")
-    } else {
-        format!("{ms:.2}ms")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fmt_ms;
-
-    #[test]
-    fn milliseconds_read_naturally() {
-        assert_eq!(fmt_ms(0.0), "0ms");
-        assert_eq!(fmt_ms(1.234), "1.23ms");
-        assert_eq!(fmt_ms(850.2), "850ms");
-        assert_eq!(fmt_ms(12_345.0), "12.3s");
     }
 }
