@@ -1,10 +1,12 @@
 //! Tidiness: every scenario file parses, every flag of the command line is documented, the
-//! documents name every crate, and no wheel, archive or binary is tracked.
+//! documents name every crate, the README's sample output is what `lockstep run` prints, and no
+//! wheel, archive or binary is tracked.
 
 use std::io::Read;
 
 use lockstep::load;
 
+use crate::catalogue::{K1_GOLDEN_EVENTS, K1_GOLDEN_TRACE_HASH};
 use crate::support::{lockstep, root, scenario_files, stdout};
 
 #[test]
@@ -84,6 +86,62 @@ fn the_readme_documents_the_exit_codes() {
             readme.contains(line.trim()),
             "README.md does not say: {}",
             line.trim()
+        );
+    }
+}
+
+/// The README's sample output of `lockstep run` on K1 (seed 1), one line per line printed: a
+/// `...` stands for lines left out, and a `why` entry wrapped over several lines is joined.
+fn readme_k1_sample() -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let block = readme
+        .split("```\n")
+        .find(|block| block.starts_with("scenario   k1-gc-pause-unfenced\n"))
+        .expect("README.md shows the output of `lockstep run` on K1");
+    let mut lines: Vec<String> = Vec::new();
+    for line in block.lines() {
+        match lines.last_mut() {
+            Some(entry) if line.starts_with("    ") && entry.starts_with("  - ") => {
+                entry.push(' ');
+                entry.push_str(line.trim_start());
+            }
+            _ => lines.push(line.to_string()),
+        }
+    }
+    lines
+}
+
+#[test]
+fn the_readme_sample_run_shows_the_k1_golden_trace_hash() {
+    let sample = readme_k1_sample();
+    let seed = sample
+        .iter()
+        .find(|l| l.starts_with("seed "))
+        .expect("the sample shows the seed line");
+    assert_eq!(
+        seed,
+        &format!(
+            "seed       1   trace {K1_GOLDEN_TRACE_HASH}   {K1_GOLDEN_EVENTS} events, completed"
+        ),
+        "README.md's sample run of K1 does not show the golden trace hash and events pinned in \
+         tests/it/catalogue.rs"
+    );
+}
+
+#[test]
+fn the_readme_sample_run_is_what_lockstep_run_prints() {
+    let out = lockstep(&["run", "scenarios/catalogue/k1-gc-pause-unfenced.toml"]);
+    let printed = stdout(&out);
+    let printed: Vec<&str> = printed.lines().collect();
+    for line in readme_k1_sample() {
+        if line.trim() == "..." {
+            continue;
+        }
+        assert!(
+            printed.contains(&line.as_str()),
+            "README.md's sample run of K1 shows a line `lockstep run` does not print:\n{line}\n\n\
+             it prints:\n{}",
+            printed.join("\n")
         );
     }
 }
