@@ -74,18 +74,54 @@ fn the_architecture_page_maps_every_crate() {
     }
 }
 
+/// The README's exit-code lists: for each "Exit codes (also in `lockstep ... --help`):", the
+/// arguments of that help command and the lines of the block that follows.
+fn readme_exit_codes() -> Vec<(Vec<String>, Vec<String>)> {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let marker = "Exit codes (also in `lockstep ";
+    let mut lists = Vec::new();
+    for (at, _) in readme.match_indices(marker) {
+        let rest = &readme[at + marker.len()..];
+        let (cmd, rest) = rest.split_once('`').expect("the help command ends with `");
+        let block = rest
+            .split_once("```\n")
+            .and_then(|(_, block)| block.split_once("```"))
+            .expect("a code block follows")
+            .0;
+        let args = cmd.split_whitespace().map(str::to_string).collect();
+        lists.push((args, block.lines().map(str::to_string).collect()));
+    }
+    lists
+}
+
+/// The lines of the "Exit codes:" section of `help`, trimmed.
+fn help_exit_codes(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| l.trim() != "Exit codes:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
 #[test]
 fn the_readme_documents_the_exit_codes() {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let help = stdout(&lockstep(&["--help"]));
-    for line in help
-        .lines()
-        .filter(|l| l.trim_start().starts_with(['0', '1', '2']))
-    {
-        assert!(
-            readme.contains(line.trim()),
-            "README.md does not say: {}",
-            line.trim()
+    let lists = readme_exit_codes();
+    let top = &lists
+        .iter()
+        .find(|(args, _)| args == &["--help"])
+        .expect("README.md lists the exit codes of `lockstep --help`")
+        .1;
+    let codes: Vec<&str> = top.iter().filter_map(|l| l.split(' ').next()).collect();
+    assert_eq!(codes, ["0", "1", "2"], "README.md's exit codes: {top:?}");
+    for (args, readme) in &lists {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let help = help_exit_codes(&stdout(&lockstep(&args)));
+        assert_eq!(
+            &help,
+            readme,
+            "`lockstep {}` does not list the exit codes README.md states, each with its meaning",
+            args.join(" ")
         );
     }
 }
