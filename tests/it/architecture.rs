@@ -157,3 +157,22 @@ fn no_family_is_named_in_shared_code() {
         found.join("\n")
     );
 }
+
+/// Models are written against the environment trait (`lockstep_sim::Env`), so that a host
+/// other than the simulator can run them: no model source names the simulator's context.
+#[test]
+fn no_model_names_the_simulators_context() {
+    let sources = walk(&root().join("models/src"));
+    assert!(
+        sources.len() > 30,
+        "found the model sources: {}",
+        sources.len()
+    );
+    for path in sources {
+        let code = code_of(&std::fs::read_to_string(&path).expect("source"));
+        let named = code
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .any(|word| word == "Ctx");
+        assert!(!named, "{} names the simulator's `Ctx`", path.display());
+    }
+}

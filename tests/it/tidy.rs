@@ -241,3 +241,23 @@ fn no_wheel_archive_or_binary_is_tracked() {
         offenders.join("\n")
     );
 }
+
+/// Every family has its page, `docs/families/<kind>.md`, and the page names every key the
+/// family takes (`[model]`, and `[storage]` under its own mode), as the code declares them.
+#[test]
+fn every_family_key_is_on_its_page() {
+    for family in lockstep::families::all() {
+        let page = format!("docs/families/{}.md", family.kind());
+        let text = std::fs::read_to_string(root().join(&page))
+            .unwrap_or_else(|e| panic!("{page}: {e} (every family has its page)"));
+        let keys = family.model_keys().iter().chain(family.resource_keys());
+        for key in keys {
+            assert!(
+                text.contains(&format!("`{key}`")),
+                "{page} does not document `{key}`"
+            );
+        }
+        assert!(family.model_keys().contains(&"kind"), "{}", family.kind());
+        assert!(family.model_keys().contains(&"ttl_ms"), "{}", family.kind());
+    }
+}
