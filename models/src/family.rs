@@ -145,6 +145,11 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     /// Its service nodes, named, with their roles, in node-id order: they come first in a
     /// world, before the storage and the clients.
     fn layout(&self) -> Vec<(String, Role)>;
+    /// The names of its own node groups (its coordinators' `Role::Coordinator { group }`),
+    /// which scenario files may name even when the group has no node.
+    fn groups(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Its service nodes (in [`Family::layout`]'s order, with ids from 0) and the lock client
     /// every workload client gets; `resource` when the service keeps the protected resource.
     fn build(&self, resource: Option<&ResourceOf<Self>>) -> (Vec<Self::Node>, Self::Lock);

@@ -65,6 +65,8 @@ pub const WORKLOAD_MARKS: &[(&str, MarkSite)] = &[
 pub struct Layout {
     /// Names and roles, by node id.
     pub nodes: Vec<(String, Role)>,
+    /// The family's own node groups, by name, with or without nodes.
+    pub groups: Vec<&'static str>,
 }
 
 impl Layout {
@@ -88,12 +90,8 @@ impl Layout {
             ("clients", self.with(|r| r == Role::Client)),
             ("servers", self.with(|r| r == Role::Server)),
         ];
-        for (_, role) in &self.nodes {
-            if let Role::Coordinator { group } = *role {
-                if !groups.iter().any(|(g, _)| *g == group) {
-                    groups.push((group, self.with(|r| r == *role)));
-                }
-            }
+        for &group in &self.groups {
+            groups.push((group, self.with(|r| r == Role::Coordinator { group })));
         }
         groups.push(("all", self.with(|_| true)));
         groups
@@ -108,7 +106,10 @@ impl<F: Family> SystemSpec<F> {
             nodes.push((STORAGE.to_string(), Role::Storage));
         }
         nodes.extend((1..=self.clients).map(|i| (client_name(i), Role::Client)));
-        Layout { nodes }
+        Layout {
+            nodes,
+            groups: self.family.groups().to_vec(),
+        }
     }
 
     /// Its nodes, in node-id order.

@@ -110,17 +110,45 @@ impl<F: Family> Registered for Entry<F> {
         let file: File<F::Keys> = if foreign.is_empty() {
             super::deserialize(toml::Deserializer::parse(text), text, path)?
         } else {
-            let mut cleaned = table.clone();
-            if let Some(model) = cleaned.get_mut("model").and_then(toml::Value::as_table_mut) {
-                for (key, _) in &foreign {
-                    model.remove(key.as_str());
+            let keys: Vec<&str> = foreign.iter().map(|(k, _)| k.as_str()).collect();
+            match without_keys(text, "model", &keys) {
+                Some(rest) => super::deserialize(toml::Deserializer::parse(&rest), &rest, path)?,
+                None => {
+                    // A key whose place the text does not show (a dotted key): read the table.
+                    let mut cleaned = table.clone();
+                    if let Some(m) = cleaned.get_mut("model").and_then(toml::Value::as_table_mut) {
+                        for key in keys {
+                            m.remove(key);
+                        }
+                    }
+                    from_table(toml::Value::Table(cleaned), path)?
                 }
             }
-            from_table(toml::Value::Table(cleaned), path)?
         };
         resolve::resolve(&file, |r| system::<F>(r, &file, foreign))
             .map_err(|problems| ScenarioError::from_problems(path, problems))
     }
+}
+
+/// `text` with the `key = value` of each of `keys` in table `section` blanked out (spaces;
+/// line breaks kept), so that the rest reads, line for line, as if they were not there; `None`
+/// when the text does not show where one of them is, or the rest does not parse.
+fn without_keys(text: &str, section: &str, keys: &[&str]) -> Option<String> {
+    let doc = toml_edit::Document::parse(text).ok()?;
+    let table = doc.as_table().get(section)?.as_table_like()?;
+    let mut bytes = text.as_bytes().to_vec();
+    for key in keys {
+        let (k, v) = table.get_key_value(key)?;
+        let (start, end) = (k.span()?.start, v.span()?.end);
+        for b in bytes.get_mut(start..end)? {
+            if *b != b'\n' && *b != b'\r' {
+                *b = b' ';
+            }
+        }
+    }
+    let rest = String::from_utf8(bytes).ok()?;
+    rest.parse::<toml::Table>().ok()?;
+    Some(rest)
 }
 
 /// A file read from a table (whose line numbers are gone).
@@ -234,24 +262,37 @@ fn resource<F: Family>(
         return Resource::Storage(*storage);
     }
     if F::RESOURCE_MODE == Some(mode) {
-        let keys: Result<F::ResourceKeys, _> =
-            serde_path_to_error::deserialize(toml::Value::Table(s.keys.clone()));
+        // Read as TOML text, so that a wrong value is named as everywhere else.
+        let text = toml::to_string(&s.keys).unwrap_or_default();
+        let keys: Result<F::ResourceKeys, _> = toml::Deserializer::parse(&text)
+            .map_err(|e| (String::new(), e.message().to_string()))
+            .and_then(|de| {
+                serde_path_to_error::deserialize(de)
+                    .map_err(|e| (e.path().to_string(), e.inner().message().to_string()))
+            });
         match keys {
             Ok(keys) => {
                 if let Some(r) = F::resource(&keys, check) {
                     return Resource::Service(r);
                 }
             }
-            Err(e) => check.problems.push(
-                format!("storage.{}", e.path()),
-                e.inner().message().to_string(),
-            ),
+            Err((key, message)) => check.problems.push(format!("storage.{key}"), message),
         }
         return Resource::Storage(StorageMode::Unfenced);
     }
     let owner = families::all()
         .iter()
         .find(|f| f.resource_mode() == Some(mode));
+    // The mode is not this family's: its keys are unknown unless some family takes them.
+    for key in s.keys.keys() {
+        let known = families::all()
+            .iter()
+            .any(|f| f.resource_keys().contains(&key.as_str()));
+        if !known {
+            let problem = format!("unknown field `{key}`, expected `mode`");
+            check.problems.push(format!("storage.{key}"), problem);
+        }
+    }
     let problem = match owner {
         Some(f) => format!(
             "\"{mode}\" keeps the resource in {}'s own service and needs model.kind = \"{}\", not \"{}\"",
@@ -323,53 +364,65 @@ fn tokens_fit<F: Family>(check: &mut Check, storage: StorageMode, tokens: Tokens
 /// Reads the kind of a scenario file from its table: the registered family it names.
 ///
 /// # Errors
-/// A missing `[model]`, `kind` or an unknown kind, as serde would name it.
+/// A missing `[model]` or `kind`, a `kind` that is not a string, or one that names no family.
 pub(crate) fn kind_of(
     table: &toml::Table,
     text: &str,
     path: &Path,
 ) -> Result<&'static dyn Registered, ScenarioError> {
-    let kind = table
-        .get("model")
-        .and_then(toml::Value::as_table)
-        .and_then(|m| m.get("kind"))
-        .and_then(toml::Value::as_str);
-    if let Some(f) = kind.and_then(find) {
-        return Ok(f);
+    let kinds: Vec<String> = families::all()
+        .iter()
+        .map(|f| format!("`{}`", f.kind()))
+        .collect();
+    let kinds = kinds.join(", ");
+    let fail = |key: &str, at: &[&str], message: String| {
+        Err(ScenarioError::one(
+            path,
+            key,
+            line_of_key(text, at),
+            message,
+        ))
+    };
+    let Some(model) = table.get("model") else {
+        return fail("", &[], "missing field `model`".to_string());
+    };
+    let Some(model) = model.as_table() else {
+        let message = format!(
+            "must be a table with `kind` and the family's keys, not {}",
+            model.type_str()
+        );
+        return fail("model", &["model"], message);
+    };
+    match model.get("kind") {
+        None => fail("model", &["model"], "missing field `kind`".to_string()),
+        Some(toml::Value::String(kind)) => match find(kind) {
+            Some(f) => Ok(f),
+            None => fail(
+                "model.kind",
+                &["model", "kind"],
+                format!("unknown variant `{kind}`, expected one of {kinds}"),
+            ),
+        },
+        Some(other) => fail(
+            "model.kind",
+            &["model", "kind"],
+            format!(
+                "must name a family, one of {kinds}, not {}",
+                other.type_str()
+            ),
+        ),
     }
-    // Let serde say what is wrong, with its line: the file read as a kind alone.
-    let e = super::deserialize::<File<KindOnly>>(toml::Deserializer::parse(text), text, path)
-        .err()
-        .unwrap_or_else(|| {
-            ScenarioError::one(path, "model.kind", None, "names no family".to_string())
-        });
-    Err(e)
 }
 
-/// A `[model]` section read for its `kind` only.
-#[derive(Debug, serde::Deserialize)]
-struct KindOnly {
-    #[allow(dead_code, reason = "read to report a missing or unknown kind")]
-    kind: KindName,
-}
-
-/// A `kind` that must name a registered family.
-#[derive(Debug)]
-struct KindName;
-
-impl<'de> serde::Deserialize<'de> for KindName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KindName, D::Error> {
-        let kind = String::deserialize(d)?;
-        if find(&kind).is_some() {
-            return Ok(KindName);
-        }
-        let kinds: Vec<&'static str> = families::all().iter().map(|f| f.kind()).collect();
-        Err(serde::de::Error::unknown_variant(&kind, leak(kinds)))
+/// The line of the key at `path` in `text` (of the table, for a table), if the text shows it.
+fn line_of_key(text: &str, path: &[&str]) -> Option<usize> {
+    let doc = toml_edit::Document::parse(text).ok()?;
+    let (last, tables) = path.split_last()?;
+    let mut table = doc.as_table() as &dyn toml_edit::TableLike;
+    for name in tables {
+        table = table.get(name)?.as_table_like()?;
     }
-}
-
-/// The registry's kinds as the `'static` list serde's error wants; built once.
-fn leak(kinds: Vec<&'static str>) -> &'static [&'static str] {
-    static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    KINDS.get_or_init(|| kinds)
+    let (key, item) = table.get_key_value(last)?;
+    let at = key.span().or_else(|| item.span())?.start;
+    Some(super::line_of(text, at))
 }

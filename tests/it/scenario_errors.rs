@@ -553,3 +553,73 @@ fn an_unknown_key_in_a_degrade_is_named() {
         lines[0]
     );
 }
+
+#[test]
+fn keys_of_another_family_leave_the_rest_of_the_file_read_as_written() {
+    // The other family's key is reported, and the file's other errors keep their lines and
+    // their usual wording.
+    let lines = errors_of(
+        "foreign-and-type",
+        &format!(
+            "{}\n[expect]\nverdict = 1\n",
+            GOOD.replace("ttl_ms = 1_000", "ttl_ms = 1_000\nmembers = 3")
+        ),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(":12: expect.verdict: wanted string or table"),
+        "{}",
+        lines[0]
+    );
+    let lines = errors_of(
+        "foreign-and-meaning",
+        &GOOD.replace("ttl_ms = 1_000", "ttl_ms = 0\nmembers = 3"),
+    );
+    let text = lines.join("\n");
+    assert!(text.contains("model.members: applies to kind"), "{text}");
+    assert!(
+        text.contains("model.ttl_ms: must be greater than 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_kind_or_storage_key_is_named_in_the_files_words() {
+    let lines = errors_of("kind-type", &GOOD.replace("kind = \"redis\"", "kind = 3"));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(":7: model.kind: must name a family, one of `redis`"),
+        "{}",
+        lines[0]
+    );
+    let etcd = GOOD.replace("kind = \"redis\"", "kind = \"etcd\"");
+    let lines = errors_of(
+        "guard-type",
+        &format!("{etcd}\n[storage]\nmode = \"etcd\"\nguard = 1\n"),
+    );
+    assert!(
+        lines[0].ends_with("storage.guard: wanted string or table"),
+        "{lines:?}"
+    );
+    let lines = errors_of(
+        "storage-bad-mode-and-key",
+        &format!("{GOOD}\n[storage]\nmode = \"bogus\"\nfoo = 1\n"),
+    );
+    let text = lines.join("\n");
+    assert!(text.contains("storage.foo: unknown field `foo`"), "{text}");
+    assert!(
+        text.contains("storage.mode: unknown variant `bogus`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_familys_own_group_may_be_named_when_it_is_empty() {
+    // `sentinels` is the Redis family's group, empty without sentinels.
+    let text = format!(
+        "{GOOD}\n[[fault]]\nat_ms = 100\npartition = {{ groups = [[\"redis\", \"client-1\"], [\"sentinels\", \"client-2\"]], for_ms = 1_000 }}\n"
+    );
+    let path = temp_scenario("empty-group", &text);
+    let out = lockstep(&["run", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -30,6 +30,9 @@ pub struct Redis {
     pub sentinel: Option<(u32, SentinelConfig)>,
 }
 
+/// The sentinels' node group.
+const SENTINELS: &str = "sentinels";
+
 /// Most replicas a scenario may ask for.
 const MAX_REPLICAS: u32 = 16;
 /// Most sentinels a scenario may ask for.
@@ -474,10 +477,14 @@ impl Family for Redis {
             .collect();
         let sentinels = self.sentinel.as_ref().map_or(0, |(n, _)| *n);
         nodes.extend((1..=sentinels).map(|i| {
-            let role = Role::Coordinator { group: "sentinels" };
+            let role = Role::Coordinator { group: SENTINELS };
             (format!("sentinel-{i}"), role)
         }));
         nodes
+    }
+
+    fn groups(&self) -> &'static [&'static str] {
+        &[SENTINELS]
     }
 
     fn build(&self, _: Option<&NoResource>) -> (Vec<RedisNode>, RedisLock) {

@@ -119,7 +119,10 @@ pub(super) fn chaos(
             ),
         );
     }
-    if start.saturating_add(tail) >= duration {
+    // Without a valid TTL (a problem already noted under `model`) the default tail means
+    // nothing, and a problem about it would only mislead.
+    let tail_derived = c.liveness_ms.is_none() && c.quiet_tail_ms.is_none();
+    if start.saturating_add(tail) >= duration && !(tail_derived && ttl_ms == 0.0) {
         r.problems.push(
             "chaos",
             format!(
