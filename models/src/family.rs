@@ -37,6 +37,14 @@ pub enum Role {
     Client,
 }
 
+/// Nodes `<prefix>-1`, `<prefix>-2`, ... `<prefix>-<count>`, all in `role`: how most
+/// families name their servers.
+pub fn numbered(prefix: &str, count: u32, role: Role) -> Vec<(String, Role)> {
+    (1..=count)
+        .map(|i| (format!("{prefix}-{i}"), role))
+        .collect()
+}
+
 /// Which nodes reach a mark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MarkSite {

@@ -9,7 +9,7 @@ use super::client::{EtcdLock, EtcdLockConfig, Recipe};
 use super::resource::ResourceGuard;
 use super::server::{EtcdServer, EtcdServerConfig};
 use super::{Msg, ServerTimer};
-use crate::family::{Family, Fencing, MarkSite, Role, Tokens};
+use crate::family::{numbered, Family, Fencing, MarkSite, Role, Tokens};
 use crate::keys::Check;
 use crate::raft::ReadOnlyOption;
 
@@ -165,9 +165,7 @@ impl Family for Etcd {
     }
 
     fn layout(&self) -> Vec<(String, Role)> {
-        (1..=self.members)
-            .map(|i| (format!("etcd-{i}"), Role::Server))
-            .collect()
+        numbered("etcd", self.members, Role::Server)
     }
 
     fn build(&self, _: Option<&ResourceGuard>) -> (Vec<EtcdServer>, EtcdLock) {

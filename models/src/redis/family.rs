@@ -13,7 +13,7 @@ use super::{
     CrashLoses, Msg, Persistence, RedisLock, RedisLockConfig, RedisNode, RedisServer,
     RedisServerConfig, Release, Renew, SavePoint, Sentinel, SentinelConfig, Timer, WaitConfig,
 };
-use crate::family::{Family, Fencing, Role, Tokens};
+use crate::family::{numbered, Family, Fencing, Role, Tokens};
 use crate::keys::{Check, ClockName, DistSpec, NoKeys};
 use crate::lock::NoResource;
 
@@ -476,10 +476,8 @@ impl Family for Redis {
             })
             .collect();
         let sentinels = self.sentinel.as_ref().map_or(0, |(n, _)| *n);
-        nodes.extend((1..=sentinels).map(|i| {
-            let role = Role::Coordinator { group: SENTINELS };
-            (format!("sentinel-{i}"), role)
-        }));
+        let role = Role::Coordinator { group: SENTINELS };
+        nodes.extend(numbered("sentinel", sentinels, role));
         nodes
     }
 

@@ -5,7 +5,7 @@ use lockstep_sim::{Dur, Distribution, NodeId};
 use serde::Deserialize;
 
 use super::{Flavour, RedlockClient, RedlockConfig};
-use crate::family::{Family, Fencing, MarkSite, Role, Tokens};
+use crate::family::{numbered, Family, Fencing, MarkSite, Role, Tokens};
 use crate::keys::{Check, ClockName, DistSpec, MAX_MS, NoKeys};
 use crate::lock::NoResource;
 use crate::redis::family::{
@@ -176,9 +176,7 @@ impl Family for Redlock {
     }
 
     fn layout(&self) -> Vec<(String, Role)> {
-        (1..=self.instances)
-            .map(|i| (format!("redis-{i}"), Role::Server))
-            .collect()
+        numbered("redis", self.instances, Role::Server)
     }
 
     fn build(&self, _: Option<&NoResource>) -> (Vec<RedisNode>, RedlockClient) {

@@ -10,7 +10,7 @@ use super::client::{
 };
 use super::server::{ZooKeeperServer, ZooKeeperServerConfig};
 use super::{Msg, ServerTimer};
-use crate::family::{Counter, Family, Fencing, MarkSite, Role, Tokens};
+use crate::family::{numbered, Counter, Family, Fencing, MarkSite, Role, Tokens};
 use crate::keys::{Check, NoKeys};
 use crate::lock::NoResource;
 
@@ -155,9 +155,7 @@ impl Family for ZooKeeper {
     }
 
     fn layout(&self) -> Vec<(String, Role)> {
-        (1..=self.members)
-            .map(|i| (format!("zk-{i}"), Role::Server))
-            .collect()
+        numbered("zk", self.members, Role::Server)
     }
 
     fn build(&self, _: Option<&NoResource>) -> (Vec<ZooKeeperServer>, ZooKeeperLock) {
