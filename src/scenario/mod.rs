@@ -220,7 +220,14 @@ fn deserialize<T: serde::de::DeserializeOwned>(
 ) -> Result<T, ScenarioError> {
     let de = de.map_err(|e| {
         let line = e.span().map(|s| line_of(text, s.start));
-        ScenarioError::one(path, "", line, e.message().to_string())
+        let mut message = e.message().to_string();
+        // The parser points at the key it saw twice: name it.
+        if message == "duplicate key" {
+            if let Some(key) = e.span().and_then(|s| text.get(s)) {
+                message = format!("duplicate key `{}`", key.trim());
+            }
+        }
+        ScenarioError::one(path, "", line, message)
     })?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let line = e.inner().span().map(|s| line_of(text, s.start));

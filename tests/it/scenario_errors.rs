@@ -390,7 +390,7 @@ fn the_etcd_resource_keys_are_checked_with_their_paths() {
     let lines = errors_of("bad-guard", &good.replace("\"owner\"", "\"exists\""));
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
-        lines[0].contains("storage.guard: unknown variant `exists`"),
+        lines[0].contains("storage.guard: unknown value `exists`"),
         "{}",
         lines[0]
     );
@@ -567,7 +567,7 @@ fn keys_of_another_family_leave_the_rest_of_the_file_read_as_written() {
     );
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
-        lines[0].contains(":12: expect.verdict: wanted string or table"),
+        lines[0].contains(":12: expect.verdict: expected a name in quotes"),
         "{}",
         lines[0]
     );
@@ -598,7 +598,7 @@ fn a_bad_kind_or_storage_key_is_named_in_the_files_words() {
         &format!("{etcd}\n[storage]\nmode = \"etcd\"\nguard = 1\n"),
     );
     assert!(
-        lines[0].ends_with("storage.guard: wanted string or table"),
+        lines[0].ends_with("storage.guard: expected a name in quotes"),
         "{lines:?}"
     );
     let lines = errors_of(
@@ -608,7 +608,7 @@ fn a_bad_kind_or_storage_key_is_named_in_the_files_words() {
     let text = lines.join("\n");
     assert!(text.contains("storage.foo: unknown field `foo`"), "{text}");
     assert!(
-        text.contains("storage.mode: unknown variant `bogus`"),
+        text.contains("storage.mode: unknown value `bogus`"),
         "{text}"
     );
 }
@@ -622,4 +622,62 @@ fn a_familys_own_group_may_be_named_when_it_is_empty() {
     let path = temp_scenario("empty-group", &text);
     let out = lockstep(&["run", path.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn errors_speak_of_keys_and_values_not_of_rust_types() {
+    // (file text, a piece of the one error line)
+    let cases = [
+        (
+            format!("{GOOD}\n[[fault]]\nat_ms = 1\non = 3\n"),
+            "fault[0].on: invalid type: integer `3`, expected a table",
+        ),
+        (
+            GOOD.replace("seed = 1", "")
+                .replace("duration_ms = 10_000", "duration_ms = 10_000\nseed = -1"),
+            "scenario.seed: invalid value: integer `-1`, expected a whole number ≥ 0",
+        ),
+        (
+            GOOD.replace(
+                "duration_ms = 10_000",
+                "duration_ms = 1000000000000000000000000000000",
+            ),
+            "scenario.duration_ms: the number is too large",
+        ),
+        (
+            format!("{GOOD}\n[network]\nlatency_ms = {{ exponential = 1 }}\n"),
+            "network.latency_ms.exponential: invalid type: integer `1`, expected a table",
+        ),
+        (
+            GOOD.replace("name = \"t\"", "name = \"t\"\nname = \"u\""),
+            "duplicate key `name`",
+        ),
+    ];
+    for (i, (text, expected)) in cases.iter().enumerate() {
+        let lines = errors_of(&format!("words-{i}"), text);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].contains(expected),
+            "{} lacks `{expected}`",
+            lines[0]
+        );
+        for word in ["struct", "enum", "i128", "u64", "Tagged", "variant"] {
+            assert!(!lines[0].contains(word), "{} says `{word}`", lines[0]);
+        }
+    }
+}
+
+#[test]
+fn a_value_in_an_error_is_cut_short_and_cannot_break_the_line() {
+    let long = "x".repeat(100_000);
+    let text = format!(
+        "{GOOD}\n[[fault]]\nat_ms = 1\npause = {{ node = \"{long}\" }}\n\n[[fault]]\nat_ms = 1\npause = {{ node = \"a\\nb\\u001b[31m\" }}\n"
+    );
+    // `errors_of` checks that every line names the file: a newline in a value would break that.
+    let lines = errors_of("long-value", &text);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].len() < 300, "{} characters", lines[0].len());
+    assert!(lines[0].contains("(100002 characters)"), "{}", lines[0]);
+    assert!(lines[1].contains("`a\\nb\\u{1b}[31m`"), "{}", lines[1]);
+    assert!(!lines[1].contains('\u{1b}'), "{}", lines[1]);
 }
