@@ -271,7 +271,7 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     )]
     let now = std::time::Instant::now;
     let start = now();
-    let Some(loaded) = load_suite(args) else {
+    let Some((loaded, junit)) = load_suite(args) else {
         return ExitCode::from(2);
     };
     let mut times = WallTimes::default();
@@ -293,9 +293,9 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     };
     // A closed pipe (`| head`) is not an error of the check.
     drop(written);
-    if let Some(junit) = &args.junit {
+    if let Some(junit) = &junit {
         let xml = lockstep::junit::render(&result, &times);
-        if let Err(e) = write_atomically(junit, &xml, "JUnit file") {
+        if let Err(e) = junit.write(&xml) {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
@@ -412,11 +412,21 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
         eprintln!("{e}");
         bad = true;
     }
-    if let Err(e) = output_writable(&args.out, "report") {
+    let inputs = report::load_inputs(&args.paths);
+    // The files it reads: every scenario and summary, and the scenario each summary names.
+    let mut read: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
+    for input in inputs.iter().flatten() {
+        match input {
+            report::Input::Scenario(l) => read.push(&l.path),
+            report::Input::Sweep(s) => read.push(Path::new(&s.summary.file)),
+        }
+    }
+    let output = Output::check(&args.out, "report", &read);
+    if let Err(e) = &output {
         eprintln!("{e}");
         bad = true;
     }
-    let inputs = match report::load_inputs(&args.paths) {
+    let inputs = match inputs {
         Ok(i) => i,
         Err(errors) => {
             for e in errors {
@@ -425,7 +435,7 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (false, Ok(format)) = (bad, format) else {
+    let (false, Ok(format), Ok(output)) = (bad, format, output) else {
         return ExitCode::from(2);
     };
     let options = ReportOptions { seeds: args.seeds };
@@ -444,13 +454,13 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
         lockstep_reports::Visuals::default()
     };
     let text = built.render(format, &visuals);
-    if let Err(e) = write_atomically(&args.out, &text, "report") {
+    if let Err(e) = output.write(&text) {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
     let mut out = std::io::stdout().lock();
     let written = write!(out, "{}", built.comparison.table())
-        .and_then(|()| writeln!(out, "wrote {} ({} bytes)", args.out.display(), text.len()));
+        .and_then(|()| writeln!(out, "wrote {} ({} bytes)", output.display(), text.len()));
     // A closed pipe (`| head`) is not an error of the report.
     drop(written);
     ExitCode::SUCCESS
@@ -475,6 +485,11 @@ fn exit_code(summary: &SweepSummary) -> ExitCode {
 
 fn cmd_hunt(args: &HuntArgs) -> ExitCode {
     let file = &args.file;
+    // Everything that can be wrong with the command is found before the first run.
+    let output = Output::check(&args.out, "minimal scenario", &[file]);
+    if let Err(e) = &output {
+        eprintln!("{e}");
+    }
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {
@@ -499,10 +514,9 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = output_writable(&args.out, "minimal scenario") {
-        eprintln!("{e}");
+    let Ok(output) = output else {
         return ExitCode::from(2);
-    }
+    };
     let jobs = args.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, usize::from),
         |j| j as usize,
@@ -532,11 +546,11 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = write_atomically(&args.out, &found.text, "minimal scenario") {
+    if let Err(e) = output.write(&found.text) {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
-    let out = args.out.display();
+    let out = output.display();
     let faults: Vec<&str> = found
         .text
         .split("[[fault]]")
@@ -586,7 +600,7 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
 /// Finds and loads every scenario file under the paths and checks the JUnit file's path,
 /// printing each problem. Everything that can be wrong with the input is found before the
 /// first run, so a bad file gives errors only, never a partial table or JUnit file.
-fn load_suite(args: &CheckArgs) -> Option<Vec<Loaded>> {
+fn load_suite(args: &CheckArgs) -> Option<(Vec<Loaded>, Option<Output>)> {
     let files = match suite::scenario_files(&args.paths) {
         Ok(f) => f,
         Err(e) => {
@@ -605,32 +619,21 @@ fn load_suite(args: &CheckArgs) -> Option<Vec<Loaded>> {
             }
         }
     }
-    if let Some(Err(e)) = args
+    let inputs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let junit = match args
         .junit
         .as_deref()
-        .map(|f| output_writable(f, "JUnit file"))
+        .map(|f| Output::check(f, "JUnit file", &inputs))
     {
-        eprintln!("{e}");
-        bad = true;
-    }
-    (!bad).then_some(loaded)
-}
-
-/// Fails early, before any run, when an output file (`what`) could plainly not be written: its
-/// directory does not exist, or it is a directory.
-fn output_writable(file: &Path, what: &str) -> Result<(), String> {
-    let dir = parent_dir(file);
-    let problem = if !dir.is_dir() {
-        format!("no directory {}", dir.display())
-    } else if file.is_dir() {
-        "it is a directory".to_string()
-    } else {
-        return Ok(());
+        Some(Ok(junit)) => Some(junit),
+        Some(Err(e)) => {
+            eprintln!("{e}");
+            bad = true;
+            None
+        }
+        None => None,
     };
-    Err(format!(
-        "{}: cannot write the {what}: {problem}",
-        file.display()
-    ))
+    (!bad).then_some((loaded, junit))
 }
 
 /// The directory of `file`; `.` for a bare file name.
@@ -641,26 +644,125 @@ fn parent_dir(file: &Path) -> &Path {
     }
 }
 
-/// Writes `text` to a temporary file beside `file` and renames it over `file`, so that a
-/// reader (a CI server collecting reports) sees the old file or the whole new one, never a
-/// part.
-fn write_atomically(file: &Path, text: &str, what: &str) -> Result<(), String> {
-    let name = file
-        .file_name()
-        .ok_or_else(|| format!("{}: not a file name", file.display()))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = parent_dir(file).join(tmp_name);
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
-    let renamed = written.and_then(|()| std::fs::rename(&tmp, file));
-    renamed.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: cannot write the {what}: {e}", file.display())
-    })
+/// A file a command writes (`--out`, `--junit`): checked before anything runs, so a location
+/// that cannot take it or an input it would overwrite is found before the first run, and
+/// written whole at the end (a temporary file beside it renamed over it), never partly.
+struct Output {
+    path: PathBuf,
+    /// What the file is, in errors: "JUnit file", "report".
+    what: &'static str,
+}
+
+impl Output {
+    /// Checks that `path` can be written as the `what` without overwriting any of `inputs`
+    /// (the files the command reads, compared after resolving symbolic links and `..`): its
+    /// directory exists and takes a new file, and it is not a directory.
+    fn check(path: &Path, what: &'static str, inputs: &[&Path]) -> Result<Output, String> {
+        let out = Output {
+            path: path.to_path_buf(),
+            what,
+        };
+        out.problem(inputs).map_or(Ok(()), |p| Err(out.error(p)))?;
+        Ok(out)
+    }
+
+    fn problem(&self, inputs: &[&Path]) -> Option<String> {
+        let dir = parent_dir(&self.path);
+        if !dir.is_dir() {
+            return Some(format!("no directory {}", dir.display()));
+        }
+        if self.path.is_dir() {
+            return Some("it is a directory".to_string());
+        }
+        if let Some(input) = inputs.iter().find(|i| same_file(&self.path, i)) {
+            return Some(format!("it is the input file {}", input.display()));
+        }
+        let tmp = match self.temporary() {
+            Ok(t) => t,
+            Err(e) => return Some(e),
+        };
+        // The temporary file the write will use, made and removed again: the directory takes
+        // a new file.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&tmp);
+                None
+            }
+            Err(e) => Some(format!(
+                "no new file can be made in {} ({})",
+                dir.display(),
+                io_reason(&e)
+            )),
+        }
+    }
+
+    /// The temporary file beside the output: `.NAME.PID.tmp`.
+    fn temporary(&self) -> Result<PathBuf, String> {
+        let name = self.path.file_name().ok_or("not a file name")?;
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{}.tmp", std::process::id()));
+        Ok(parent_dir(&self.path).join(tmp_name))
+    }
+
+    fn error(&self, problem: impl std::fmt::Display) -> String {
+        format!(
+            "{}: cannot write the {}: {problem}",
+            self.path.display(),
+            self.what
+        )
+    }
+
+    /// Writes `text` to the temporary file and renames it over the output, so that a reader
+    /// (a CI server collecting reports) sees the old file or the whole new one, never a part.
+    fn write(&self, text: &str) -> Result<(), String> {
+        let tmp = self.temporary().map_err(|e| self.error(e))?;
+        let written = std::fs::File::create(&tmp).and_then(|mut f| {
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        });
+        written
+            .and_then(|()| std::fs::rename(&tmp, &self.path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                self.error(io_reason(&e))
+            })
+    }
+
+    fn display(&self) -> std::path::Display<'_> {
+        self.path.display()
+    }
+}
+
+/// An IO error in words, without Rust's "(os error 13)".
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// True when `a` and `b` name the same file: the same path once symbolic links, `.` and `..`
+/// are resolved (for a file that does not exist yet, its directory's), or, on Unix, the same
+/// file under two names (a hard link).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        use std::os::unix::fs::MetadataExt;
+        return (x.dev(), x.ino()) == (y.dev(), y.ino());
+    }
+    let resolved = |p: &Path| {
+        p.canonicalize().ok().or_else(|| {
+            let dir = parent_dir(p).canonicalize().ok()?;
+            Some(dir.join(p.file_name()?))
+        })
+    };
+    matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// One line per trace entry: true time, node, kind, text.
@@ -717,21 +819,25 @@ struct MapArgs {
 
 fn cmd_map(args: &MapArgs) -> ExitCode {
     use lockstep::sweepmap;
-    if let Some(out) = &args.out {
-        if let Err(e) = output_writable(out, "map") {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
+    // Everything that can be wrong with the command is found before the first run.
+    let output = args
+        .out
+        .as_deref()
+        .map(|out| Output::check(out, "map", &[&args.file]))
+        .transpose();
+    if let Err(e) = &output {
+        eprintln!("{e}");
     }
     let grid = std::fs::read_to_string(&args.file)
         .map_err(|e| format!("{}: cannot read the file: {e}", args.file.display()))
         .and_then(|text| sweepmap::grid(&text, &args.file).map_err(|e| e.to_string()));
-    let grid = match grid {
-        Ok(g) => g,
-        Err(e) => {
+    let (grid, output) = match (grid, output) {
+        (Ok(g), Ok(o)) => (g, o),
+        (Err(e), _) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
+        (Ok(_), Err(_)) => return ExitCode::from(2),
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let jobs = args.jobs.map_or(cores, |j| j as usize);
@@ -743,9 +849,9 @@ fn cmd_map(args: &MapArgs) -> ExitCode {
     );
     let map = sweepmap::run_grid_observed(&grid, jobs, |done, _| bar.set_position(done as u64));
     bar.finish_and_clear();
-    if let Some(out) = &args.out {
+    if let Some(output) = &output {
         let svg = lockstep_reports::sweepmap::svg(&map);
-        if let Err(e) = write_atomically(out, &svg, "map") {
+        if let Err(e) = output.write(&svg) {
             eprintln!("{e}");
             return ExitCode::from(2);
         }

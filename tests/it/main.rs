@@ -7,6 +7,7 @@ mod check_cmd;
 mod cli;
 mod fault_keys;
 mod hunt;
+mod outputs;
 mod report;
 mod scenario_errors;
 mod service_order;
