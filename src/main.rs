@@ -320,9 +320,16 @@ fn cmd_sweep(args: &SweepArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let from = match seed_range(&args.file, args.from, target.scenario.seed, args.seeds) {
+        Ok(from) => from,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let config = SweepConfig {
-        from: args.from.unwrap_or(target.scenario.seed),
+        from,
         count: args.seeds,
         shard: args.shard,
         jobs: args.jobs.map_or(cores, |j| j as usize),
@@ -435,6 +442,14 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    for input in &inputs {
+        if let (report::Input::Scenario(l), Some(n)) = (input, args.seeds) {
+            if let Err(e) = seed_range(&l.path, None, l.scenario.seed, n) {
+                eprintln!("{e}");
+                bad = true;
+            }
+        }
+    }
     let (false, Ok(format), Ok(output)) = (bad, format, output) else {
         return ExitCode::from(2);
     };
@@ -464,6 +479,21 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
     // A closed pipe (`| head`) is not an error of the report.
     drop(written);
     ExitCode::SUCCESS
+}
+
+/// The first of the `count` seeds from `--from` (or, without it, from the scenario's `seed`),
+/// when the last of them is at most the largest seed; else the problem, naming the flags or
+/// the file's key that gave the range.
+fn seed_range(file: &Path, from: Option<u64>, seed: u64, count: u64) -> Result<u64, String> {
+    let start = from.unwrap_or(seed);
+    match (lockstep::Seeds::range(start, count), from) {
+        (Ok(_), _) => Ok(start),
+        (Err(e), Some(f)) => Err(format!("--from {f} --seeds {count}: {e}")),
+        (Err(e), None) => Err(format!(
+            "{}: scenario.seed = {seed} with --seeds {count}: {e}",
+            file.display()
+        )),
+    }
 }
 
 /// `--seeds N` of a sweep: any count from 1 (a range is never expanded into a list).
@@ -514,7 +544,11 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let Ok(output) = output else {
+    let from = seed_range(file, args.from, scenario.seed, args.seeds);
+    if let Err(e) = &from {
+        eprintln!("{e}");
+    }
+    let (Ok(output), Ok(from)) = (output, from) else {
         return ExitCode::from(2);
     };
     let jobs = args.jobs.map_or_else(
@@ -522,7 +556,7 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
         |j| j as usize,
     );
     let options = lockstep::hunt::HuntOptions {
-        from: args.from.unwrap_or(scenario.seed),
+        from,
         seeds: args.seeds,
         jobs,
         max_tries: args.max_tries,
@@ -617,6 +651,15 @@ fn load_suite(args: &CheckArgs) -> Option<(Vec<Loaded>, Option<Output>)> {
                 eprintln!("{e}");
                 bad = true;
             }
+        }
+    }
+    for l in &loaded {
+        if let Some(Err(e)) = args
+            .seeds
+            .map(|n| seed_range(&l.path, None, l.scenario.seed, n))
+        {
+            eprintln!("{e}");
+            bad = true;
         }
     }
     let inputs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();

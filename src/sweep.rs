@@ -394,6 +394,8 @@ impl SweepSummary {
     /// Checks what a hand-edited or truncated file could get wrong, so that a merge of it is
     /// refused rather than wrong.
     fn consistent(&self) -> Result<(), String> {
+        crate::Seeds::range(self.seeds.from, self.seeds.count)
+            .map_err(|e| format!("`seeds`: {e}"))?;
         let c = &self.verdict_counts;
         if self.passed + self.failed != self.runs || c.valid + c.invalid + c.unknown != self.runs {
             return Err("its counts do not add up to `runs`".to_string());

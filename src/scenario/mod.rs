@@ -99,7 +99,7 @@ pub const MAX_SEEDS: u64 = 10_000_000;
 pub enum Seeds {
     /// These seeds, in this order.
     List(Vec<u64>),
-    /// `count` consecutive seeds from `from` (wrapping from `u64::MAX` to 0).
+    /// `count` consecutive seeds from `from`, never past `u64::MAX` ([`Seeds::range`]).
     Range {
         /// The first seed.
         from: u64,
@@ -114,6 +114,26 @@ impl Seeds {
         Seeds::Range {
             from: seed,
             count: 1,
+        }
+    }
+
+    /// `count` consecutive seeds from `from`, when there is at least one and the last fits in
+    /// a `u64` (a range never wraps to 0).
+    ///
+    /// # Errors
+    /// The problem in words, with the most seeds a range from `from` can hold.
+    pub fn range(from: u64, count: u64) -> Result<Seeds, String> {
+        if count == 0 {
+            return Err("a range holds at least 1 seed".to_string());
+        }
+        match from.checked_add(count - 1) {
+            Some(_) => Ok(Seeds::Range { from, count }),
+            None => Err(format!(
+                "the {count} seeds from {from} run past the largest seed, {}: at most {} seeds \
+                 from {from}",
+                u64::MAX,
+                u64::MAX - from + 1
+            )),
         }
     }
 

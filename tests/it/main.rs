@@ -10,6 +10,7 @@ mod hunt;
 mod outputs;
 mod report;
 mod scenario_errors;
+mod seed_ranges;
 mod service_order;
 mod shrink;
 mod support;

@@ -134,7 +134,7 @@ pub(crate) fn resolve<M>(
         ),
         _ => {}
     }
-    let sweep = file.sweep.as_ref().and_then(|s| sweep(&mut r, s));
+    let sweep = file.sweep.as_ref().and_then(|w| sweep(&mut r, w, s.seed));
     if !r.problems.is_empty() {
         return Err(r.check.problems);
     }

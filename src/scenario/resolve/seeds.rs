@@ -42,6 +42,8 @@ pub(super) fn seeds(r: &mut Resolver, spec: Option<&SeedsSpec>, seed: u64) -> Se
                     "scenario.seeds.count",
                     format!("must be at most {MAX_SEEDS}, not {count}"),
                 );
+            } else if let Err(e) = Seeds::range(from.unwrap_or(seed), count) {
+                r.problems.push("scenario.seeds", e);
             }
             Seeds::Range {
                 from: from.unwrap_or(seed),

@@ -5,7 +5,11 @@ use crate::scenario::schema::{AxisSection, SweepSection, SweepValueSpec};
 
 /// `[sweep]`: the axes' key paths and values, and the seeds per cell. Whether a key exists and
 /// takes a value is the file format's business: `sweepmap::grid` loads every cell to know.
-pub(super) fn sweep(r: &mut Resolver, s: &SweepSection) -> Option<crate::sweepmap::Sweep> {
+pub(super) fn sweep(
+    r: &mut Resolver,
+    s: &SweepSection,
+    seed: u64,
+) -> Option<crate::sweepmap::Sweep> {
     use crate::sweepmap::{DEFAULT_MAP_SEEDS, MAX_MAP_SEEDS, Sweep};
     let seeds = s.seeds.unwrap_or(DEFAULT_MAP_SEEDS);
     if !(1..=MAX_MAP_SEEDS).contains(&seeds) {
@@ -13,6 +17,9 @@ pub(super) fn sweep(r: &mut Resolver, s: &SweepSection) -> Option<crate::sweepma
             "sweep.seeds",
             format!("must be between 1 and {MAX_MAP_SEEDS}, not {seeds}"),
         );
+    } else if let Err(e) = crate::Seeds::range(seed, seeds) {
+        r.problems
+            .push("sweep.seeds", format!("from scenario.seed: {e}"));
     }
     let x = sweep_axis(r, "x", &s.x);
     let y = s.y.as_ref().and_then(|y| sweep_axis(r, "y", y));
