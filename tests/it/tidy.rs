@@ -1,6 +1,7 @@
 //! Tidiness: every scenario file parses, every flag of the command line is documented, the
-//! documents name every crate, the README's sample output is what `lockstep run` prints, and no
-//! wheel, archive or binary is tracked.
+//! documents name every crate, the README's sample output is what `lockstep run` prints, its
+//! commands parse and name paths that exist, its `check` summaries are what `check` counts, and
+//! no wheel, archive or binary is tracked.
 
 use std::io::Read;
 
@@ -260,4 +261,156 @@ fn every_family_key_is_on_its_page() {
         assert!(family.model_keys().contains(&"kind"), "{}", family.kind());
         assert!(family.model_keys().contains(&"ttl_ms"), "{}", family.kind());
     }
+}
+
+/// The commands of the README's `sh` blocks that run `lockstep` (`cargo run [--release] --`
+/// or `lockstep`), each as its arguments (a shell redirection and what follows cut off), with
+/// the byte offset of its line. The synopses (`lockstep run FILE [--seed N] ...`) are not
+/// commands and are left out.
+fn readme_commands(readme: &str) -> Vec<(usize, Vec<String>)> {
+    let mut commands = Vec::new();
+    let mut in_sh = false;
+    let mut at = 0;
+    for line in readme.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let line = line.trim_end();
+        if line.starts_with("```") {
+            in_sh = line == "```sh";
+            continue;
+        }
+        let args = ["cargo run --release -- ", "cargo run -- ", "lockstep "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p));
+        if let (true, Some(args)) = (in_sh, args) {
+            let args = args.split(['>', '|', '#']).next().unwrap_or("");
+            let args = args.split_whitespace().map(str::to_string).collect();
+            commands.push((start, args));
+        }
+    }
+    commands
+}
+
+/// True when `lockstep` parses `args` (clap): run in an empty directory, where no input
+/// exists, a command that parses fails on its first file, never with clap's usage error.
+fn parses(args: &[String]) -> bool {
+    let empty = std::env::temp_dir().join(format!("lockstep-it-{}-readme", std::process::id()));
+    std::fs::create_dir_all(&empty).expect("temp dir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .current_dir(&empty)
+        .output()
+        .expect("the lockstep binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    !(err.starts_with("error:") || err.contains("\nUsage: "))
+}
+
+#[test]
+fn every_readme_command_parses_and_names_paths_that_exist() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let commands = readme_commands(&readme);
+    assert!(commands.len() >= 8, "{commands:?}");
+    let bad = ["run", "x.toml", "--sed", "1"].map(String::from);
+    assert!(!parses(&bad), "a misspelt flag is a parse error");
+    for (_, args) in &commands {
+        assert!(
+            parses(args),
+            "README.md: `lockstep {}` does not parse",
+            args.join(" ")
+        );
+        for arg in args.iter().filter(|a| a.starts_with("scenarios")) {
+            assert!(
+                root().join(arg).exists(),
+                "README.md names {arg}, which does not exist"
+            );
+        }
+        // An example writes where nothing is tracked or left lying about.
+        for w in args
+            .windows(2)
+            .filter(|w| ["--out", "--junit"].contains(&w[0].as_str()))
+        {
+            assert!(
+                w[1].starts_with("target/") || w[1].starts_with("/tmp/"),
+                "README.md: `lockstep {}` writes {} (outside target/ and /tmp/)",
+                args.join(" "),
+                w[1]
+            );
+        }
+    }
+    // Paths in the prose too; a `*` is a pattern some file of the directory matches.
+    for (at, _) in readme.match_indices("scenarios/") {
+        let path: String = readme[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || "/._-*".contains(*c))
+            .collect();
+        let path = path.trim_end_matches('.');
+        match path.split_once('*') {
+            None => assert!(
+                root().join(path).exists(),
+                "README.md names {path}, which does not exist"
+            ),
+            Some((dir, suffix)) => {
+                let found = std::fs::read_dir(root().join(dir))
+                    .unwrap_or_else(|e| panic!("README.md names {path}: {e}"))
+                    .any(|e| {
+                        e.expect("entry")
+                            .file_name()
+                            .to_string_lossy()
+                            .ends_with(suffix)
+                    });
+                assert!(found, "README.md names {path}, which matches no file");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_readme_check_summaries_are_what_check_counts() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let commands = readme_commands(&readme);
+    let mut quoted = 0;
+    for (at, _) in readme.match_indices(" scenarios, ") {
+        // `N scenarios, M runs`, quoted after the `check` command it summarises.
+        let before = readme[..at]
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap_or("");
+        let after: String = readme[at + " scenarios, ".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let (Ok(n), Ok(runs)) = (before.parse::<usize>(), after.parse::<u64>()) else {
+            continue;
+        };
+        quoted += 1;
+        let (_, args) = commands
+            .iter()
+            .rev()
+            .find(|(start, args)| *start < at && args.first().is_some_and(|a| a == "check"))
+            .expect("the summary follows a `check` command");
+        let seeds = args
+            .windows(2)
+            .find(|w| w[0] == "--seeds")
+            .map(|w| w[1].parse::<u64>().expect("--seeds N"));
+        let paths: Vec<std::path::PathBuf> = args[1..]
+            .iter()
+            .take_while(|a| !a.starts_with("--"))
+            .map(|a| root().join(a))
+            .collect();
+        let files = lockstep::suite::scenario_files(&paths).expect("the README's paths");
+        let counted: u64 = files
+            .iter()
+            .map(|f| {
+                let s = load(f).unwrap_or_else(|e| panic!("{e}")).scenario;
+                lockstep::suite::seeds_of(&s, seeds).len()
+            })
+            .sum();
+        assert_eq!(
+            (n, runs),
+            (files.len(), counted),
+            "README.md quotes `{n} scenarios, {runs} runs` for `lockstep {}`",
+            args.join(" ")
+        );
+    }
+    assert!(quoted > 0, "README.md quotes a summary of `lockstep check`");
 }
