@@ -16,9 +16,17 @@ Exit codes:
   1  a verdict does not match its scenario's [expect]
   2  a bad scenario file, bad usage, or an output file that cannot be written";
 
+/// `0.1.0 (commit 1a2b3c4)`: the commit is the one built, `unknown` outside git (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("LOCKSTEP_COMMIT"),
+    ")"
+);
+
 /// Deterministic simulation and chaos tests for distributed locks and leader election.
 #[derive(Debug, Parser)]
-#[command(name = "lockstep", version, after_help = EXIT_CODES)]
+#[command(name = "lockstep", version = VERSION, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,6 +64,13 @@ enum Command {
     /// and a table on stdout.
     #[command(after_help = REPORT_EXIT_CODES)]
     Report(ReportArgs),
+    /// Print a completion script for a shell (`lockstep completions bash >
+    /// ~/.local/share/bash-completion/completions/lockstep`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 const REPORT_EXIT_CODES: &str = "\
@@ -114,9 +129,9 @@ struct HuntArgs {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// The scenario file (TOML).
+    /// The scenario file (TOML); `-` reads it from standard input.
     file: PathBuf,
-    /// The seed; defaults to the scenario's `seed`.
+    /// The seed; defaults to $LOCKSTEP_SEED when set, else to the scenario's `seed`.
     #[arg(long)]
     seed: Option<u64>,
     /// Print every event of the run (messages, timers, faults, history) before the verdict.
@@ -205,11 +220,58 @@ fn main() -> ExitCode {
         Command::Merge(args) => cmd_merge(&args),
         Command::Map(args) => cmd_map(&args),
         Command::Report(args) => cmd_report(&args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "lockstep", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
     }
 }
 
+/// The seed of `lockstep run`: `--seed`, else `LOCKSTEP_SEED` (as madsim's
+/// `MADSIM_TEST_SEED`), else the scenario's.
+fn run_seed(flag: Option<u64>, scenario_seed: u64) -> Result<u64, String> {
+    if let Some(seed) = flag {
+        return Ok(seed);
+    }
+    match std::env::var("LOCKSTEP_SEED") {
+        Err(std::env::VarError::NotPresent) => Ok(scenario_seed),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err("LOCKSTEP_SEED: not a seed: it is not text".to_string())
+        }
+        Ok(text) => text.trim().parse::<u64>().map_err(|_| {
+            // Cut and escaped: the variable may hold anything.
+            let shown: String = text.chars().take(40).flat_map(char::escape_debug).collect();
+            let cut = if text.chars().count() > 40 { "..." } else { "" };
+            format!(
+                "LOCKSTEP_SEED: not a seed: `{shown}{cut}`; a seed is a whole number from 0 to {}",
+                u64::MAX
+            )
+        }),
+    }
+}
+
+/// The scenario of `lockstep run`: the file, or standard input for `-` (errors name
+/// `<stdin>`).
+fn load_run(file: &Path) -> Result<Loaded, String> {
+    if file != Path::new("-") {
+        return load(file).map_err(|e| e.to_string());
+    }
+    let stdin = Path::new("<stdin>");
+    let mut text = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+        return Err(format!("<stdin>: cannot read the scenario: {e}"));
+    }
+    let scenario = lockstep::parse(&text, stdin).map_err(|e| e.to_string())?;
+    Ok(Loaded {
+        path: stdin.to_path_buf(),
+        scenario,
+    })
+}
+
 fn cmd_run(args: &RunArgs) -> ExitCode {
-    let loaded = match load(&args.file) {
+    let loaded = match load_run(&args.file) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("{e}");
@@ -217,12 +279,18 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
         }
     };
     let scenario = &loaded.scenario;
-    let seed = args.seed.unwrap_or(scenario.seed);
+    let seed = match run_seed(args.seed, scenario.seed) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = run(scenario, seed, args.trace);
     let determinism = args
         .check_determinism
         .then(|| lockstep::run::rerun_matches(scenario, &result, args.trace));
-    let mut report = run_report(&args.file.display().to_string(), &scenario.name, &result);
+    let mut report = run_report(&loaded.path.display().to_string(), &scenario.name, &result);
     let trace = result
         .trace
         .as_ref()
