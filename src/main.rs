@@ -14,7 +14,9 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  every verdict matches its scenario's [expect]
   1  a verdict does not match its scenario's [expect]
-  2  a bad scenario file, bad usage, or an output file that cannot be written";
+  2  a bad scenario file, bad usage, or an output file that cannot be written
+
+A miss (exit 1) is classed in the JSON and JUnit output as safety, liveness or unknown.";
 
 /// `0.1.0 (commit 1a2b3c4)`: the commit is the one built, `unknown` outside git (build.rs).
 const VERSION: &str = concat!(

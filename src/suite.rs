@@ -222,6 +222,7 @@ pub fn check_scenario_with(loaded: &Loaded, options: CheckOptions) -> ScenarioRe
                     trace_hash: report.trace_hash,
                     verdict: r.judged,
                     unmet: report.unmet,
+                    class: report.miss,
                     explanations: report.explanations,
                     reproduce: report.reproduce,
                 });
@@ -257,5 +258,6 @@ pub fn run_report(file: &str, name: &str, result: &RunResult) -> RunReport {
         result.unmet.clone(),
         explanations,
     )
+    .with_miss(result.miss)
     .with_counters(Counter::list(&result.counters))
 }

@@ -629,6 +629,7 @@ impl Work<'_> {
                 trace_hash: report.trace_hash,
                 verdict: r.judged,
                 unmet: report.unmet,
+                class: report.miss,
                 explanations: report.explanations,
                 reproduce: report.reproduce,
             }

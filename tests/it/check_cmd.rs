@@ -205,7 +205,8 @@ fn a_wrong_expectation_exits_1_and_the_junit_failure_carries_the_unmet_text_and_
         .children()
         .find(|n| n.has_tag_name("failure"))
         .expect("a <failure>");
-    assert_eq!(failure.attribute("type"), Some("expectation"));
+    // The kind of miss: a verdict other than the one expected is one of safety.
+    assert_eq!(failure.attribute("type"), Some("safety"));
     let message = failure.attribute("message").expect("message");
     assert!(message.contains("2 of 2 seeds"), "{message}");
     assert!(
@@ -569,4 +570,34 @@ fn every_flag_of_check_is_in_the_readme() {
     crate::tidy::flags_are_in_the_readme("check", &["--seeds", "--junit", "--format"]);
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
     assert!(readme.contains("lockstep check PATH..."));
+}
+
+#[test]
+fn failures_say_whether_they_are_safety_liveness_or_unknown() {
+    let dir = suite_dir("classes");
+    write(&dir, "a-safety.toml", &k1_expecting_valid());
+    let k1 = std::fs::read_to_string(root().join(K1)).expect("K1");
+    write(
+        &dir,
+        "b-liveness.toml",
+        &k1.replace("[expect]", "[expect]\ngrants = { min = 1_000_000 }"),
+    );
+    let baseline = std::fs::read_to_string(root().join("scenarios/catalogue/redis-baseline.toml"))
+        .expect("baseline")
+        .replace("seed = 1", "seed = 1\nmax_events = 500");
+    write(&dir, "c-unknown.toml", &baseline);
+    let junit = dir.join("junit.xml");
+    let (code, v) = check_json(&[s(&dir), "--seeds", "2", "--junit", s(&junit)]);
+    assert_eq!(code, Some(1));
+    let classes: Vec<&str> = v["scenarios"]
+        .as_array()
+        .expect("scenarios")
+        .iter()
+        .map(|sc| sc["failures"][0]["class"].as_str().unwrap_or("none"))
+        .collect();
+    assert_eq!(classes, ["safety", "liveness", "unknown"], "{v}");
+    let xml = read_junit(&junit);
+    for class in ["safety", "liveness", "unknown"] {
+        assert!(xml.contains(&format!("type=\"{class}\"")), "{xml}");
+    }
 }

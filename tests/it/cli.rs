@@ -211,3 +211,39 @@ fn completions_are_generated_for_each_shell() {
     }
     assert_eq!(lockstep(&["completions", "cmd.exe"]).status.code(), Some(2));
 }
+
+#[test]
+fn a_miss_is_classed_safety_liveness_or_unknown_in_run_json() {
+    let (_, met) = json_of(&["run", K1, "--format", "json"]);
+    assert_eq!(met["miss"], serde_json::Value::Null);
+    let k1 = std::fs::read_to_string(crate::support::root().join(K1)).expect("K1");
+    let cases = [
+        (
+            "safety",
+            k1.replace("verdict = \"invalid\"", "verdict = \"valid\""),
+        ),
+        (
+            "liveness",
+            k1.replace("[expect]", "[expect]\ngrants = { min = 1_000_000 }"),
+        ),
+        (
+            "unknown",
+            k1.replace("seed = 1", "seed = 1\nmax_events = 500"),
+        ),
+    ];
+    for (class, text) in cases {
+        let path = temp_scenario(&format!("miss-{class}"), &text);
+        let (code, v) = json_of(&["run", path.to_str().expect("utf-8"), "--format", "json"]);
+        assert_eq!(code, Some(1), "{class}: {v}");
+        assert_eq!(v["miss"], class, "{v}");
+        let (_, sweep) = json_of(&[
+            "sweep",
+            path.to_str().expect("utf-8"),
+            "--seeds",
+            "2",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(sweep["failures"][0]["class"], class, "{sweep}");
+    }
+}
