@@ -88,12 +88,29 @@ struct ReportArgs {
     paths: Vec<PathBuf>,
     /// The report to write: .html (one self-contained page), .md (Markdown) or .json (replaced
     /// whole, never left half-written).
-    #[arg(long, value_name = "FILE")]
-    out: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "list")]
+    out: Option<PathBuf>,
     /// Run each scenario with the N seeds from its `seed` (seed, seed+1, ...) instead of the
     /// `seeds` it declares.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
     seeds: Option<u64>,
+    #[command(flatten)]
+    select: Select,
+}
+
+/// Which scenarios `check` and `report` run, and on how many threads.
+#[derive(Debug, clap::Args)]
+struct Select {
+    /// Only the scenarios whose name or file path contains NAME, or matches it as a glob
+    /// (`*` any text, `?` one character).
+    #[arg(long, value_name = "NAME")]
+    filter: Option<String>,
+    /// Print the scenarios that would run (name, file, seeds) and run nothing.
+    #[arg(long)]
+    list: bool,
+    /// Worker threads; defaults to the available cores. The results do not depend on it.
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
 }
 
 const HUNT_EXIT_CODES: &str = "\
@@ -165,6 +182,8 @@ struct CheckArgs {
     /// Run every seed twice and compare the trace hashes; a difference fails the scenario.
     #[arg(long)]
     check_determinism: bool,
+    #[command(flatten)]
+    select: Select,
 }
 
 #[derive(Debug, clap::Args)]
@@ -344,21 +363,49 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     let Some(loaded) = load_suite(args) else {
         return ExitCode::from(2);
     };
+    let Some(loaded) = select(loaded, &args.select, |l| (&l.scenario.name, &l.path)) else {
+        return ExitCode::from(2);
+    };
+    let runs: u64 = loaded
+        .iter()
+        .map(|l| suite::seeds_of(&l.scenario, args.seeds).len())
+        .sum();
+    if args.select.list {
+        return list(loaded.iter().map(|l| {
+            let n = suite::seeds_of(&l.scenario, args.seeds).len();
+            (l.scenario.name.as_str(), l.path.as_path(), n)
+        }));
+    }
+    // Scenarios finish in order, on `--jobs` threads: each one's time is from the previous
+    // one's end to its own, a share of the whole rather than its cost alone.
     let mut times = WallTimes::default();
     let mut last = now();
     let options = suite::CheckOptions {
         seeds: args.seeds,
         check_determinism: args.check_determinism,
+        jobs: jobs(args.select.jobs),
     };
-    let result = suite::check_suite_with(&loaded, options, |_| {
-        let t = now();
-        times.scenarios.push(t - last);
-        last = t;
+    let bar = progress(runs, "runs");
+    let mut failed = 0u64;
+    let result = suite::check_suite_progress(&loaded, options, |p| match p {
+        suite::Progress::Seed(expected) => {
+            if !expected {
+                failed += 1;
+                bar.set_message(format!("{failed} failed"));
+            }
+            bar.inc(1);
+        }
+        suite::Progress::Scenario(_) => {
+            let t = now();
+            times.scenarios.push(t - last);
+            last = t;
+        }
     });
+    bar.finish_and_clear();
     times.total = now() - start;
     let mut out = std::io::stdout().lock();
     let written = match args.format {
-        Format::Table => write!(out, "{}", result.table(&times)),
+        Format::Table => write!(out, "{}", result.table_fitting(&times, Some(table_width()))),
         Format::Json => writeln!(out, "{}", result.json()),
     };
     // A closed pipe (`| head`) is not an error of the check.
@@ -375,6 +422,117 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `--jobs J`, else the available cores.
+fn jobs(flag: Option<u64>) -> usize {
+    flag.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        |j| j as usize,
+    )
+}
+
+/// A progress bar of `len` `unit` on stderr, hidden when stderr is not a terminal (CI logs,
+/// pipes).
+fn progress(len: u64, unit: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    let template = format!("{{bar:40}} {{pos}}/{{len}} {unit}  {{per_sec}}  eta {{eta}}  {{msg}}");
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&template).expect("a valid progress template"),
+    );
+    bar
+}
+
+/// The width tables on stdout fit in: `COLUMNS` when it is a number, else the terminal's,
+/// else 100 (not a terminal).
+fn table_width() -> usize {
+    let columns = std::env::var("COLUMNS").ok();
+    if let Some(n) = columns.and_then(|c| c.trim().parse::<usize>().ok()) {
+        if n > 0 {
+            return n;
+        }
+    }
+    let term = console::Term::stdout();
+    if term.is_term() {
+        if let Some((_, width)) = term.size_checked() {
+            return usize::from(width);
+        }
+    }
+    100
+}
+
+/// The items `--filter` keeps (all without it); `name_path` gives an item's scenario name and
+/// file. Says so and gives `None` when the filter keeps nothing.
+fn select<T>(
+    items: Vec<T>,
+    select: &Select,
+    name_path: impl Fn(&T) -> (&String, &PathBuf),
+) -> Option<Vec<T>> {
+    let Some(filter) = &select.filter else {
+        return Some(items);
+    };
+    let kept: Vec<T> = items
+        .into_iter()
+        .filter(|item| {
+            let (name, path) = name_path(item);
+            matches_filter(filter, name, &path.display().to_string())
+        })
+        .collect();
+    if kept.is_empty() {
+        eprintln!("--filter {filter}: no scenario under the paths has a name or file like it");
+        return None;
+    }
+    Some(kept)
+}
+
+/// True when `name` or `path` contains `filter`, or, when `filter` has a `*` or `?`, when
+/// it matches the name, the path or the file name as a glob.
+fn matches_filter(filter: &str, name: &str, path: &str) -> bool {
+    if filter.contains(['*', '?']) {
+        let file_name = path.rsplit('/').next().unwrap_or(path);
+        [name, path, file_name].iter().any(|t| glob(filter, t))
+    } else {
+        name.contains(filter) || path.contains(filter)
+    }
+}
+
+/// `*` matches any text (even none), `?` one character, anything else itself.
+fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // Iterative matching with one backtrack point: linear-ish, no recursion.
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// `--list`: one line per scenario (name, file, seeds), and nothing run.
+fn list<'a>(items: impl Iterator<Item = (&'a str, &'a Path, u64)>) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    for (name, file, seeds) in items {
+        let _ = writeln!(
+            out,
+            "{name}  {}  {seeds} seed{}",
+            file.display(),
+            if seeds == 1 { "" } else { "s" }
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 fn cmd_sweep(args: &SweepArgs) -> ExitCode {
@@ -474,15 +632,16 @@ fn cmd_merge(args: &MergeArgs) -> ExitCode {
 }
 
 fn cmd_report(args: &ReportArgs) -> ExitCode {
-    use lockstep::report::{self, ReportFormat, ReportOptions};
+    use lockstep::report::{self, Input, ReportFormat, ReportOptions};
     // Everything that can be wrong with the command is found before the first run.
-    let format = ReportFormat::of(&args.out);
+    let out_file = args.out.as_deref().filter(|_| !args.select.list);
+    let format = out_file.map(ReportFormat::of).transpose();
     let mut bad = false;
     if let Err(e) = &format {
         eprintln!("{e}");
         bad = true;
     }
-    if let Err(e) = output_writable(&args.out, "report") {
+    if let Some(Err(e)) = out_file.map(|f| output_writable(f, "report")) {
         eprintln!("{e}");
         bad = true;
     }
@@ -498,12 +657,56 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
     let (false, Ok(format)) = (bad, format) else {
         return ExitCode::from(2);
     };
-    let options = ReportOptions { seeds: args.seeds };
-    let built = report::build(&inputs, options, |_| {});
+    let name_path = |i: &Input| match i {
+        Input::Scenario(l) => (l.scenario.name.clone(), l.path.clone()),
+        Input::Sweep(s) => (s.summary.scenario.clone(), s.path.clone()),
+    };
+    let keep = |i: &Input| {
+        let (name, path) = name_path(i);
+        args.select
+            .filter
+            .as_deref()
+            .is_none_or(|f| matches_filter(f, &name, &path.display().to_string()))
+    };
+    let inputs: Vec<Input> = inputs.into_iter().filter(keep).collect();
+    if inputs.is_empty() {
+        let filter = args.select.filter.as_deref().unwrap_or_default();
+        eprintln!("--filter {filter}: no scenario under the paths has a name or file like it");
+        return ExitCode::from(2);
+    }
+    let seeds_of = |i: &Input| match i {
+        Input::Scenario(l) => lockstep::suite::seeds_of(&l.scenario, args.seeds).len(),
+        Input::Sweep(s) => s.summary.runs,
+    };
+    if args.select.list {
+        let items: Vec<(String, PathBuf, u64)> = inputs
+            .iter()
+            .map(|i| {
+                let (name, path) = name_path(i);
+                (name, path, seeds_of(i))
+            })
+            .collect();
+        return list(items.iter().map(|(n, p, k)| (n.as_str(), p.as_path(), *k)));
+    }
+    let (Some(out_file), Some(format)) = (out_file, format) else {
+        eprintln!("--out FILE: the report to write is missing");
+        return ExitCode::from(2);
+    };
+    let options = ReportOptions {
+        seeds: args.seeds,
+        jobs: jobs(args.select.jobs),
+    };
+    let runs = inputs
+        .iter()
+        .filter(|i| matches!(i, Input::Scenario(_)))
+        .map(seeds_of)
+        .sum();
+    let bar = progress(runs, "runs");
+    let built = report::build_observed(&inputs, options, || bar.inc(1), |_| {});
+    bar.finish_and_clear();
     // Only the HTML page draws pictures.
     let visuals = if format == ReportFormat::Html {
-        let jobs = std::thread::available_parallelism().map_or(1, usize::from);
-        match report::visuals(&inputs, &built, jobs) {
+        match report::visuals(&inputs, &built, options.jobs) {
             Ok(v) => v,
             Err(e) => {
                 eprintln!("{e}");
@@ -514,13 +717,17 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
         lockstep_reports::Visuals::default()
     };
     let text = built.render(format, &visuals);
-    if let Err(e) = write_atomically(&args.out, &text, "report") {
+    if let Err(e) = write_atomically(out_file, &text, "report") {
         eprintln!("{e}");
         return ExitCode::from(2);
     }
     let mut out = std::io::stdout().lock();
-    let written = write!(out, "{}", built.comparison.table())
-        .and_then(|()| writeln!(out, "wrote {} ({} bytes)", args.out.display(), text.len()));
+    let written = write!(
+        out,
+        "{}",
+        built.comparison.table_fitting(Some(table_width()))
+    )
+    .and_then(|()| writeln!(out, "wrote {} ({} bytes)", out_file.display(), text.len()));
     // A closed pipe (`| head`) is not an error of the report.
     drop(written);
     ExitCode::SUCCESS

@@ -199,6 +199,12 @@ impl SuiteResult {
     /// The result as text for a terminal: a table with one row per scenario, each failing
     /// scenario's first failing seeds with reproduce commands, and a one-line summary.
     pub fn table(&self, times: &WallTimes) -> String {
+        self.table_fitting(times, None)
+    }
+
+    /// [`SuiteResult::table`] with the table fitted into `width` columns, when given (a
+    /// terminal's width); the lines below it are not cut.
+    pub fn table_fitting(&self, times: &WallTimes, width: Option<usize>) -> String {
         let mut b = Builder::default();
         b.push_record([
             "scenario", "file", "seeds", "expected", "met", "result", "events", "time",
@@ -217,6 +223,7 @@ impl SuiteResult {
         }
         let mut table = b.build();
         table.with(Style::rounded());
+        crate::table::fit(&mut table, width);
         let mut out = format!("{table}\n");
         for s in self.scenarios.iter().filter(|s| !s.ok) {
             let _ = writeln!(out, "\n{}", s.failure_text());
