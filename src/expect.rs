@@ -3,6 +3,7 @@
 use std::fmt;
 
 use lockstep_check::{Property, Validity, Verdict};
+pub use lockstep_reports::suite::Miss;
 use lockstep_sim::Dur;
 
 /// A count of the verdict a scenario can bound.
@@ -64,7 +65,38 @@ pub struct Expect {
     pub recovery: Option<Dur>,
 }
 
+impl Count {
+    /// True for the counts of safety (all but grants).
+    fn is_safety(self) -> bool {
+        self != Count::Grants
+    }
+}
+
 impl Expect {
+    /// What kind of miss a run with `verdict` is (`exhausted` when it ran out of events or
+    /// budget); `None` when it meets the expectation. A run cut short whose verdict is not the
+    /// one expected is `unknown`; then any safety expectation missed is `safety`; the rest
+    /// (grants, recovery) is `liveness`.
+    pub fn miss(&self, verdict: &Verdict, exhausted: bool) -> Option<Miss> {
+        if self.unmet(verdict).is_empty() {
+            return None;
+        }
+        let got = verdict.get(self.property);
+        let verdict_missed = self.verdict.is_some_and(|want| want != got);
+        if exhausted || (verdict_missed && got == Validity::Unknown) {
+            return Some(Miss::Unknown);
+        }
+        let bound_missed = self.bounds.iter().any(|&(count, min, max)| {
+            let n = count.of(verdict);
+            count.is_safety() && (n < min || max.is_some_and(|m| n > m))
+        });
+        Some(if verdict_missed || bound_missed {
+            Miss::Safety
+        } else {
+            Miss::Liveness
+        })
+    }
+
     /// Every way `verdict` falls short of the expectation, as sentences; empty when it meets it.
     pub fn unmet(&self, verdict: &Verdict) -> Vec<String> {
         let mut unmet = Vec::new();

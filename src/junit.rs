@@ -11,7 +11,7 @@ use std::path::Path;
 
 use lockstep_reports::format::{expected, plural};
 
-use crate::suite::{SuiteResult, WallTimes};
+use crate::suite::{SeedFailure, SuiteResult, WallTimes};
 
 /// The JUnit XML document of `suite`; `times` gives the `time` attributes (seconds).
 pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
@@ -39,8 +39,9 @@ pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
         if !s.ok {
             let _ = write!(
                 x,
-                "\n      <failure message=\"{}\" type=\"expectation\">{}</failure>",
+                "\n      <failure message=\"{}\" type=\"{}\">{}</failure>",
                 attr(&s.failure_message()),
+                failure_type(&s.failures),
                 text(&s.failure_text())
             );
         }
@@ -65,6 +66,22 @@ pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
+}
+
+/// The `type` of a scenario's `<failure>`: the gravest kind of miss among its failing seeds
+/// kept (`safety`, then `liveness`, then `unknown`), or `expectation` when none is known (a
+/// scenario that ran no seed, or ran differently the second time).
+fn failure_type(failures: &[SeedFailure]) -> &'static str {
+    use lockstep_reports::suite::Miss;
+    let has = |m: Miss| failures.iter().any(|f| f.class == Some(m));
+    [
+        (Miss::Safety, "safety"),
+        (Miss::Liveness, "liveness"),
+        (Miss::Unknown, "unknown"),
+    ]
+    .into_iter()
+    .find(|&(m, _)| has(m))
+    .map_or("expectation", |(_, name)| name)
 }
 
 /// `lockstep.<directory>`: CI servers group test cases by class, and a directory of scenarios

@@ -4,7 +4,8 @@
 //! This package holds what touches the outside world: the scenario files ([`scenario`]), chaos
 //! profiles ([`chaos`]), one run of a scenario ([`run`]), expectations ([`expect`]), checking
 //! many scenarios over many seeds ([`suite`]) and its JUnit XML ([`junit`]), one scenario over
-//! many seeds on several threads and the merge of its shards ([`sweep`], with its [`stats`]),
+//! many seeds on several threads and the merge of its shards ([`sweep`], with its [`stats`],
+//! on the worker threads of [`pool`]),
 //! a scenario over a grid of its parameters ([`sweepmap`]), designs compared side by side
 //! ([`report`]), shrinking a failing fault schedule ([`shrink`]) and hunting for one
 //! ([`hunt`]), and the
@@ -18,6 +19,7 @@ pub mod expect;
 pub mod families;
 pub mod hunt;
 pub mod junit;
+pub mod pool;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -14,11 +14,21 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  every verdict matches its scenario's [expect]
   1  a verdict does not match its scenario's [expect]
-  2  a bad scenario file, bad usage, or an output file that cannot be written";
+  2  a bad scenario file, bad usage, or an output file that cannot be written
+
+A miss (exit 1) is classed in the JSON and JUnit output as safety, liveness or unknown.";
+
+/// `0.1.0 (commit 1a2b3c4)`: the commit is the one built, `unknown` outside git (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("LOCKSTEP_COMMIT"),
+    ")"
+);
 
 /// Deterministic simulation and chaos tests for distributed locks and leader election.
 #[derive(Debug, Parser)]
-#[command(name = "lockstep", version, after_help = EXIT_CODES)]
+#[command(name = "lockstep", version = VERSION, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,6 +66,13 @@ enum Command {
     /// and a table on stdout.
     #[command(after_help = REPORT_EXIT_CODES)]
     Report(ReportArgs),
+    /// Print a completion script for a shell (`lockstep completions bash >
+    /// ~/.local/share/bash-completion/completions/lockstep`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 const REPORT_EXIT_CODES: &str = "\
@@ -71,12 +88,29 @@ struct ReportArgs {
     paths: Vec<PathBuf>,
     /// The report to write: .html (one self-contained page), .md (Markdown) or .json (replaced
     /// whole, never left half-written).
-    #[arg(long, value_name = "FILE")]
-    out: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "list")]
+    out: Option<PathBuf>,
     /// Run each scenario with the N seeds from its `seed` (seed, seed+1, ...) instead of the
     /// `seeds` it declares.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
     seeds: Option<u64>,
+    #[command(flatten)]
+    select: Select,
+}
+
+/// Which scenarios `check` and `report` run, and on how many threads.
+#[derive(Debug, clap::Args)]
+struct Select {
+    /// Only the scenarios whose name or file path contains NAME, or matches it as a glob
+    /// (`*` any text, `?` one character).
+    #[arg(long, value_name = "NAME")]
+    filter: Option<String>,
+    /// Print the scenarios that would run (name, file, seeds) and run nothing.
+    #[arg(long)]
+    list: bool,
+    /// Worker threads; defaults to the available cores. The results do not depend on it.
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
 }
 
 const HUNT_EXIT_CODES: &str = "\
@@ -114,9 +148,9 @@ struct HuntArgs {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// The scenario file (TOML).
+    /// The scenario file (TOML); `-` reads it from standard input.
     file: PathBuf,
-    /// The seed; defaults to the scenario's `seed`.
+    /// The seed; defaults to $LOCKSTEP_SEED when set, else to the scenario's `seed`.
     #[arg(long)]
     seed: Option<u64>,
     /// Print every event of the run (messages, timers, faults, history) before the verdict.
@@ -148,6 +182,8 @@ struct CheckArgs {
     /// Run every seed twice and compare the trace hashes; a difference fails the scenario.
     #[arg(long)]
     check_determinism: bool,
+    #[command(flatten)]
+    select: Select,
 }
 
 #[derive(Debug, clap::Args)]
@@ -205,11 +241,58 @@ fn main() -> ExitCode {
         Command::Merge(args) => cmd_merge(&args),
         Command::Map(args) => cmd_map(&args),
         Command::Report(args) => cmd_report(&args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "lockstep", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
     }
 }
 
+/// The seed of `lockstep run`: `--seed`, else `LOCKSTEP_SEED` (as madsim's
+/// `MADSIM_TEST_SEED`), else the scenario's.
+fn run_seed(flag: Option<u64>, scenario_seed: u64) -> Result<u64, String> {
+    if let Some(seed) = flag {
+        return Ok(seed);
+    }
+    match std::env::var("LOCKSTEP_SEED") {
+        Err(std::env::VarError::NotPresent) => Ok(scenario_seed),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err("LOCKSTEP_SEED: not a seed: it is not text".to_string())
+        }
+        Ok(text) => text.trim().parse::<u64>().map_err(|_| {
+            // Cut and escaped: the variable may hold anything.
+            let shown: String = text.chars().take(40).flat_map(char::escape_debug).collect();
+            let cut = if text.chars().count() > 40 { "..." } else { "" };
+            format!(
+                "LOCKSTEP_SEED: not a seed: `{shown}{cut}`; a seed is a whole number from 0 to {}",
+                u64::MAX
+            )
+        }),
+    }
+}
+
+/// The scenario of `lockstep run`: the file, or standard input for `-` (errors name
+/// `<stdin>`).
+fn load_run(file: &Path) -> Result<Loaded, String> {
+    if file != Path::new("-") {
+        return load(file).map_err(|e| e.to_string());
+    }
+    let stdin = Path::new("<stdin>");
+    let mut text = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+        return Err(format!("<stdin>: cannot read the scenario: {e}"));
+    }
+    let scenario = lockstep::parse(&text, stdin).map_err(|e| e.to_string())?;
+    Ok(Loaded {
+        path: stdin.to_path_buf(),
+        scenario,
+    })
+}
+
 fn cmd_run(args: &RunArgs) -> ExitCode {
-    let loaded = match load(&args.file) {
+    let loaded = match load_run(&args.file) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("{e}");
@@ -217,12 +300,18 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
         }
     };
     let scenario = &loaded.scenario;
-    let seed = args.seed.unwrap_or(scenario.seed);
+    let seed = match run_seed(args.seed, scenario.seed) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = run(scenario, seed, args.trace);
     let determinism = args
         .check_determinism
         .then(|| lockstep::run::rerun_matches(scenario, &result, args.trace));
-    let mut report = run_report(&args.file.display().to_string(), &scenario.name, &result);
+    let mut report = run_report(&loaded.path.display().to_string(), &scenario.name, &result);
     let trace = result
         .trace
         .as_ref()
@@ -274,21 +363,49 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     let Some((loaded, junit)) = load_suite(args) else {
         return ExitCode::from(2);
     };
+    let Some(loaded) = select(loaded, &args.select, |l| (&l.scenario.name, &l.path)) else {
+        return ExitCode::from(2);
+    };
+    let runs: u64 = loaded
+        .iter()
+        .map(|l| suite::seeds_of(&l.scenario, args.seeds).len())
+        .sum();
+    if args.select.list {
+        return list(loaded.iter().map(|l| {
+            let n = suite::seeds_of(&l.scenario, args.seeds).len();
+            (l.scenario.name.as_str(), l.path.as_path(), n)
+        }));
+    }
+    // Scenarios finish in order, on `--jobs` threads: each one's time is from the previous
+    // one's end to its own, a share of the whole rather than its cost alone.
     let mut times = WallTimes::default();
     let mut last = now();
     let options = suite::CheckOptions {
         seeds: args.seeds,
         check_determinism: args.check_determinism,
+        jobs: jobs(args.select.jobs),
     };
-    let result = suite::check_suite_with(&loaded, options, |_| {
-        let t = now();
-        times.scenarios.push(t - last);
-        last = t;
+    let bar = progress(runs, "runs");
+    let mut failed = 0u64;
+    let result = suite::check_suite_progress(&loaded, options, |p| match p {
+        suite::Progress::Seed(expected) => {
+            if !expected {
+                failed += 1;
+                bar.set_message(format!("{failed} failed"));
+            }
+            bar.inc(1);
+        }
+        suite::Progress::Scenario(_) => {
+            let t = now();
+            times.scenarios.push(t - last);
+            last = t;
+        }
     });
+    bar.finish_and_clear();
     times.total = now() - start;
     let mut out = std::io::stdout().lock();
     let written = match args.format {
-        Format::Table => write!(out, "{}", result.table(&times)),
+        Format::Table => write!(out, "{}", result.table_fitting(&times, Some(table_width()))),
         Format::Json => writeln!(out, "{}", result.json()),
     };
     // A closed pipe (`| head`) is not an error of the check.
@@ -305,6 +422,117 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `--jobs J`, else the available cores.
+fn jobs(flag: Option<u64>) -> usize {
+    flag.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        |j| j as usize,
+    )
+}
+
+/// A progress bar of `len` `unit` on stderr, hidden when stderr is not a terminal (CI logs,
+/// pipes).
+fn progress(len: u64, unit: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    let template = format!("{{bar:40}} {{pos}}/{{len}} {unit}  {{per_sec}}  eta {{eta}}  {{msg}}");
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&template).expect("a valid progress template"),
+    );
+    bar
+}
+
+/// The width tables on stdout fit in: `COLUMNS` when it is a number, else the terminal's,
+/// else 100 (not a terminal).
+fn table_width() -> usize {
+    let columns = std::env::var("COLUMNS").ok();
+    if let Some(n) = columns.and_then(|c| c.trim().parse::<usize>().ok()) {
+        if n > 0 {
+            return n;
+        }
+    }
+    let term = console::Term::stdout();
+    if term.is_term() {
+        if let Some((_, width)) = term.size_checked() {
+            return usize::from(width);
+        }
+    }
+    100
+}
+
+/// The items `--filter` keeps (all without it); `name_path` gives an item's scenario name and
+/// file. Says so and gives `None` when the filter keeps nothing.
+fn select<T>(
+    items: Vec<T>,
+    select: &Select,
+    name_path: impl Fn(&T) -> (&String, &PathBuf),
+) -> Option<Vec<T>> {
+    let Some(filter) = &select.filter else {
+        return Some(items);
+    };
+    let kept: Vec<T> = items
+        .into_iter()
+        .filter(|item| {
+            let (name, path) = name_path(item);
+            matches_filter(filter, name, &path.display().to_string())
+        })
+        .collect();
+    if kept.is_empty() {
+        eprintln!("--filter {filter}: no scenario under the paths has a name or file like it");
+        return None;
+    }
+    Some(kept)
+}
+
+/// True when `name` or `path` contains `filter`, or, when `filter` has a `*` or `?`, when
+/// it matches the name, the path or the file name as a glob.
+fn matches_filter(filter: &str, name: &str, path: &str) -> bool {
+    if filter.contains(['*', '?']) {
+        let file_name = path.rsplit('/').next().unwrap_or(path);
+        [name, path, file_name].iter().any(|t| glob(filter, t))
+    } else {
+        name.contains(filter) || path.contains(filter)
+    }
+}
+
+/// `*` matches any text (even none), `?` one character, anything else itself.
+fn glob(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // Iterative matching with one backtrack point: linear-ish, no recursion.
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// `--list`: one line per scenario (name, file, seeds), and nothing run.
+fn list<'a>(items: impl Iterator<Item = (&'a str, &'a Path, u64)>) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    for (name, file, seeds) in items {
+        let _ = writeln!(
+            out,
+            "{name}  {}  {seeds} seed{}",
+            file.display(),
+            if seeds == 1 { "" } else { "s" }
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 fn cmd_sweep(args: &SweepArgs) -> ExitCode {
@@ -411,9 +639,10 @@ fn cmd_merge(args: &MergeArgs) -> ExitCode {
 }
 
 fn cmd_report(args: &ReportArgs) -> ExitCode {
-    use lockstep::report::{self, ReportFormat, ReportOptions};
+    use lockstep::report::{self, Input, ReportFormat, ReportOptions};
     // Everything that can be wrong with the command is found before the first run.
-    let format = ReportFormat::of(&args.out);
+    let out_file = args.out.as_deref().filter(|_| !args.select.list);
+    let format = out_file.map(ReportFormat::of).transpose();
     let mut bad = false;
     if let Err(e) = &format {
         eprintln!("{e}");
@@ -428,7 +657,9 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
             report::Input::Sweep(s) => read.push(Path::new(&s.summary.file)),
         }
     }
-    let output = Output::check(&args.out, "report", &read);
+    let output = out_file
+        .map(|f| Output::check(f, "report", &read))
+        .transpose();
     if let Err(e) = &output {
         eprintln!("{e}");
         bad = true;
@@ -453,12 +684,56 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
     let (false, Ok(format), Ok(output)) = (bad, format, output) else {
         return ExitCode::from(2);
     };
-    let options = ReportOptions { seeds: args.seeds };
-    let built = report::build(&inputs, options, |_| {});
+    let name_path = |i: &Input| match i {
+        Input::Scenario(l) => (l.scenario.name.clone(), l.path.clone()),
+        Input::Sweep(s) => (s.summary.scenario.clone(), s.path.clone()),
+    };
+    let keep = |i: &Input| {
+        let (name, path) = name_path(i);
+        args.select
+            .filter
+            .as_deref()
+            .is_none_or(|f| matches_filter(f, &name, &path.display().to_string()))
+    };
+    let inputs: Vec<Input> = inputs.into_iter().filter(keep).collect();
+    if inputs.is_empty() {
+        let filter = args.select.filter.as_deref().unwrap_or_default();
+        eprintln!("--filter {filter}: no scenario under the paths has a name or file like it");
+        return ExitCode::from(2);
+    }
+    let seeds_of = |i: &Input| match i {
+        Input::Scenario(l) => lockstep::suite::seeds_of(&l.scenario, args.seeds).len(),
+        Input::Sweep(s) => s.summary.runs,
+    };
+    if args.select.list {
+        let items: Vec<(String, PathBuf, u64)> = inputs
+            .iter()
+            .map(|i| {
+                let (name, path) = name_path(i);
+                (name, path, seeds_of(i))
+            })
+            .collect();
+        return list(items.iter().map(|(n, p, k)| (n.as_str(), p.as_path(), *k)));
+    }
+    let (Some(output), Some(format)) = (output, format) else {
+        eprintln!("--out FILE: the report to write is missing");
+        return ExitCode::from(2);
+    };
+    let options = ReportOptions {
+        seeds: args.seeds,
+        jobs: jobs(args.select.jobs),
+    };
+    let runs = inputs
+        .iter()
+        .filter(|i| matches!(i, Input::Scenario(_)))
+        .map(seeds_of)
+        .sum();
+    let bar = progress(runs, "runs");
+    let built = report::build_observed(&inputs, options, || bar.inc(1), |_| {});
+    bar.finish_and_clear();
     // Only the HTML page draws pictures.
     let visuals = if format == ReportFormat::Html {
-        let jobs = std::thread::available_parallelism().map_or(1, usize::from);
-        match report::visuals(&inputs, &built, jobs) {
+        match report::visuals(&inputs, &built, options.jobs) {
             Ok(v) => v,
             Err(e) => {
                 eprintln!("{e}");
@@ -474,8 +749,12 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let mut out = std::io::stdout().lock();
-    let written = write!(out, "{}", built.comparison.table())
-        .and_then(|()| writeln!(out, "wrote {} ({} bytes)", output.display(), text.len()));
+    let written = write!(
+        out,
+        "{}",
+        built.comparison.table_fitting(Some(table_width()))
+    )
+    .and_then(|()| writeln!(out, "wrote {} ({} bytes)", output.display(), text.len()));
     // A closed pipe (`| head`) is not an error of the report.
     drop(written);
     ExitCode::SUCCESS

@@ -24,7 +24,7 @@ use lockstep_reports::{
 };
 
 use crate::run::{RunResult, run};
-use crate::scenario::{Loaded, Scenario, ScenarioError, Schedule};
+use crate::scenario::{Loaded, Scenario, ScenarioError, Schedule, Seeds};
 use crate::stats::{Histogram, rate};
 use crate::suite::{FindError, run_report, scenario_files, seeds_of};
 use crate::sweep::{self, SweepSummary};
@@ -176,6 +176,9 @@ pub struct ReportOptions {
     /// Run each scenario with this many seeds from its `seed` instead of the seeds it
     /// declares (`--seeds N`, as `lockstep check`).
     pub seeds: Option<u64>,
+    /// Worker threads for the scenarios' runs (`--jobs`); 0 is 1. The report does not depend
+    /// on it.
+    pub jobs: usize,
 }
 
 /// A report: the comparison the renderers read, and for each failing seed kept what a
@@ -212,7 +215,20 @@ impl Report {
 
 /// Builds the report of `inputs`, in order; `done` sees each row as it is finished (the
 /// binary could show progress with it).
-pub fn build(inputs: &[Input], options: ReportOptions, mut done: impl FnMut(&Row)) -> Report {
+pub fn build(inputs: &[Input], options: ReportOptions, done: impl FnMut(&Row)) -> Report {
+    build_observed(inputs, options, || {}, done)
+}
+
+/// [`build`], calling `ran` after each run of a scenario. Threads run whole runs, never parts
+/// of one ([`crate::pool`]): the seeds of all the scenario inputs are one range of positions,
+/// folded into their rows in position order, so the report is the same for any number of
+/// `options.jobs`. A sweep's row is made from its summary afterwards, in its place.
+pub fn build_observed(
+    inputs: &[Input],
+    options: ReportOptions,
+    mut ran: impl FnMut(),
+    mut done: impl FnMut(&Row),
+) -> Report {
     let mut report = Report {
         comparison: Comparison {
             format: FORMAT.to_string(),
@@ -222,10 +238,51 @@ pub fn build(inputs: &[Input], options: ReportOptions, mut done: impl FnMut(&Row
         },
         runs: Vec::new(),
     };
-    for input in inputs {
-        let index = report.comparison.rows.len();
+    // Each scenario input: its row's index, the input, its seeds.
+    let scenarios: Vec<(usize, &Loaded, Seeds)> = inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(index, input)| match input {
+            Input::Scenario(l) => Some((index, l, seeds_of(&l.scenario, options.seeds))),
+            Input::Sweep(_) => None,
+        })
+        .collect();
+    let mut starts = vec![0u64];
+    for (_, _, seeds) in &scenarios {
+        let last = *starts.last().expect("starts with 0");
+        starts.push(last.saturating_add(seeds.len()));
+    }
+    let total = *starts.last().expect("starts with 0");
+    let files: Vec<String> = scenarios
+        .iter()
+        .map(|(_, l, _)| l.path.display().to_string())
+        .collect();
+    let mut rows: Vec<(Tally, Vec<(FailingSeed, FailingRun)>)> =
+        scenarios.iter().map(|_| Default::default()).collect();
+    let which = |position: u64| starts.partition_point(|&st| st <= position) - 1;
+    let work = |position: u64| {
+        let i = which(position);
+        let (_, l, seeds) = &scenarios[i];
+        let seed = crate::suite::nth_seed(seeds, position - starts[i]);
+        run(&l.scenario, seed, false)
+    };
+    crate::pool::run_ordered(options.jobs, total, work, |position, r| {
+        let i = which(position);
+        let (index, l, _) = &scenarios[i];
+        let (tally, failing) = &mut rows[i];
+        tally.add(&l.scenario, &r);
+        if r.judged == Validity::Invalid && failing.len() < KEPT_FAILING {
+            failing.push(failing_seed(*index, &files[i], &l.scenario, r));
+        }
+        ran();
+    });
+    let mut rows = rows.into_iter();
+    for (index, input) in inputs.iter().enumerate() {
         let (row, failing) = match input {
-            Input::Scenario(l) => scenario_row(l, options.seeds, index),
+            Input::Scenario(l) => {
+                let (tally, failing) = rows.next().expect("a row per scenario input");
+                (tally.row(l), failing)
+            }
             Input::Sweep(s) => sweep_row(s, index),
         };
         done(&row);

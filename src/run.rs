@@ -31,6 +31,8 @@ pub struct RunResult {
     pub judged: Validity,
     /// How the run falls short of the scenario's expectation; empty when it meets it.
     pub unmet: Vec<String>,
+    /// What kind of miss the run is; `None` when it meets the expectation.
+    pub miss: Option<crate::expect::Miss>,
     /// The readable trace, when asked for.
     pub trace: Option<Vec<TraceEntry>>,
     /// The family's own counts, as `(name, value, per)` (`lockstep_models::family::Counter`).
@@ -112,6 +114,9 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         .collect();
     let judged = verdict.get(scenario.expect.property);
     let unmet = scenario.expect.unmet(&verdict);
+    let miss = scenario
+        .expect
+        .miss(&verdict, outcome != Outcome::Completed);
     let result = RunResult {
         seed,
         trace_hash,
@@ -122,6 +127,7 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         property: scenario.expect.property,
         judged,
         unmet,
+        miss,
         trace,
         counters,
     };

@@ -12,7 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use lockstep_reports::suite::{
-    DeterminismCheck, ScenarioResult, SeedFailure, SuiteResult, VerdictCounts, WallTimes,
+    DeterminismCheck, Mismatch, ScenarioResult, SeedFailure, SuiteResult, VerdictCounts, WallTimes,
 };
 use lockstep_reports::{Counter, RunReport, RunSource};
 use lockstep_sim::Outcome;
@@ -107,6 +107,8 @@ pub struct CheckOptions {
     pub seeds: Option<u64>,
     /// Run every seed twice and compare the trace hashes (`--check-determinism`).
     pub check_determinism: bool,
+    /// Worker threads (`--jobs`); 0 is 1. The result does not depend on it.
+    pub jobs: usize,
 }
 
 /// The seeds a check runs `scenario` with: the `count` seeds from its `seed` when
@@ -118,6 +120,14 @@ pub fn seeds_of(scenario: &crate::Scenario, seeds_override: Option<u64>) -> Seed
             count,
         },
         None => scenario.seeds.clone(),
+    }
+}
+
+/// The `k`-th seed (from 0) of `seeds`, `count` seeds from `from` when overridden.
+pub(crate) fn nth_seed(seeds: &Seeds, k: u64) -> u64 {
+    match seeds {
+        Seeds::List(v) => v[usize::try_from(k).expect("a listed seed's index fits memory")],
+        Seeds::Range { from, .. } => from.wrapping_add(k),
     }
 }
 
@@ -135,7 +145,7 @@ pub fn check_suite_observed(
 ) -> SuiteResult {
     let options = CheckOptions {
         seeds: seeds_override,
-        check_determinism: false,
+        ..CheckOptions::default()
     };
     check_suite_with(loaded, options, done)
 }
@@ -146,43 +156,96 @@ pub fn check_suite_with(
     options: CheckOptions,
     mut done: impl FnMut(&ScenarioResult),
 ) -> SuiteResult {
-    let scenarios = loaded
-        .iter()
-        .map(|l| {
-            let r = check_scenario_with(l, options);
-            done(&r);
-            r
-        })
-        .collect();
-    SuiteResult::new(scenarios)
-}
-
-/// One scenario over its seeds (see [`check_suite`]).
-pub fn check_scenario(loaded: &Loaded, seeds_override: Option<u64>) -> ScenarioResult {
-    let options = CheckOptions {
-        seeds: seeds_override,
-        check_determinism: false,
-    };
-    check_scenario_with(loaded, options)
-}
-
-/// [`check_scenario`] with every option of `lockstep check`.
-pub fn check_scenario_with(loaded: &Loaded, options: CheckOptions) -> ScenarioResult {
-    let seeds_override = options.seeds;
-    let s = &loaded.scenario;
-    let file = loaded.path.display().to_string();
-    // A declared list is borrowed, not copied: it may hold millions of seeds.
-    let overridden;
-    let seeds = match seeds_override {
-        Some(_) => {
-            overridden = seeds_of(s, seeds_override);
-            &overridden
+    check_suite_progress(loaded, options, |p| {
+        if let Progress::Scenario(r) = p {
+            done(r);
         }
-        None => &s.seeds,
+    })
+}
+
+/// What [`check_suite_progress`] tells its observer, on the calling thread, in the order of
+/// the scenarios and their seeds.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// A seed ran; `true` when it met `[expect]`.
+    Seed(bool),
+    /// A scenario's every seed ran.
+    Scenario(&'a ScenarioResult),
+}
+
+/// [`check_suite_with`] telling `observe` of each seed and each scenario. Threads run whole
+/// runs, never parts of one ([`crate::pool`]): the seeds of all the scenarios are one range of
+/// positions, scenario after scenario, and each run's outcome is folded in position order, so
+/// the result is the same for any number of `jobs`.
+pub fn check_suite_progress(
+    loaded: &[Loaded],
+    options: CheckOptions,
+    mut observe: impl FnMut(Progress<'_>),
+) -> SuiteResult {
+    let seeds: Vec<Seeds> = loaded
+        .iter()
+        .map(|l| seeds_of(&l.scenario, options.seeds))
+        .collect();
+    // `starts[i]` is the position of scenario i's first seed; the last entry is the total.
+    let mut starts = vec![0u64];
+    for s in &seeds {
+        let last = *starts.last().expect("starts with 0");
+        starts.push(last.saturating_add(s.len()));
+    }
+    let total = *starts.last().expect("starts with 0");
+    let files: Vec<String> = loaded
+        .iter()
+        .map(|l| l.path.display().to_string())
+        .collect();
+    let mut results: Vec<ScenarioResult> = Vec::with_capacity(loaded.len());
+    let mut finished = 0;
+    // Starts every scenario whose first seed is at or before `position` and finishes every
+    // one whose seeds all come before it (a scenario without seeds is started and finished).
+    let mut advance = |results: &mut Vec<ScenarioResult>,
+                       observe: &mut dyn FnMut(Progress<'_>),
+                       position: u64| {
+        loop {
+            while finished < results.len() && starts[finished + 1] <= position {
+                let r: &mut ScenarioResult = &mut results[finished];
+                r.finish();
+                observe(Progress::Scenario(r));
+                finished += 1;
+            }
+            let i = results.len();
+            if i < loaded.len() && starts[i] <= position {
+                results.push(empty_result(&loaded[i], &files[i], options));
+            } else {
+                return;
+            }
+        }
     };
-    let mut result = ScenarioResult {
+    let work = |position: u64| {
+        let i = starts.partition_point(|&st| st <= position) - 1;
+        let seed = nth_seed(&seeds[i], position - starts[i]);
+        seed_run(
+            &loaded[i].scenario,
+            &files[i],
+            seed,
+            options.check_determinism,
+        )
+    };
+    crate::pool::run_ordered(options.jobs, total, work, |position, r| {
+        advance(&mut results, &mut observe, position);
+        let expected = r.expected;
+        // The scenario holding `position` is the last one started.
+        results.last_mut().expect("a scenario is started").add(r);
+        observe(Progress::Seed(expected));
+    });
+    advance(&mut results, &mut observe, u64::MAX);
+    SuiteResult::new(results)
+}
+
+/// A scenario's result before any seed ran.
+fn empty_result(loaded: &Loaded, file: &str, options: CheckOptions) -> ScenarioResult {
+    let s = &loaded.scenario;
+    ScenarioResult {
         name: s.name.clone(),
-        file,
+        file: file.to_string(),
         ok: false,
         seeds: 0,
         passed: 0,
@@ -194,45 +257,114 @@ pub fn check_scenario_with(loaded: &Loaded, options: CheckOptions) -> ScenarioRe
         events: 0,
         failures: Vec::new(),
         determinism: options.check_determinism.then(DeterminismCheck::default),
+    }
+}
+
+/// One seed's run, as a check keeps it.
+#[derive(Debug)]
+struct SeedRun {
+    seed: u64,
+    events: u64,
+    judged: lockstep_check::Validity,
+    exhausted: bool,
+    expected: bool,
+    /// When the run did not meet `[expect]`.
+    failure: Option<SeedFailure>,
+    /// With the determinism check, the second run's difference, if any.
+    mismatch: Option<Mismatch>,
+}
+
+fn seed_run(s: &crate::Scenario, file: &str, seed: u64, check_determinism: bool) -> SeedRun {
+    let r = run(s, seed, false);
+    let mismatch = if check_determinism {
+        rerun_matches(s, &r, false).err()
+    } else {
+        None
     };
-    for seed in seeds {
-        let r = run(s, seed, false);
-        if let Some(check) = &mut result.determinism {
-            if let Err(mismatch) = rerun_matches(s, &r, false) {
+    let failure = (!r.expected()).then(|| {
+        let report = run_report(file, &s.name, &r);
+        SeedFailure {
+            seed,
+            trace_hash: report.trace_hash,
+            verdict: r.judged,
+            unmet: report.unmet,
+            class: report.miss,
+            explanations: report.explanations,
+            reproduce: report.reproduce,
+        }
+    });
+    SeedRun {
+        seed,
+        events: r.events,
+        judged: r.judged,
+        exhausted: r.outcome != Outcome::Completed,
+        expected: r.expected(),
+        failure,
+        mismatch,
+    }
+}
+
+/// Folding a scenario's seeds in, in their order.
+trait Fold {
+    fn add(&mut self, r: SeedRun);
+    fn finish(&mut self);
+}
+
+impl Fold for ScenarioResult {
+    fn add(&mut self, r: SeedRun) {
+        debug_assert!(r.failure.is_none() || !r.expected, "seed {}", r.seed);
+        if let Some(check) = &mut self.determinism {
+            if let Some(mismatch) = r.mismatch {
                 check.mismatched += 1;
                 if check.mismatches.len() < KEPT_FAILURES {
                     check.mismatches.push(mismatch);
                 }
             }
         }
-        result.seeds += 1;
-        result.events = result.events.saturating_add(r.events);
-        result.verdict_counts.add(r.judged);
-        if r.outcome != Outcome::Completed {
-            result.exhausted += 1;
+        self.seeds += 1;
+        self.events = self.events.saturating_add(r.events);
+        self.verdict_counts.add(r.judged);
+        if r.exhausted {
+            self.exhausted += 1;
         }
-        if r.expected() {
-            result.passed += 1;
+        if r.expected {
+            self.passed += 1;
         } else {
-            result.failed += 1;
-            if result.failures.len() < KEPT_FAILURES {
-                let report = run_report(&result.file, &s.name, &r);
-                result.failures.push(SeedFailure {
-                    seed,
-                    trace_hash: report.trace_hash,
-                    verdict: r.judged,
-                    unmet: report.unmet,
-                    explanations: report.explanations,
-                    reproduce: report.reproduce,
-                });
+            self.failed += 1;
+            if let Some(f) = r.failure.filter(|_| self.failures.len() < KEPT_FAILURES) {
+                self.failures.push(f);
             }
         }
     }
-    let deterministic = result
-        .determinism
-        .as_ref()
-        .is_none_or(|d| d.mismatched == 0);
-    result.ok = result.failed == 0 && deterministic && result.seeds > 0;
+
+    fn finish(&mut self) {
+        let deterministic = self.determinism.as_ref().is_none_or(|d| d.mismatched == 0);
+        self.ok = self.failed == 0 && deterministic && self.seeds > 0;
+    }
+}
+
+/// One scenario over its seeds (see [`check_suite`]).
+pub fn check_scenario(loaded: &Loaded, seeds_override: Option<u64>) -> ScenarioResult {
+    let options = CheckOptions {
+        seeds: seeds_override,
+        ..CheckOptions::default()
+    };
+    check_scenario_with(loaded, options)
+}
+
+/// [`check_scenario`] with every option of `lockstep check`.
+pub fn check_scenario_with(loaded: &Loaded, options: CheckOptions) -> ScenarioResult {
+    let file = loaded.path.display().to_string();
+    let mut result = empty_result(loaded, &file, options);
+    for seed in &seeds_of(&loaded.scenario, options.seeds) {
+        result.add(seed_run(
+            &loaded.scenario,
+            &file,
+            seed,
+            options.check_determinism,
+        ));
+    }
+    result.finish();
     result
 }
 
@@ -257,5 +389,6 @@ pub fn run_report(file: &str, name: &str, result: &RunResult) -> RunReport {
         result.unmet.clone(),
         explanations,
     )
+    .with_miss(result.miss)
     .with_counters(Counter::list(&result.counters))
 }

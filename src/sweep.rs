@@ -2,8 +2,8 @@
 //! in memory that does not grow with the number of seeds; and `lockstep merge`: the summaries
 //! of the shards of one sweep combined into the summary of the whole.
 //!
-//! Start at [`sweep`]. Threads run whole runs, never parts of one: each worker takes chunks of
-//! seed positions from an atomic counter, runs each seed alone and sends a [`SeedOutcome`]
+//! Start at [`sweep`]. Threads run whole runs, never parts of one: each worker of the
+//! [`pool`](crate::pool) takes chunks of seed positions from an atomic counter, runs each seed alone and sends a [`SeedOutcome`]
 //! over a bounded channel to the calling thread, which folds it into a [`SweepSummary`] (and
 //! shows it to an observer). Everything a summary holds is independent of the order of
 //! arrival: counts and histograms add up, the failing seeds kept are the first by position in
@@ -14,7 +14,6 @@
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 
 use lockstep_check::{Property, Validity, acquire_latencies_ns};
 use lockstep_reports::QuantilesMs;
@@ -549,10 +548,6 @@ pub fn sweep(
     let mut summary = SweepSummary::new(target, config);
     let shard = config.shard.unwrap_or(Shard::ALL);
     let total = shard.len_of(config.count);
-    let jobs = config.jobs.max(1);
-    // Small chunks keep the threads busy to the end; large ones keep the counter cold.
-    let chunk = (total / (jobs as u64 * 16)).clamp(1, 64);
-    let next = AtomicU64::new(0);
     // Failing seeds at or past this position cannot be among the first kept, so workers
     // need not explain them. It only decreases; a stale read just explains one seed too many.
     let cutoff = AtomicU64::new(u64::MAX);
@@ -561,26 +556,18 @@ pub fn sweep(
         target,
         config,
         file: &file,
-        shard,
-        total,
-        chunk,
-        next: &next,
         cutoff: &cutoff,
     };
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::sync_channel::<SeedOutcome>(jobs * 64);
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let work = &work;
-            scope.spawn(move || work.run(&tx));
-        }
-        drop(tx);
-        for outcome in rx {
+    crate::pool::run(
+        config.jobs,
+        total,
+        |k| work.seed(shard.position(k)),
+        |_, outcome| {
             summary.add(&outcome);
             cutoff.store(summary.failure_cutoff(), Ordering::Relaxed);
             observe(&outcome);
-        }
-    });
+        },
+    );
     summary
 }
 
@@ -589,30 +576,10 @@ struct Work<'a> {
     target: &'a SweepTarget,
     config: &'a SweepConfig,
     file: &'a str,
-    shard: Shard,
-    total: u64,
-    chunk: u64,
-    next: &'a AtomicU64,
     cutoff: &'a AtomicU64,
 }
 
 impl Work<'_> {
-    /// Takes chunks of positions until none are left, running each seed and sending its
-    /// outcome; stops early if the receiver is gone.
-    fn run(&self, tx: &mpsc::SyncSender<SeedOutcome>) {
-        loop {
-            let start = self.next.fetch_add(self.chunk, Ordering::Relaxed);
-            if start >= self.total {
-                return;
-            }
-            for k in start..(start + self.chunk).min(self.total) {
-                if tx.send(self.seed(self.shard.position(k))).is_err() {
-                    return;
-                }
-            }
-        }
-    }
-
     /// Runs the seed at `position` of the range.
     fn seed(&self, position: u64) -> SeedOutcome {
         let scenario = &self.target.scenario;
@@ -631,6 +598,7 @@ impl Work<'_> {
                 trace_hash: report.trace_hash,
                 verdict: r.judged,
                 unmet: report.unmet,
+                class: report.miss,
                 explanations: report.explanations,
                 reproduce: report.reproduce,
             }

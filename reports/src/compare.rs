@@ -302,6 +302,11 @@ impl Comparison {
 
     /// The comparison as a terminal table, with one line of totals.
     pub fn table(&self) -> String {
+        self.table_fitting(None)
+    }
+
+    /// [`Comparison::table`] fitted into `width` columns, when given (a terminal's width).
+    pub fn table_fitting(&self, width: Option<usize>) -> String {
         let mut b = Builder::default();
         b.push_record(COLUMNS.iter().map(|(name, _)| name.to_string()));
         for row in &self.rows {
@@ -309,6 +314,7 @@ impl Comparison {
         }
         let mut table = b.build();
         table.with(Style::rounded());
+        crate::table::fit(&mut table, width);
         format!("{table}\n{}\n", self.summary_line())
     }
 

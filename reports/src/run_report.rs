@@ -113,6 +113,8 @@ pub struct RunReport {
     pub expected: bool,
     /// How the run falls short of `[expect]`; empty when `expected`.
     pub unmet: Vec<String>,
+    /// What kind of miss it is: `safety`, `liveness` or `unknown`; `null` when `expected`.
+    pub miss: Option<crate::suite::Miss>,
     /// Overlapping pairs of critical sections.
     pub double_holders: u64,
     /// Total true time with two or more holders, in ms.
@@ -191,6 +193,7 @@ impl RunReport {
             mutual_exclusion: verdict.mutual_exclusion,
             expected: unmet.is_empty(),
             unmet,
+            miss: None,
             double_holders: verdict.double_holders.pairs,
             overlap_ms: ms(verdict.double_holders.overlap_ns),
             max_concurrent: verdict.double_holders.max_concurrent,
@@ -222,6 +225,11 @@ impl RunReport {
             details: verdict,
             trace: None,
         }
+    }
+
+    /// The same report with the kind of its miss ([`crate::suite::Miss`]).
+    pub fn with_miss(self, miss: Option<crate::suite::Miss>) -> RunReport {
+        RunReport { miss, ..self }
     }
 
     /// The same report with the family's counters.

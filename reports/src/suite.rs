@@ -39,6 +39,31 @@ impl VerdictCounts {
     }
 }
 
+/// What kind of miss a run that did not meet `[expect]` is, as TigerBeetle's simulator tells
+/// them apart: the exit code stays 1 for each, and the JSON and JUnit say which.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Miss {
+    /// The verdict, or a bound on a safety count (double holders, stale operations, lost
+    /// updates, token order), is not what `[expect]` says.
+    Safety,
+    /// Only a liveness expectation is missed: a bound on grants, or recovery after the faults.
+    Liveness,
+    /// The run could not be judged: it ran out of events (or of its budget), and its verdict
+    /// is unknown.
+    Unknown,
+}
+
+impl std::fmt::Display for Miss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Miss::Safety => "safety",
+            Miss::Liveness => "liveness",
+            Miss::Unknown => "unknown",
+        })
+    }
+}
+
 /// One seed whose run did not meet the scenario's `[expect]`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeedFailure {
@@ -50,6 +75,9 @@ pub struct SeedFailure {
     pub verdict: Validity,
     /// How the run falls short of `[expect]`.
     pub unmet: Vec<String>,
+    /// What kind of miss it is (absent in summaries written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<Miss>,
     /// Each violation of the run explained by the events involved.
     pub explanations: Vec<String>,
     /// The `lockstep run` command that reproduces the run.
@@ -171,6 +199,12 @@ impl SuiteResult {
     /// The result as text for a terminal: a table with one row per scenario, each failing
     /// scenario's first failing seeds with reproduce commands, and a one-line summary.
     pub fn table(&self, times: &WallTimes) -> String {
+        self.table_fitting(times, None)
+    }
+
+    /// [`SuiteResult::table`] with the table fitted into `width` columns, when given (a
+    /// terminal's width); the lines below it are not cut.
+    pub fn table_fitting(&self, times: &WallTimes, width: Option<usize>) -> String {
         let mut b = Builder::default();
         b.push_record([
             "scenario", "file", "seeds", "expected", "met", "result", "events", "time",
@@ -189,6 +223,7 @@ impl SuiteResult {
         }
         let mut table = b.build();
         table.with(Style::rounded());
+        crate::table::fit(&mut table, width);
         let mut out = format!("{table}\n");
         for s in self.scenarios.iter().filter(|s| !s.ok) {
             let _ = writeln!(out, "\n{}", s.failure_text());

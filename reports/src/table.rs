@@ -3,8 +3,10 @@
 
 use std::fmt::Write as _;
 
+use tabled::Table;
 use tabled::builder::Builder;
-use tabled::settings::Style;
+use tabled::settings::peaker::Priority;
+use tabled::settings::{Style, Width};
 
 use crate::format::duration_ms;
 use crate::run_report::RunReport;
@@ -128,5 +130,17 @@ impl RunReport {
         let mut table = b.build();
         table.with(Style::rounded());
         table.to_string()
+    }
+}
+
+/// Fits `table` into `width` terminal columns, when given: the widest columns are wrapped
+/// first, at word boundaries where they can be. The text stays whole, only on more lines.
+pub(crate) fn fit(table: &mut Table, width: Option<usize>) {
+    if let Some(width) = width {
+        table.with(
+            Width::wrap(width)
+                .keep_words(true)
+                .priority(Priority::max(true)),
+        );
     }
 }

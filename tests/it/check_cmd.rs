@@ -73,7 +73,8 @@ fn testcases<'a>(doc: &'a roxmltree::Document<'a>) -> Vec<roxmltree::Node<'a, 'a
 
 #[test]
 fn check_over_the_catalogue_exits_0_and_says_all_expectations_hold() {
-    let out = lockstep(&["check", CATALOGUE]);
+    // A terminal wide enough for every cell on one line (see the width test below).
+    let out = lockstep_columns(&["check", CATALOGUE], Some("1000"));
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     let n = crate::support::scenario_files(CATALOGUE).len();
@@ -205,7 +206,8 @@ fn a_wrong_expectation_exits_1_and_the_junit_failure_carries_the_unmet_text_and_
         .children()
         .find(|n| n.has_tag_name("failure"))
         .expect("a <failure>");
-    assert_eq!(failure.attribute("type"), Some("expectation"));
+    // The kind of miss: a verdict other than the one expected is one of safety.
+    assert_eq!(failure.attribute("type"), Some("safety"));
     let message = failure.attribute("message").expect("message");
     assert!(message.contains("2 of 2 seeds"), "{message}");
     assert!(
@@ -569,4 +571,169 @@ fn every_flag_of_check_is_in_the_readme() {
     crate::tidy::flags_are_in_the_readme("check", &["--seeds", "--junit", "--format"]);
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
     assert!(readme.contains("lockstep check PATH..."));
+}
+
+/// `lockstep ARGS` with `COLUMNS` set (or unset with `None`).
+fn lockstep_columns(args: &[&str], columns: Option<&str>) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    cmd.args(args).current_dir(root());
+    match columns {
+        Some(c) => cmd.env("COLUMNS", c),
+        None => cmd.env_remove("COLUMNS"),
+    };
+    cmd.output().expect("the lockstep binary runs")
+}
+
+/// A few scenarios, one failing on every seed (so failures are kept and explained).
+fn small_suite(test: &str) -> PathBuf {
+    let dir = suite_dir(test);
+    write(&dir, "a-clean.toml", CLEAN);
+    write(&dir, "b-k1-wrong.toml", &k1_expecting_valid());
+    let k1 = std::fs::read_to_string(root().join(K1)).expect("K1");
+    write(&dir, "c/k1.toml", &k1);
+    write(
+        &dir,
+        "d-listed.toml",
+        &CLEAN.replace("name = \"clean\"", "name = \"listed\"\nseeds = [9, 3, 5]"),
+    );
+    dir
+}
+
+#[test]
+fn check_json_is_byte_identical_on_1_and_2_jobs() {
+    let dir = small_suite("jobs");
+    let run = |jobs: &str| {
+        let out = lockstep(&[
+            "check",
+            s(&dir),
+            "--seeds",
+            "7",
+            "--format",
+            "json",
+            "--jobs",
+            jobs,
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let one = run("1");
+    let two = run("2");
+    assert!(one.contains("b-k1-wrong"), "{one}");
+    assert_eq!(one, two, "--jobs changes nothing in the JSON");
+    // Declared seeds too (a list among them), and the determinism check.
+    let declared = |jobs: &str| {
+        let out = lockstep(&[
+            "check",
+            s(&dir),
+            "--format",
+            "json",
+            "--check-determinism",
+            "--jobs",
+            jobs,
+        ]);
+        stdout(&out)
+    };
+    let (a, b) = (declared("1"), declared("2"));
+    let v: serde_json::Value = serde_json::from_str(&a).expect("json");
+    assert_eq!(v["scenarios"].as_array().map(Vec::len), Some(4), "{a}");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn filter_picks_scenarios_by_name_or_path_and_list_runs_nothing() {
+    let dir = small_suite("filter");
+    let out = lockstep(&["check", s(&dir), "--list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 4, "one line per scenario: {text}");
+    assert!(
+        text.contains("k1-gc-pause-unfenced") && text.contains("clean"),
+        "{text}"
+    );
+    // A substring of the name, of the path, and a glob.
+    for (filter, want) in [
+        ("gc-pause", 2),
+        ("c/k1", 1),
+        ("k1-*-unfenced", 2),
+        ("cl?an", 1),
+        ("d-*.toml", 1),
+    ] {
+        let out = lockstep(&["check", s(&dir), "--list", "--filter", filter]);
+        assert_eq!(out.status.code(), Some(0), "{filter}: {}", stderr(&out));
+        assert_eq!(
+            stdout(&out).lines().count(),
+            want,
+            "{filter}: {}",
+            stdout(&out)
+        );
+    }
+    let (code, v) = check_json(&[s(&dir), "--filter", "clean", "--seeds", "2"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["scenarios"].as_array().map(Vec::len), Some(1), "{v}");
+    let out = lockstep(&["check", s(&dir), "--filter", "nothing-like-this"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("nothing-like-this"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn the_table_fits_the_terminal_width_and_the_json_keeps_everything() {
+    let args = ["check", CATALOGUE, "--seeds", "1"];
+    for (columns, width) in [(Some("80"), 80), (None, 100), (Some("60"), 60)] {
+        let out = lockstep_columns(&args, columns);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        let table: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(['╭', '│', '├', '╰']))
+            .collect();
+        assert!(table.len() > 3, "{text}");
+        for l in &table {
+            assert!(l.chars().count() <= width, "{columns:?}: {l}");
+        }
+    }
+    let out = lockstep_columns(
+        &["check", CATALOGUE, "--seeds", "1", "--format", "json"],
+        Some("40"),
+    );
+    assert!(stdout(&out).contains(&format!("\"file\":\"{K1}\"")));
+}
+
+#[test]
+fn failures_say_whether_they_are_safety_liveness_or_unknown() {
+    let dir = suite_dir("classes");
+    write(&dir, "a-safety.toml", &k1_expecting_valid());
+    let k1 = std::fs::read_to_string(root().join(K1)).expect("K1");
+    write(
+        &dir,
+        "b-liveness.toml",
+        &k1.replace("[expect]", "[expect]\ngrants = { min = 1_000_000 }"),
+    );
+    let baseline = std::fs::read_to_string(root().join("scenarios/catalogue/redis-baseline.toml"))
+        .expect("baseline")
+        .replace("seed = 1", "seed = 1\nmax_events = 500");
+    write(&dir, "c-unknown.toml", &baseline);
+    let junit = dir.join("junit.xml");
+    let (code, v) = check_json(&[s(&dir), "--seeds", "2", "--junit", s(&junit)]);
+    assert_eq!(code, Some(1));
+    let classes: Vec<&str> = v["scenarios"]
+        .as_array()
+        .expect("scenarios")
+        .iter()
+        .map(|sc| sc["failures"][0]["class"].as_str().unwrap_or("none"))
+        .collect();
+    assert_eq!(classes, ["safety", "liveness", "unknown"], "{v}");
+    let xml = read_junit(&junit);
+    for class in ["safety", "liveness", "unknown"] {
+        assert!(xml.contains(&format!("type=\"{class}\"")), "{xml}");
+    }
+}
+
+#[test]
+fn every_new_flag_of_check_is_in_the_readme() {
+    crate::tidy::flags_are_in_the_readme("check", &["--jobs", "--filter", "--list"]);
 }

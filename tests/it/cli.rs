@@ -119,3 +119,131 @@ fn running_out_of_events_is_an_unknown_verdict_not_a_hang() {
     assert_eq!(v["verdict"], "unknown");
     assert_eq!(code, Some(1), "the baseline expects valid");
 }
+
+/// `lockstep ARGS` with extra environment and `stdin` as its standard input.
+fn lockstep_with(args: &[&str], env: &[(&str, &str)], stdin: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .env_remove("LOCKSTEP_SEED")
+        .envs(env.iter().copied())
+        .current_dir(crate::support::root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the lockstep binary runs");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    child.wait_with_output().expect("the lockstep binary ends")
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
+}
+
+#[test]
+fn lockstep_seed_chooses_the_seed_when_seed_is_not_given() {
+    let env = [("LOCKSTEP_SEED", "42")];
+    let o = lockstep_with(&["run", K1, "--format", "json"], &env, "");
+    assert_eq!(json(&o)["seed"], 42);
+    let o = lockstep_with(&["run", K1, "--format", "json", "--seed", "5"], &env, "");
+    assert_eq!(json(&o)["seed"], 5, "--seed wins");
+    for bad in ["x1", "-3", "18446744073709551616", ""] {
+        let o = lockstep_with(&["run", K1], &[("LOCKSTEP_SEED", bad)], "");
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        assert!(
+            stderr(&o).contains("LOCKSTEP_SEED"),
+            "{bad:?}: {}",
+            stderr(&o)
+        );
+        assert!(stdout(&o).is_empty());
+    }
+}
+
+#[test]
+fn run_dash_reads_the_scenario_from_stdin() {
+    let text = std::fs::read_to_string(crate::support::root().join(K1)).expect("K1");
+    let from_file = json(&lockstep_with(&["run", K1, "--format", "json"], &[], ""));
+    let o = lockstep_with(&["run", "-", "--format", "json"], &[], &text);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let from_stdin = json(&o);
+    assert_eq!(from_stdin["trace_hash"], from_file["trace_hash"]);
+    assert_eq!(from_stdin["file"], "<stdin>");
+    let o = lockstep_with(&["run", "-"], &[], "[scenario]\nname = 3\n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("<stdin>"), "{}", stderr(&o));
+}
+
+#[test]
+fn version_prints_the_version_and_the_commit() {
+    let o = lockstep(&["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with(&format!("lockstep {}", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    let git = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(crate::support::root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let commit = git.unwrap_or_else(|| "unknown".to_string());
+    assert!(text.contains(&format!("commit {commit}")), "{text}");
+}
+
+#[test]
+fn completions_are_generated_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "_lockstep()"),
+        ("zsh", "#compdef lockstep"),
+        ("fish", "complete -c lockstep"),
+    ] {
+        let o = lockstep(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(text.contains(marker), "{shell}: {text}");
+        assert!(text.contains("sweep") && text.contains("junit"), "{shell}");
+    }
+    assert_eq!(lockstep(&["completions", "cmd.exe"]).status.code(), Some(2));
+}
+
+#[test]
+fn a_miss_is_classed_safety_liveness_or_unknown_in_run_json() {
+    let (_, met) = json_of(&["run", K1, "--format", "json"]);
+    assert_eq!(met["miss"], serde_json::Value::Null);
+    let k1 = std::fs::read_to_string(crate::support::root().join(K1)).expect("K1");
+    let cases = [
+        (
+            "safety",
+            k1.replace("verdict = \"invalid\"", "verdict = \"valid\""),
+        ),
+        (
+            "liveness",
+            k1.replace("[expect]", "[expect]\ngrants = { min = 1_000_000 }"),
+        ),
+        (
+            "unknown",
+            k1.replace("seed = 1", "seed = 1\nmax_events = 500"),
+        ),
+    ];
+    for (class, text) in cases {
+        let path = temp_scenario(&format!("miss-{class}"), &text);
+        let (code, v) = json_of(&["run", path.to_str().expect("utf-8"), "--format", "json"]);
+        assert_eq!(code, Some(1), "{class}: {v}");
+        assert_eq!(v["miss"], class, "{v}");
+        let (_, sweep) = json_of(&[
+            "sweep",
+            path.to_str().expect("utf-8"),
+            "--seeds",
+            "2",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(sweep["failures"][0]["class"], class, "{sweep}");
+    }
+}

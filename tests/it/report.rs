@@ -369,7 +369,14 @@ fn a_bad_extension_or_an_unwritable_output_exits_2_and_writes_nothing() {
 fn the_sample_report_is_current_with_the_catalogue() {
     let seeds = 5;
     let inputs = report::load_inputs(&[PathBuf::from(CATALOGUE)]).expect("the catalogue loads");
-    let built = report::build(&inputs, ReportOptions { seeds: Some(seeds) }, |_| {});
+    let built = report::build(
+        &inputs,
+        ReportOptions {
+            seeds: Some(seeds),
+            ..ReportOptions::default()
+        },
+        |_| {},
+    );
     let script = std::fs::read_to_string(root().join("reports/sample/regenerate.sh"))
         .expect("reports/sample/regenerate.sh");
     assert!(
@@ -452,4 +459,40 @@ seeds = 2
     assert!(text.contains("map <&>"), "{text}");
     assert!(!html.contains("map <&>"));
     assert!(text.contains("0%") && text.contains("100%"), "{text}");
+}
+
+#[test]
+fn report_runs_on_jobs_threads_with_the_same_output_and_takes_filter_and_list() {
+    let dir = temp_dir("jobs");
+    let json = |jobs: &str| {
+        let out = dir.join(format!("r{jobs}.json"));
+        report_to(
+            &out,
+            &[CATALOGUE, "--seeds", "3", "--filter", "k1", "--jobs", jobs],
+        )
+    };
+    let one = json("1");
+    assert_eq!(one, json("2"), "--jobs changes nothing in the report");
+    let v: serde_json::Value = serde_json::from_str(&one).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter()
+            .all(|r| r["scenario"].as_str().is_some_and(|n| n.contains("k1"))),
+        "{v}"
+    );
+    // --list names what would run and needs no --out.
+    let o = lockstep(&["report", CATALOGUE, "--list", "--filter", "k1-gc-*"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains(K1), "{}", stdout(&o));
+    assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
+    assert!(
+        lockstep(&["report", CATALOGUE]).status.code() == Some(2),
+        "--out is needed to run"
+    );
+}
+
+#[test]
+fn every_new_flag_of_report_is_in_the_readme() {
+    crate::tidy::flags_are_in_the_readme("report", &["--jobs", "--filter", "--list"]);
 }
