@@ -258,4 +258,5 @@ pub fn run_report(file: &str, name: &str, result: &RunResult) -> RunReport {
         explanations,
     )
     .with_counters(Counter::list(&result.counters))
+    .with_unfired(result.unfired.clone())
 }
