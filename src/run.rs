@@ -175,6 +175,7 @@ fn unfired_of(
                 reached: u.reached,
                 lapsed_ms: u.lapsed.map(|t| ms(t.as_nanos())),
                 optional,
+                index: u.index,
             }
         })
         .collect()

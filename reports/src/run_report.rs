@@ -102,6 +102,9 @@ pub struct Unfired {
     pub lapsed_ms: Option<f64>,
     /// True when the file lets it not fire (`optional = true`), and for the chaos profile's.
     pub optional: bool,
+    /// Its place in the run's schedule, from 0.
+    #[serde(skip)]
+    pub index: usize,
 }
 
 impl Unfired {

@@ -334,3 +334,71 @@ fn each_familys_page_lists_exactly_the_marks_its_nodes_reach() {
         );
     }
 }
+
+#[test]
+fn check_fails_a_scenario_whose_trigger_did_not_fire_and_says_why() {
+    let text = format!(
+        "{}\n[expect]\nverdict = \"any\"\n",
+        with_fault(
+            REDIS,
+            r#"node = "client-1", mark = "granted", occurrence = 10_000"#
+        )
+    );
+    let path = temp_scenario("check-unfired", &text);
+    let out = lockstep(&["check", path.to_str().expect("utf-8"), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(json["passed"], false);
+    let unmet = &json["scenarios"][0]["failures"][0]["unmet"][0];
+    assert!(
+        unmet
+            .as_str()
+            .is_some_and(|u| u.starts_with("fault[0] never fired: client-1 reached `granted`")),
+        "{json}"
+    );
+    // Optional, the same scenario passes.
+    let optional = text.replace(
+        "occurrence = 10_000",
+        "occurrence = 10_000, optional = true",
+    );
+    let path = temp_scenario("check-unfired-optional", &optional);
+    let out = lockstep(&["check", path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn hunt_writes_no_trigger_that_did_not_fire() {
+    // K1 with a second trigger that never fires; a shrink cut short at one run keeps it, and
+    // the written file must still replay without a trigger that does not fire.
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/catalogue/k1-gc-pause-unfenced.toml");
+    let text = std::fs::read_to_string(&file).expect("K1").replace(
+        "[expect]",
+        "[[fault]]\non = { node = \"client-2\", mark = \"granted\", occurrence = 100_000, \
+         optional = true }\npause = { node = \"client-2\", for_ms = 10 }\n\n[expect]",
+    );
+    let scenario = lockstep::parse(&text, &file).expect("parses");
+    assert_eq!(scenario.faults.len(), 2);
+    let options = lockstep::hunt::HuntOptions {
+        from: 1,
+        seeds: 10,
+        jobs: 1,
+        max_tries: 1,
+    };
+    let found = match lockstep::hunt::hunt(&text, &file, &scenario, options) {
+        Ok(lockstep::hunt::Hunted::Found(found)) => found,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        found.shrunk.faults,
+        scenario.faults[..1],
+        "{:#?}",
+        found.shrunk
+    );
+    assert!(
+        found.replay.unfired.is_empty(),
+        "{:?}",
+        found.replay.unfired
+    );
+    assert!(found.replay.expected(), "{:?}", found.replay.unmet);
+}
