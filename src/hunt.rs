@@ -6,7 +6,9 @@
 //! depend on the number of threads. The schedule of that seed's run (the file's faults and
 //! what its chaos profile drew) is then shrunk with proptest ([`crate::shrink`]) against the
 //! same seed: fewer faults, smaller magnitudes, a shorter run, as long as the run still
-//! violates the scenario's property. The result is written back into the original file
+//! violates the scenario's property. The triggers that did not fire in the shrunk run are left
+//! out (a trigger that does not fire changes nothing in a run, and the written file's own
+//! triggers must fire). The result is written back into the original file
 //! ([`crate::scenario::write`]), without its chaos profile, and replayed from that text before
 //! it is handed out: a file `hunt` returns reproduces the violation.
 
@@ -91,8 +93,14 @@ pub fn hunt(
     let seed = options.from.wrapping_add(index);
     let original = scenario.schedule(seed);
     let mut fails = |s: &Schedule| violates(&run_schedule(scenario, seed, s, false));
-    let shrunk = shrink_to_fixpoint(&original, options.max_tries, &mut fails)
+    let mut shrunk = shrink_to_fixpoint(&original, options.max_tries, &mut fails)
         .map_err(|e| format!("seed {seed}: {e} (harness bug)"))?;
+    let unfired = run_schedule(scenario, seed, &shrunk.schedule, false).unfired;
+    let mut place = 0;
+    shrunk.schedule.faults.retain(|_| {
+        place += 1;
+        !unfired.iter().any(|u| u.index == place - 1)
+    });
     let names = scenario.node_names();
     let note = format!(
         "Written by `lockstep hunt` from {} (scenario {}), seed {seed}: {} of {} faults and {} of \

@@ -3,6 +3,8 @@
 use lockstep_check::{History, Property, Validity, Verdict, check};
 use lockstep_models::Observation;
 use lockstep_models::system::Ran;
+use lockstep_reports::Unfired;
+use lockstep_reports::format::ms;
 use lockstep_sim::{AppliedFault, Clocks, Outcome, Record, Time, TraceEntry, WorldConfig};
 
 /// A seed whose two runs differ (the reports crate's, as `check` and `sweep` report it).
@@ -37,6 +39,9 @@ pub struct RunResult {
     pub trace: Option<Vec<TraceEntry>>,
     /// The family's own counts, as `(name, value, per)` (`lockstep_models::family::Counter`).
     pub counters: Vec<(String, u64, Option<String>)>,
+    /// The faults placed on a mark that did not fire, in schedule order. Each of the file's
+    /// that is not optional is also in `unmet`.
+    pub unfired: Vec<Unfired>,
 }
 
 impl RunResult {
@@ -99,12 +104,14 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         observations,
         counters,
         fault_log,
+        unfired,
         initial_clocks,
         final_clocks,
         trace_hash,
         events,
         trace,
     } = scenario.system.run(config);
+    let unfired = unfired_of(scenario, schedule, &history.names, unfired);
     let verdict = check(&history, &scenario.check_options).unwrap_or_else(|e| {
         panic!("harness bug: the models recorded a history the checker rejects: {e}")
     });
@@ -113,10 +120,19 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         .map(|c| (c.name.to_string(), c.value, c.per.map(str::to_string)))
         .collect();
     let judged = verdict.get(scenario.expect.property);
-    let unmet = scenario.expect.unmet(&verdict);
+    let mut unmet = scenario.expect.unmet(&verdict);
+    unmet.extend(
+        unfired
+            .iter()
+            .filter(|u| !u.optional)
+            .map(Unfired::sentence),
+    );
+    // A trigger of the file that did not fire means the run did not test what the file
+    // placed: it cannot be judged (`unknown`) unless the verdict already missed.
     let miss = scenario
         .expect
-        .miss(&verdict, outcome != Outcome::Completed);
+        .miss(&verdict, outcome != Outcome::Completed)
+        .or_else(|| (!unmet.is_empty()).then_some(crate::expect::Miss::Unknown));
     let result = RunResult {
         seed,
         trace_hash,
@@ -130,6 +146,7 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         miss,
         trace,
         counters,
+        unfired,
     };
     KeptRun {
         result,
@@ -138,6 +155,39 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         final_clocks,
         observations,
     }
+}
+
+/// The unfired triggers of a run of `schedule`, named for the scenario: the schedule starts
+/// with the file's `[[fault]]` list when it is the scenario's own, followed by what the chaos
+/// profile drew (always optional); any other schedule (a shrink's) names its faults by place.
+fn unfired_of(
+    scenario: &Scenario,
+    schedule: &Schedule,
+    names: &[String],
+    unfired: Vec<lockstep_sim::Unfired>,
+) -> Vec<Unfired> {
+    let own = schedule.faults.starts_with(&scenario.faults);
+    let n = scenario.faults.len();
+    unfired
+        .into_iter()
+        .map(|u| {
+            let (fault, optional) = match (own, u.index.checked_sub(n)) {
+                (true, None) => (format!("fault[{}]", u.index), scenario.optional[u.index]),
+                (true, Some(k)) => (format!("chaos[{k}]"), true),
+                (false, _) => (format!("schedule[{}]", u.index), true),
+            };
+            Unfired {
+                fault,
+                node: names[u.node.index()].clone(),
+                mark: u.mark,
+                occurrence: u.occurrence,
+                reached: u.reached,
+                lapsed_ms: u.lapsed.map(|t| ms(t.as_nanos())),
+                optional,
+                index: u.index,
+            }
+        })
+        .collect()
 }
 
 /// The determinism check (`--check-determinism`): runs `first`'s seed of `scenario` again,

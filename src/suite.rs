@@ -391,4 +391,5 @@ pub fn run_report(file: &str, name: &str, result: &RunResult) -> RunReport {
     )
     .with_miss(result.miss)
     .with_counters(Counter::list(&result.counters))
+    .with_unfired(result.unfired.clone())
 }

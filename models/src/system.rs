@@ -11,7 +11,8 @@ use std::fmt::Debug;
 
 use lockstep_check::{Event, Fault as HistFault, FaultKind, History, NodeId as HistNode};
 use lockstep_sim::{
-    AppliedFault, Clocks, Dur, Fault, NodeId, Outcome, Record, TraceEntry, World, WorldConfig,
+    AppliedFault, Clocks, Dur, Fault, NodeId, Outcome, Record, TraceEntry, Unfired, World,
+    WorldConfig,
 };
 
 use crate::family::{Counter, Family, MarkSite, ResourceOf, Role, Tokens};
@@ -51,13 +52,17 @@ pub fn client_name(i: u32) -> String {
 pub const STORAGE: &str = "storage";
 
 /// The marks every workload client reaches: `granted`, `validity-checked` (before its write;
-/// the K1 window), `read-done` and `work-done`.
+/// the K1 window; only with `check_validity_before_write`), `read-done` and `work-done`.
 pub const WORKLOAD_MARKS: &[(&str, MarkSite)] = &[
     ("granted", MarkSite::Client),
     ("validity-checked", MarkSite::Client),
     ("read-done", MarkSite::Client),
     ("work-done", MarkSite::Client),
 ];
+
+/// The workload's mark right after its validity check, which it reaches only with
+/// `check_validity_before_write`.
+pub const VALIDITY_CHECKED: &str = "validity-checked";
 
 /// Every node of a system, in node-id order: the family's service nodes, then the storage
 /// (unless the service keeps the resource), then `client-1`, `client-2`, ...
@@ -136,9 +141,13 @@ impl<F: Family> SystemSpec<F> {
         nodes
     }
 
-    /// Every mark its nodes reach: the workload's, then the family's.
+    /// Every mark its nodes reach: the workload's (without `validity-checked` when the clients
+    /// skip the check), then the family's.
     pub fn marks(&self) -> Vec<(&'static str, MarkSite)> {
         let mut v = WORKLOAD_MARKS.to_vec();
+        if !self.workload.check_validity_before_write {
+            v.retain(|&(m, _)| m != VALIDITY_CHECKED);
+        }
         v.extend_from_slice(self.family.marks());
         v
     }
@@ -196,6 +205,8 @@ pub struct Ran {
     pub counters: Vec<CounterValue>,
     /// The faults the world applied, in order.
     pub fault_log: Vec<AppliedFault>,
+    /// The faults scheduled on a mark that never fired, in schedule order.
+    pub unfired: Vec<Unfired>,
     /// Each node's clocks before the run started, in node order.
     pub initial_clocks: Vec<Clocks>,
     /// Each node's clocks at the end, in node order.
@@ -287,6 +298,7 @@ impl<F: Family> System for SystemSpec<F> {
             counters: counters(self.family.counters(), &observations),
             observations,
             fault_log: world.fault_log().to_vec(),
+            unfired: world.unfired(),
             initial_clocks,
             final_clocks: clocks(&world),
             trace_hash: world.trace_hash(),

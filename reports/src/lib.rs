@@ -30,4 +30,4 @@ pub use compare::{
     Visuals,
 };
 pub use markdown::KEPT_EXPLANATIONS;
-pub use run_report::{Counter, FailoverMs, LatencyMs, RunReport, RunSource};
+pub use run_report::{Counter, FailoverMs, LatencyMs, RunReport, RunSource, Unfired};

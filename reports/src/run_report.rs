@@ -84,6 +84,56 @@ impl Counter {
     }
 }
 
+/// A fault placed on a mark that did not fire in the run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Unfired {
+    /// Which fault: `fault[i]` for the file's `i`-th `[[fault]]`, `chaos[k]` for the `k`-th
+    /// fault the chaos profile drew, `schedule[i]` in a schedule of another origin (a shrink).
+    pub fault: String,
+    /// The node whose mark it waited for.
+    pub node: String,
+    /// The mark.
+    pub mark: String,
+    /// The occurrence it waited for.
+    pub occurrence: u32,
+    /// How many times the node reached the mark in the run.
+    pub reached: u32,
+    /// When the trigger lapsed (`before_ms`), if the run got that far; null otherwise.
+    pub lapsed_ms: Option<f64>,
+    /// True when the file lets it not fire (`optional = true`), and for the chaos profile's.
+    pub optional: bool,
+    /// Its place in the run's schedule, from 0.
+    #[serde(skip)]
+    pub index: usize,
+}
+
+impl Unfired {
+    /// Why it did not fire, in a few words: `client-1 reached `granted` 3 times, not 5`.
+    pub fn why(&self) -> String {
+        let (node, mark, occurrence) = (&self.node, &self.mark, self.occurrence);
+        match (self.lapsed_ms, self.reached) {
+            (Some(at), _) => {
+                format!(
+                    "it lapsed at {at} ms, before occurrence {occurrence} of `{mark}` on {node}"
+                )
+            }
+            (None, 0) => format!("{node} never reached `{mark}`"),
+            (None, 1) => format!("{node} reached `{mark}` once, not {occurrence} times"),
+            (None, n) => format!("{node} reached `{mark}` {n} times, not {occurrence}"),
+        }
+    }
+
+    /// The sentence `unmet` gives it: `fault[2] never fired: ...`.
+    pub fn sentence(&self) -> String {
+        format!("{} never fired: {}", self.fault, self.why())
+    }
+
+    /// True for a fault the chaos profile drew.
+    pub fn drawn(&self) -> bool {
+        self.fault.starts_with("chaos[")
+    }
+}
+
 /// One judged run. Field by field in docs/report-format.md.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunReport {
@@ -149,6 +199,8 @@ pub struct RunReport {
     pub fairness: Option<f64>,
     /// The family's own counts (empty for families that keep none).
     pub counters: Vec<Counter>,
+    /// The faults placed on a mark that did not fire, in schedule order.
+    pub unfired: Vec<Unfired>,
     /// Every violation explained by the events involved.
     pub explanations: Vec<String>,
     /// A command that reproduces this run bit for bit.
@@ -220,6 +272,7 @@ impl RunReport {
             },
             fairness: l.fairness_ppm.map(|p| f64::from(p) / 1e6),
             counters: Vec::new(),
+            unfired: Vec::new(),
             explanations,
             reproduce,
             details: verdict,
@@ -235,6 +288,11 @@ impl RunReport {
     /// The same report with the family's counters.
     pub fn with_counters(self, counters: Vec<Counter>) -> RunReport {
         RunReport { counters, ..self }
+    }
+
+    /// The same report with the faults placed on a mark that did not fire.
+    pub fn with_unfired(self, unfired: Vec<Unfired>) -> RunReport {
+        RunReport { unfired, ..self }
     }
 
     /// The report as one line of JSON.

@@ -30,6 +30,21 @@ impl RunReport {
                 let _ = writeln!(out, "  - {e}");
             }
         }
+        let (drawn, own): (Vec<_>, Vec<_>) = self.unfired.iter().partition(|u| u.drawn());
+        if !own.is_empty() || !drawn.is_empty() {
+            let _ = writeln!(out, "\ndid not fire:");
+            for u in own {
+                let optional = if u.optional { " (optional)" } else { "" };
+                let _ = writeln!(out, "  - {}{optional}: {}", u.fault, u.why());
+            }
+            if !drawn.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  - {} of the faults the chaos profile placed on marks (optional)",
+                    drawn.len()
+                );
+            }
+        }
         let _ = writeln!(out);
         if self.expected {
             let _ = writeln!(

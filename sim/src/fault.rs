@@ -172,6 +172,24 @@ pub enum When {
     },
 }
 
+/// A fault scheduled on a mark that did not fire in a run: its node never reached the mark's
+/// `occurrence`-th time, or the trigger lapsed first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unfired {
+    /// Its place among the faults the world was given, from 0, in the order given.
+    pub index: usize,
+    /// The node whose code was to reach the mark.
+    pub node: NodeId,
+    /// The mark.
+    pub mark: String,
+    /// The occurrence that was to fire it.
+    pub occurrence: u32,
+    /// How many times the node reached the mark in the run.
+    pub reached: u32,
+    /// The trigger's lapse time, when the run got that far.
+    pub lapsed: Option<Time>,
+}
+
 /// A fault and when it happens.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ScheduledFault {

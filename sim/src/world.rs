@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{ClockKind, Clocks};
 use crate::env::{Env, EnvOf};
-use crate::fault::{AppliedFault, ScheduledFault, When};
+use crate::fault::{AppliedFault, ScheduledFault, Unfired, When};
 use crate::net::{LinkConfig, Links};
 use crate::rng::Rng;
 use crate::time::{LocalTime, Time};
@@ -350,6 +350,8 @@ impl<P: Process> World<P> {
             net_rng: Rng::fork(config.seed, "network"),
             fault_rng: Rng::fork(config.seed, "faults"),
             triggers: Vec::new(),
+            lapsed: Vec::new(),
+            scheduled: 0,
             fired: Vec::new(),
             fault_log: Vec::new(),
             history: Vec::new(),
@@ -383,6 +385,8 @@ impl<P: Process> World<P> {
                 "fault names unknown node {node:?}"
             );
         }
+        let index = self.core.scheduled;
+        self.core.scheduled += 1;
         match sf.when {
             When::At(t) => self
                 .core
@@ -394,6 +398,7 @@ impl<P: Process> World<P> {
                 before,
             } => {
                 self.core.triggers.push(Trigger {
+                    index,
                     node,
                     mark,
                     occurrence,
@@ -525,6 +530,32 @@ impl<P: Process> World<P> {
     /// Takes the recorded history out of the world.
     pub fn take_history(&mut self) -> Vec<Record<P::Event>> {
         std::mem::take(&mut self.core.history)
+    }
+
+    /// The faults scheduled on a mark that have not fired (so far, or at all once the run is
+    /// over), in the order they were scheduled: a trigger still waiting, or one that lapsed.
+    /// Reading them changes nothing in the run.
+    pub fn unfired(&self) -> Vec<Unfired> {
+        let mut unfired: Vec<Unfired> = self
+            .core
+            .triggers
+            .iter()
+            .chain(&self.core.lapsed)
+            .map(|t| Unfired {
+                index: t.index,
+                node: t.node,
+                mark: t.mark.clone(),
+                occurrence: t.occurrence,
+                reached: self.core.nodes[t.node.index()]
+                    .marks
+                    .iter()
+                    .find(|(m, _)| *m == t.mark)
+                    .map_or(0, |&(_, n)| n),
+                lapsed: t.before.filter(|&b| b <= self.core.now),
+            })
+            .collect();
+        unfired.sort_by_key(|u| u.index);
+        unfired
     }
 
     /// The faults applied so far, in order.

@@ -48,6 +48,10 @@ pub struct Scenario {
     pub links: Vec<(NodeId, NodeId, LinkConfig)>,
     /// The fault schedule.
     pub faults: Vec<ScheduledFault>,
+    /// For each of `faults`: true when it is triggered by a mark and may not fire
+    /// (`on.optional`); a run where any other trigger does not fire falls short of its
+    /// expectation.
+    pub optional: Vec<bool>,
     /// The chaos profile, which adds faults drawn from each run's seed.
     pub chaos: Option<Chaos>,
     /// What the run is expected to show.

@@ -281,6 +281,9 @@ pub(crate) struct TriggerSection {
     #[serde(default = "default_occurrence")]
     pub(crate) occurrence: u32,
     pub(crate) before_ms: Option<f64>,
+    /// The fault may not fire in a run: a run where it does not still meets its expectation.
+    #[serde(default)]
+    pub(crate) optional: bool,
 }
 
 fn default_occurrence() -> u32 {

@@ -18,3 +18,4 @@ mod sweep_cmd;
 mod sweepmap;
 mod tidy;
 mod timeline;
+mod triggers;

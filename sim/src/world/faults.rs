@@ -15,6 +15,8 @@ use crate::trace::TraceKind;
 
 /// A fault waiting for a node to reach a mark.
 pub(super) struct Trigger {
+    /// Its place among the faults scheduled, from 0.
+    pub(super) index: usize,
     pub(super) node: NodeId,
     pub(super) mark: String,
     pub(super) occurrence: u32,
@@ -95,9 +97,12 @@ impl<P: Process> Core<P> {
             let t = &self.triggers[i];
             if t.node == node && t.mark == mark && t.occurrence == count {
                 let t = self.triggers.remove(i);
-                // A lapsed trigger is gone without a trace: it changes nothing in the run.
+                // A lapsed trigger changes nothing in the run (it is neither hashed nor
+                // traced); it is kept only to be reported as unfired.
                 if t.before.is_none_or(|b| self.now < b) {
                     self.fired.push(t.fault);
+                } else {
+                    self.lapsed.push(t);
                 }
             } else {
                 i += 1;

@@ -119,6 +119,10 @@ pub(super) struct Core<P: Process> {
     pub(super) net_rng: Rng,
     pub(super) fault_rng: Rng,
     pub(super) triggers: Vec<Trigger>,
+    /// Triggers whose occurrence came after they lapsed: they fired nothing.
+    pub(super) lapsed: Vec<Trigger>,
+    /// Faults scheduled so far (timed or triggered): the next one's index.
+    pub(super) scheduled: usize,
     pub(super) fired: Vec<Fault>,
     pub(super) fault_log: Vec<AppliedFault>,
     pub(super) history: Vec<Record<P::Event>>,

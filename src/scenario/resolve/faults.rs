@@ -1,6 +1,8 @@
 //! `[[fault]]`: when each fault applies and what it does, its nodes resolved.
 
+use lockstep_models::family::{MarkSite, Role};
 use lockstep_models::keys::MAX_MS;
+use lockstep_models::system::{VALIDITY_CHECKED, WORKLOAD_MARKS};
 use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
 use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When};
 
@@ -23,12 +25,22 @@ pub(super) fn drift(r: &mut Resolver, path: &str, ppm: i64) -> i64 {
     ppm
 }
 
+/// The run's bounds, which a fault's time and trigger must fall within.
+#[derive(Clone, Copy)]
+pub(super) struct Bounds {
+    /// `scenario.duration_ms`.
+    pub(super) duration: Dur,
+    /// `scenario.max_events`.
+    pub(super) max_events: u64,
+}
+
 pub(super) fn fault(
     r: &mut Resolver,
     p: &str,
     f: &FaultSection,
-    duration: Dur,
+    bounds: Bounds,
 ) -> Option<ScheduledFault> {
+    let duration = bounds.duration;
     let when = match (f.at_ms, &f.on) {
         (Some(at), None) => {
             let at = r.ms(&format!("{p}.at_ms"), at);
@@ -48,10 +60,28 @@ pub(super) fn fault(
             let node = r.node(&format!("{p}.on.node"), &on.node);
             if on.mark.trim().is_empty() {
                 r.problems.push(format!("{p}.on.mark"), "must name a mark");
+            } else if let Some(node) = node {
+                reaches(r, &format!("{p}.on.mark"), node, &on.node, &on.mark);
             }
             if on.occurrence == 0 {
                 r.problems
                     .push(format!("{p}.on.occurrence"), "counts from 1");
+            } else if u64::from(on.occurrence) > bounds.max_events {
+                r.problems.push(
+                    format!("{p}.on.occurrence"),
+                    format!(
+                        "occurrence {} can never come: a run handles at most {} events \
+                         (scenario.max_events), and each reaches a mark at most once",
+                        on.occurrence, bounds.max_events
+                    ),
+                );
+            }
+            if on.before_ms == Some(0.0) {
+                r.problems.push(
+                    format!("{p}.on.before_ms"),
+                    "a trigger that lapses at 0 ms never fires; give a later time or leave \
+                     before_ms out",
+                );
             }
             // A lapse time at or after the end never applies, and is no error: a shrunk
             // run may end before its triggers would have lapsed.
@@ -77,6 +107,109 @@ pub(super) fn fault(
     };
     let fault = fault_action(r, p, f)?;
     Some(ScheduledFault { when, fault })
+}
+
+/// Checks that node `node` (named `name`) reaches `mark`; the problem, at `path`, names the
+/// marks it does reach and the closest of them when the mark looks misspelt.
+fn reaches(r: &mut Resolver, path: &str, node: NodeId, name: &str, mark: &str) {
+    let site = match r.roles[node.index()] {
+        Role::Client => Some(MarkSite::Client),
+        Role::Server => Some(MarkSite::Server),
+        Role::Coordinator { .. } | Role::Storage => None,
+    };
+    let at = |site: MarkSite| -> Vec<&'static str> {
+        r.marks
+            .iter()
+            .filter(|&&(_, s)| s == site)
+            .map(|&(m, _)| m)
+            .collect()
+    };
+    let here = site.map(at).unwrap_or_default();
+    if here.contains(&mark) {
+        return;
+    }
+    let family = r.family;
+    let who = |site: MarkSite| match site {
+        MarkSite::Client => "clients",
+        MarkSite::Server => "servers",
+    };
+    // The error's text is cut short and escaped where it is shown.
+    let head = format!("`{mark}` is not a mark {name} reaches");
+    let message = match site.filter(|_| !here.is_empty()) {
+        None => {
+            let all: Vec<String> = [MarkSite::Client, MarkSite::Server]
+                .into_iter()
+                .filter(|&s| !at(s).is_empty())
+                .map(|s| format!("{} reach {}", who(s), at(s).join(", ")))
+                .collect();
+            format!(
+                "{head}: {name} reaches no marks ({family} {})",
+                all.join("; ")
+            )
+        }
+        Some(site) => {
+            let list = format!("{family} {} reach: {}", who(site), here.join(", "));
+            let other = match site {
+                MarkSite::Client => MarkSite::Server,
+                MarkSite::Server => MarkSite::Client,
+            };
+            if at(other).contains(&mark) {
+                format!("{head}: only {} reach it; {list}", who(other))
+            } else if mark == VALIDITY_CHECKED
+                && site == MarkSite::Client
+                && WORKLOAD_MARKS.iter().any(|&(m, _)| m == mark)
+            {
+                format!(
+                    "{head}: clients skip the validity check \
+                     (workload.check_validity_before_write = false); {list}"
+                )
+            } else {
+                match closest(mark, &here) {
+                    Some(m) => format!("{head} (did you mean `{m}`?); {list}"),
+                    None => format!("{head}; {list}"),
+                }
+            }
+        }
+    };
+    r.problems.push(path, message);
+}
+
+/// The mark of `marks` nearest `mark` by edit distance (an adjacent swap counts as one edit),
+/// when it is close enough to be a typo: at most two edits, and fewer than half its length.
+fn closest<'a>(mark: &str, marks: &[&'a str]) -> Option<&'a str> {
+    marks
+        .iter()
+        .map(|&m| (distance(mark, m), m))
+        .filter(|&(d, m)| d <= 2 && 2 * d < m.chars().count())
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, m)| m)
+}
+
+/// The optimal string alignment distance between `a` and `b`: insertions, deletions,
+/// substitutions and swaps of adjacent characters.
+fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
@@ -343,4 +476,20 @@ fn partition(r: &mut Resolver, p: &str, x: &PartitionSection) -> Option<Fault> {
         mode,
         duration,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{closest, distance};
+
+    #[test]
+    fn a_swap_is_one_edit_and_only_close_marks_are_suggested() {
+        assert_eq!(distance("validity-chekced", "validity-checked"), 1);
+        assert_eq!(distance("granted", "grantde"), 1);
+        assert_eq!(distance("", "abc"), 3);
+        let marks = ["granted", "read-done", "work-done"];
+        assert_eq!(closest("grnted", &marks), Some("granted"));
+        assert_eq!(closest("lease-lost", &marks), None);
+        assert_eq!(closest("work-don", &marks), Some("work-done"));
+    }
 }

@@ -13,14 +13,14 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use lockstep_check::Options;
-use lockstep_models::family::Tokens;
+use lockstep_models::family::{MarkSite, Role, Tokens};
 use lockstep_models::keys::{Check, Problems};
 use lockstep_models::system::{Layout, System};
 use lockstep_sim::{NodeId, ScheduledFault};
 
 use self::chaos::chaos;
 use self::expect::expect;
-use self::faults::fault;
+use self::faults::{Bounds, fault};
 use self::network::{clocks, network};
 use self::seeds::seeds;
 use self::sweep::sweep;
@@ -34,6 +34,12 @@ pub(crate) struct Resolver {
     names: Vec<String>,
     /// The node groups a file may name (`clients`, `servers`, the family's own, `all`).
     groups: Vec<(&'static str, Vec<NodeId>)>,
+    /// Each node's role, by node id.
+    roles: Vec<Role>,
+    /// The marks the system's nodes reach, and where.
+    marks: Vec<(&'static str, MarkSite)>,
+    /// The family's name in sentences.
+    family: &'static str,
 }
 
 impl Resolver {
@@ -98,6 +104,9 @@ pub(crate) fn resolve<M>(
         check: Check::default(),
         names: Vec::new(),
         groups: Vec::new(),
+        roles: Vec::new(),
+        marks: Vec::new(),
+        family: "",
     };
     let s = &file.scenario;
     if s.name.trim().is_empty() {
@@ -113,13 +122,26 @@ pub(crate) fn resolve<M>(
     let layout: Layout = system.layout();
     r.names = layout.names();
     r.groups = layout.groups();
+    r.roles = layout.nodes.iter().map(|&(_, role)| role).collect();
+    r.marks = system.marks();
+    r.family = system.family_name();
     let (link, links) = network(&mut r, &file.network);
     let clocks = clocks(&mut r, &file.clock);
+    let bounds = Bounds {
+        duration,
+        max_events: s.max_events,
+    };
     let faults: Vec<ScheduledFault> = file
         .fault
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| fault(&mut r, &format!("fault[{i}]"), f, duration))
+        .filter_map(|(i, f)| fault(&mut r, &format!("fault[{i}]"), f, bounds))
+        .collect();
+    // Every fault resolved when there is no problem, so the flags line up with `faults`.
+    let optional = file
+        .fault
+        .iter()
+        .map(|f| f.on.as_ref().is_some_and(|on| on.optional))
         .collect();
     let chaos = file
         .chaos
@@ -155,6 +177,7 @@ pub(crate) fn resolve<M>(
         link,
         links,
         faults,
+        optional,
         chaos,
         expect,
         sweep,
