@@ -1,6 +1,6 @@
 //! `[[fault]]`: when each fault applies and what it does, its nodes resolved.
 
-use lockstep_models::keys::MAX_MS;
+use lockstep_models::keys::{MAX_EVENTS, MAX_MS};
 use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
 use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When};
 
@@ -49,10 +49,13 @@ pub(super) fn fault(
             if on.mark.trim().is_empty() {
                 r.problems.push(format!("{p}.on.mark"), "must name a mark");
             }
-            if on.occurrence == 0 {
-                r.problems
-                    .push(format!("{p}.on.occurrence"), "counts from 1");
-            }
+            // An occurrence past the event bound can never be reached.
+            r.count(
+                &format!("{p}.on.occurrence"),
+                u64::from(on.occurrence),
+                1,
+                MAX_EVENTS,
+            );
             // A lapse time at or after the end never applies, and is no error: a shrunk
             // run may end before its triggers would have lapsed.
             let before = on
