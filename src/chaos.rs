@@ -64,6 +64,11 @@ pub struct Chaos {
     pub max_duplicate_ppm: u32,
     /// Who the faults may strike.
     pub targets: Targets,
+    /// The most faults a schedule holds: drawing stops there. Each fault costs the run at
+    /// least an event, so the scenario's `max_events` bounds it (and its memory budget: a
+    /// longer schedule would be over it before the first event); a huge run's schedule
+    /// stays small, and a schedule within the bound is drawn exactly as without it.
+    pub max_faults: u64,
 }
 
 /// Relative weights of the fault kinds.
@@ -163,8 +168,8 @@ impl Chaos {
             min: Dur::ZERO,
             mean: self.mean_gap,
         };
-        let mut t = self.start + gap.sample(&mut rng);
-        while t < self.quiet_from {
+        let mut t = self.start.saturating_add(gap.sample(&mut rng));
+        while t < self.quiet_from && (faults.len() as u64) < self.max_faults {
             let kind = self.kind(&mut rng);
             // Room left before the quiet tail; every fault ends within it.
             let room = self.quiet_from - t;
@@ -188,7 +193,7 @@ impl Chaos {
                 None => When::At(t),
             };
             faults.push(ScheduledFault { when, fault });
-            t += gap.sample(&mut rng).max(Dur::from_nanos(1));
+            t = t.saturating_add(gap.sample(&mut rng).max(Dur::from_nanos(1)));
         }
         faults
     }

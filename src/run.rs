@@ -5,7 +5,11 @@ use lockstep_models::Observation;
 use lockstep_models::system::Ran;
 use lockstep_reports::Unfired;
 use lockstep_reports::format::ms;
-use lockstep_sim::{AppliedFault, Clocks, Outcome, Record, Time, TraceEntry, WorldConfig};
+use std::sync::Arc;
+
+use lockstep_sim::{
+    AppliedFault, Clocks, Dur, Interrupt, Outcome, Record, Time, TraceEntry, WorldConfig,
+};
 
 /// A seed whose two runs differ (the reports crate's, as `check` and `sweep` report it).
 pub use lockstep_reports::suite::Mismatch;
@@ -19,8 +23,10 @@ pub struct RunResult {
     pub seed: u64,
     /// The trace hash: equal for equal runs.
     pub trace_hash: u64,
-    /// Whether the run reached its end or its event bound.
+    /// Whether the run reached its end, or what stopped it.
     pub outcome: Outcome,
+    /// Why the run stopped before its end (events, memory or wall-clock budget), in words.
+    pub stopped: Option<String>,
     /// Events handled.
     pub events: u64,
     /// The history the checker judged.
@@ -94,6 +100,8 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
     let end = Time::ZERO + schedule.duration;
     let mut config = WorldConfig::new(seed, end, scenario.clocks.clone());
     config.max_events = scenario.max_events;
+    config.memory_budget = scenario.memory_budget;
+    config.interrupt = Some(wall_deadline(scenario.wall_budget));
     config.link = scenario.link.clone();
     config.links = scenario.links.clone();
     config.faults = schedule.faults.clone();
@@ -137,6 +145,7 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         seed,
         trace_hash,
         outcome,
+        stopped: stopped(scenario, outcome),
         events,
         history,
         verdict,
@@ -188,6 +197,39 @@ fn unfired_of(
             }
         })
         .collect()
+}
+
+/// The host's side of the wall-clock budget: an [`Interrupt`] that says stop once `budget`
+/// has passed since the run started. The world asks it between events and never lets it
+/// change an event, so a run it does not stop is the same run as without it.
+fn wall_deadline(budget: Dur) -> Interrupt {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the wall-clock budget of a run is read by the host between events, never by the run; a run it stops ends unknown and is reported as not reproducible"
+    )]
+    let start = std::time::Instant::now();
+    let budget = std::time::Duration::from_nanos(budget.as_nanos());
+    Interrupt(Arc::new(move || start.elapsed() >= budget))
+}
+
+/// Why a run stopped before its end, in words, or `None` when it reached it.
+pub fn stopped(scenario: &Scenario, outcome: Outcome) -> Option<String> {
+    match outcome {
+        Outcome::Completed => None,
+        Outcome::Exhausted { at } => Some(format!(
+            "ran out of events at {at} of true time (scenario.max_events = {})",
+            scenario.max_events
+        )),
+        Outcome::OverMemory { at, bytes } => Some(format!(
+            "over its memory budget at {at} of true time: about {} MB held (scenario.memory_budget_mb = {})",
+            bytes >> 20,
+            scenario.memory_budget >> 20
+        )),
+        Outcome::Interrupted { at } => Some(format!(
+            "over its wall-clock budget of {} (scenario.wall_budget_ms) at {at} of true time; where a run stops on wall time is not reproducible by seed",
+            scenario.wall_budget
+        )),
+    }
 }
 
 /// The determinism check (`--check-determinism`): runs `first`'s seed of `scenario` again,

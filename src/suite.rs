@@ -380,6 +380,12 @@ pub fn run_report(file: &str, name: &str, result: &RunResult) -> RunReport {
         complete: result.outcome == Outcome::Completed,
         events: result.events,
         end_ns: result.history.end_ns,
+        stopped: match result.outcome {
+            Outcome::OverMemory { .. } => Some("memory-budget"),
+            Outcome::Interrupted { .. } => Some("wall-budget"),
+            Outcome::Completed | Outcome::Exhausted { .. } => None,
+        }
+        .zip(result.stopped.clone()),
     };
     let explanations = result.verdict.explain(&result.history);
     RunReport::new(

@@ -7,9 +7,19 @@ use lockstep_sim::{Distribution, Dur};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-/// Longest duration a file may give: about 31 years, far beyond any run, and safe from
-/// overflow in nanoseconds.
-pub const MAX_MS: f64 = 1e12;
+/// Longest duration a file may give: 10^10 ms, about 115 days, far beyond any run. In
+/// nanoseconds it is 10^16, so a sum of a thousand such durations still fits in a `u64`
+/// (1.8 * 10^19): no accepted value brings true time near overflow.
+pub const MAX_MS: f64 = 1e10;
+
+/// The most events a run may be given (`scenario.max_events`): a thousand times more than
+/// the default. The memory budget (`scenario.memory_budget_mb`) bounds what they hold.
+pub const MAX_EVENTS: u64 = 1_000_000_000;
+
+/// The words of every range error: `2 is out of range: expected 0 to 1`.
+pub fn out_of_range(v: impl fmt::Display, lo: impl fmt::Display, hi: impl fmt::Display) -> String {
+    format!("{v} is out of range: expected {lo} to {hi}")
+}
 
 /// The problems found while a file is checked, in the order found, so that all of them are
 /// reported at once: each a key path (such as `fault[2].pause.node`) and a message.
@@ -58,10 +68,33 @@ impl Check {
         }
         if v > MAX_MS {
             self.problems
-                .push(path, format!("{v} ms is too long (at most {MAX_MS} ms)"));
+                .push(path, format!("{} ms", out_of_range(v, 0, MAX_MS)));
             return Dur::ZERO;
         }
         Dur::from_nanos((v * 1e6).round() as u64)
+    }
+
+    /// A whole number in `lo..=hi`; out of it, the problem is noted (with the range) and the
+    /// value clamped into it.
+    pub fn count<T>(&mut self, path: &str, v: T, lo: T, hi: T) -> T
+    where
+        T: Copy + Ord + fmt::Display,
+    {
+        if v < lo || v > hi {
+            self.problems.push(path, out_of_range(v, lo, hi));
+        }
+        v.clamp(lo, hi)
+    }
+
+    /// A number in `lo..=hi`; out of it (or not a number), the problem is noted (with the
+    /// range) and `lo` returned.
+    pub fn number(&mut self, path: &str, v: f64, lo: f64, hi: f64) -> f64 {
+        if (lo..=hi).contains(&v) {
+            v
+        } else {
+            self.problems.push(path, out_of_range(v, lo, hi));
+            lo
+        }
     }
 
     /// A positive duration in ms.

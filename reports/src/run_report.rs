@@ -22,6 +22,9 @@ pub struct RunSource {
     pub events: u64,
     /// True time the run reached, in ns.
     pub end_ns: u64,
+    /// What stopped the run before its end, other than its event bound: the outcome's name
+    /// (`memory-budget`, `wall-budget`) and the reason in words.
+    pub stopped: Option<(&'static str, String)>,
 }
 
 /// Acquire latency percentiles in milliseconds.
@@ -145,8 +148,12 @@ pub struct RunReport {
     pub seed: u64,
     /// The trace hash, as 16 hex digits.
     pub trace_hash: String,
-    /// `completed`, or `exhausted` when the event bound cut the run short.
+    /// `completed`; `exhausted` when the event bound cut the run short, `memory-budget` or
+    /// `wall-budget` when a budget did.
     pub outcome: &'static str,
+    /// Why the run stopped before its end, in words, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     /// Events handled.
     pub events: u64,
     /// Simulated true time, in ms.
@@ -232,11 +239,12 @@ impl RunReport {
             file: source.file,
             seed: source.seed,
             trace_hash: format!("{:016x}", source.trace_hash),
-            outcome: if source.complete {
-                "completed"
-            } else {
-                "exhausted"
+            outcome: match &source.stopped {
+                Some((name, _)) => name,
+                None if source.complete => "completed",
+                None => "exhausted",
             },
+            stopped: source.stopped.as_ref().map(|(_, why)| why.clone()),
             events: source.events,
             simulated_ms: ms(source.end_ns),
             property,

@@ -21,6 +21,9 @@ impl RunReport {
             "seed       {}   trace {}   {} events, {}",
             self.seed, self.trace_hash, self.events, self.outcome
         );
+        if let Some(why) = &self.stopped {
+            let _ = writeln!(out, "stopped    {why}");
+        }
         let _ = writeln!(out, "reproduce  {}", self.reproduce);
         let _ = writeln!(out);
         let _ = writeln!(out, "{}", self.verdict_table());

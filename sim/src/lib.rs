@@ -32,5 +32,6 @@ pub use rng::Rng;
 pub use time::{Dur, LocalTime, Time};
 pub use trace::{TraceEntry, TraceKind};
 pub use world::{
-    Ctx, NodeConfig, NodeId, Outcome, Process, Record, Status, TimerId, World, WorldConfig,
+    Ctx, Interrupt, NodeConfig, NodeId, Outcome, Process, Record, Status, TimerId, World,
+    WorldConfig,
 };

@@ -21,6 +21,7 @@ mod queue;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +118,50 @@ pub enum Outcome {
         /// True time of the last event handled.
         at: Time,
     },
+    /// The run's estimate of the memory it holds ([`World::memory_estimate`]) passed its
+    /// budget at this true time: deterministic, like the event bound.
+    OverMemory {
+        /// True time of the last event handled.
+        at: Time,
+        /// The estimate, in bytes, when it was found over the budget.
+        bytes: u64,
+    },
+    /// The host's [`Interrupt`] stopped the run at this true time (a wall-clock budget): not
+    /// a function of the seed, so another run of the same seed may end elsewhere.
+    Interrupted {
+        /// True time of the last event handled.
+        at: Time,
+    },
+}
+
+/// A question the world asks its host every [`CHECK_EVERY`] events: stop now? The host's
+/// answer may depend on anything (a wall-clock deadline); the run's events never do, so a
+/// run that is not stopped is the same run as without it.
+#[derive(Clone)]
+pub struct Interrupt(pub Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Interrupt")
+    }
+}
+
+/// How often (in queue entries taken) the world checks its memory budget and asks its
+/// [`Interrupt`].
+pub const CHECK_EVERY: u64 = 1024;
+
+/// The fixed sizes [`World::memory_estimate`] counts, in bytes: about what each takes on a
+/// 64-bit platform with its allocation.
+pub mod memory {
+    /// A pending event (a queue entry and its action, a message with its payload), or a held
+    /// or deferred message.
+    pub const EVENT: u64 = 128;
+    /// A timer slot.
+    pub const TIMER: u64 = 48;
+    /// A fault waiting for its mark, or one in the fault log.
+    pub const FAULT: u64 = 128;
+    /// A history record or an observation.
+    pub const RECORD: u64 = 96;
 }
 
 /// One node's setup.
@@ -166,6 +211,10 @@ pub struct WorldConfig {
     pub nodes: Vec<NodeConfig>,
     /// The fault schedule.
     pub faults: Vec<ScheduledFault>,
+    /// The most bytes the run may hold by [`World::memory_estimate`] before it is cut off.
+    pub memory_budget: u64,
+    /// Asked every [`CHECK_EVERY`] events whether to stop (the host's wall-clock budget).
+    pub interrupt: Option<Interrupt>,
 }
 
 /// 2026-01-01T00:00:00Z in Unix nanoseconds: the default wall epoch.
@@ -184,6 +233,8 @@ impl WorldConfig {
             links: Vec::new(),
             nodes,
             faults: Vec::new(),
+            memory_budget: u64::MAX,
+            interrupt: None,
         }
     }
 }
@@ -361,6 +412,9 @@ impl<P: Process> World<P> {
             events: 0,
             end: config.end,
             max_events: config.max_events,
+            memory_budget: config.memory_budget,
+            interrupt: config.interrupt,
+            polls: 0,
         };
         for i in 0..n {
             core.push(
@@ -426,6 +480,19 @@ impl<P: Process> World<P> {
             if self.core.events >= self.core.max_events {
                 return Outcome::Exhausted { at: self.core.now };
             }
+            if self.core.polls % CHECK_EVERY == 0 {
+                let bytes = self.memory_estimate();
+                if bytes > self.core.memory_budget {
+                    return Outcome::OverMemory {
+                        at: self.core.now,
+                        bytes,
+                    };
+                }
+                if self.core.interrupt.as_ref().is_some_and(|i| (i.0)()) {
+                    return Outcome::Interrupted { at: self.core.now };
+                }
+            }
+            self.core.polls += 1;
             let entry = self.core.queue.pop().expect("peeked");
             let action = self.core.actions[entry.slot as usize]
                 .take()
@@ -500,6 +567,25 @@ impl<P: Process> World<P> {
     /// Events handled so far.
     pub fn events(&self) -> u64 {
         self.core.events
+    }
+
+    /// What the run holds, in bytes, as the memory budget counts it: pending events, timers,
+    /// held and deferred messages, waiting triggers, the history, the observations and the
+    /// fault log, each at a fixed size. Fixed sizes (not `size_of`, not the allocator) make it
+    /// a function of the run alone, the same on every platform and build. The models' own
+    /// state is not counted, nor the readable trace (keeping it must not change a run).
+    pub fn memory_estimate(&self) -> u64 {
+        let c = &self.core;
+        let held: usize = c.held.values().map(VecDeque::len).sum();
+        let deferred: usize = c.nodes.iter().map(|n| n.deferred.len()).sum();
+        let n = |len: usize, bytes: u64| (len as u64).saturating_mul(bytes);
+        n(c.queue.len(), memory::EVENT)
+            .saturating_add(n(c.timers.len(), memory::TIMER))
+            .saturating_add(n(held + deferred, memory::EVENT))
+            .saturating_add(n(c.triggers.len(), memory::FAULT))
+            .saturating_add(n(c.history.len(), memory::RECORD))
+            .saturating_add(n(c.observations.len(), memory::RECORD))
+            .saturating_add(n(c.fault_log.len(), memory::FAULT))
     }
 
     /// The trace hash so far: equal for equal runs, different for any change to what happened.

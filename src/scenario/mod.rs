@@ -38,6 +38,12 @@ pub struct Scenario {
     pub seeds: Seeds,
     /// The most events a run may handle; running out makes the verdict `unknown`.
     pub max_events: u64,
+    /// The most bytes a run may hold, as the world estimates them
+    /// (`lockstep_sim::World::memory_estimate`); over it, the verdict is `unknown`.
+    pub memory_budget: u64,
+    /// The most wall-clock time a run may take; over it, the verdict is `unknown` and the
+    /// run is not reproducible by its seed.
+    pub wall_budget: Dur,
     /// The lock system, of the family its file names.
     pub system: Arc<dyn System>,
     /// Per node: name and clock setup, in node-id order.

@@ -139,6 +139,18 @@ pub(crate) struct ScenarioSection {
     #[serde(default = "default_max_events")]
     pub(crate) max_events: u64,
     pub(crate) seeds: Option<SeedsSpec>,
+    #[serde(default = "default_memory_budget_mb")]
+    pub(crate) memory_budget_mb: u64,
+    #[serde(default = "default_wall_budget_ms")]
+    pub(crate) wall_budget_ms: f64,
+}
+
+pub(crate) fn default_memory_budget_mb() -> u64 {
+    1_024
+}
+
+fn default_wall_budget_ms() -> f64 {
+    600_000.0
 }
 
 fn default_seed() -> u64 {

@@ -259,7 +259,7 @@ recovers = true
     let err = stderr(&out);
     for want in [
         "chaos.on_mark: must be a probability between 0 and 1, not 1.5",
-        "chaos.faults_per_minute: must be greater than 0",
+        "chaos.faults_per_minute: 0 is out of range: expected 0.001 to 10000",
         "chaos.max_drift_ppm: must be between 0 and",
         "chaos.quiet_tail_ms: must be at least chaos.liveness_ms (5000 ms)",
     ] {

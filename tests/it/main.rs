@@ -1,6 +1,7 @@
 //! Integration tests of the `lockstep` package: one binary, one module per subject.
 
 mod architecture;
+mod bounds;
 mod catalogue;
 mod chaos;
 mod check_cmd;

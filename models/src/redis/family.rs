@@ -14,7 +14,7 @@ use super::{
     RedisServerConfig, Release, Renew, SavePoint, Sentinel, SentinelConfig, Timer, WaitConfig,
 };
 use crate::family::{numbered, Family, Fencing, Role, Tokens};
-use crate::keys::{Check, ClockName, DistSpec, NoKeys};
+use crate::keys::{Check, ClockName, DistSpec, MAX_MS, NoKeys};
 use crate::lock::NoResource;
 
 /// The Redis family's settings.
@@ -37,6 +37,12 @@ const SENTINELS: &str = "sentinels";
 const MAX_REPLICAS: u32 = 16;
 /// Most sentinels a scenario may ask for.
 const MAX_SENTINELS: u32 = 15;
+/// Longest `save` interval, in seconds: the longest duration a file may give.
+const MAX_SAVE_SECONDS: f64 = MAX_MS / 1000.0;
+/// Most changes a `save` point may wait for.
+const MAX_SAVE_CHANGES: f64 = 1e12;
+/// Most attempts an acquisition may be given (`acquire_tries`; 0 is without end).
+pub(crate) const MAX_TRIES: u32 = 1_000_000;
 
 /// The `[model]` keys of `kind = "redis"`.
 #[derive(Debug, Deserialize)]
@@ -219,26 +225,30 @@ impl ServerKeys<'_> {
                         "needs at least one [seconds, changes] pair (persistence = \"none\" saves nothing)",
                     );
                 }
-                let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 1e12;
+                let whole = |v: f64| v.is_finite() && v.fract() == 0.0;
                 let save = points
                     .iter()
                     .enumerate()
                     .map(|(i, &[seconds, changes])| {
-                        if !whole(seconds) {
+                        if !whole(seconds) || !(0.0..=MAX_SAVE_SECONDS).contains(&seconds) {
                             check.problems.push(
                                 format!("model.save[{i}][0]"),
-                                format!("seconds must be a whole number ≥ 0, not {seconds}"),
+                                format!(
+                                    "seconds must be a whole number from 0 to {MAX_SAVE_SECONDS}, not {seconds}"
+                                ),
                             );
                         }
-                        if !whole(changes) || changes < 1.0 {
+                        if !whole(changes) || !(1.0..=MAX_SAVE_CHANGES).contains(&changes) {
                             check.problems.push(
                                 format!("model.save[{i}][1]"),
-                                format!("changes must be a whole number ≥ 1, not {changes}"),
+                                format!(
+                                    "changes must be a whole number from 1 to {MAX_SAVE_CHANGES}, not {changes}"
+                                ),
                             );
                         }
                         SavePoint {
-                            seconds: seconds.clamp(0.0, 1e12) as u64,
-                            changes: changes.clamp(0.0, 1e12) as u64,
+                            seconds: seconds.clamp(0.0, MAX_SAVE_SECONDS) as u64,
+                            changes: changes.clamp(1.0, MAX_SAVE_CHANGES) as u64,
                         }
                     })
                     .collect();
@@ -271,7 +281,7 @@ impl RedisKeys {
         if self.replicas > MAX_REPLICAS {
             check.problems.push(
                 "model.replicas",
-                format!("must be at most {MAX_REPLICAS}, not {}", self.replicas),
+                format!("must be between 0 and {MAX_REPLICAS}, not {}", self.replicas),
             );
             return 0;
         }
@@ -300,7 +310,7 @@ impl RedisKeys {
         if count > MAX_SENTINELS {
             check.problems.push(
                 "model.sentinels",
-                format!("must be at most {MAX_SENTINELS}, not {count}"),
+                format!("must be between 0 and {MAX_SENTINELS}, not {count}"),
             );
             return None;
         }
@@ -449,7 +459,7 @@ impl Family for Redis {
                 "model.retry_delay_ms",
                 k.retry_delay_ms.unwrap_or(DistSpec::Uniform(50.0, 250.0)),
             ),
-            acquire_tries: k.acquire_tries.unwrap_or(0),
+            acquire_tries: check.count("model.acquire_tries", k.acquire_tries.unwrap_or(0), 0, MAX_TRIES),
             drift_factor_ppm,
         };
         Redis {

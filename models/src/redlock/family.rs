@@ -6,9 +6,10 @@ use serde::Deserialize;
 
 use super::{Flavour, RedlockClient, RedlockConfig};
 use crate::family::{numbered, Family, Fencing, MarkSite, Role, Tokens};
-use crate::keys::{Check, ClockName, DistSpec, MAX_MS, NoKeys};
+use crate::keys::{Check, ClockName, DistSpec, MAX_MS, NoKeys, out_of_range};
 use crate::lock::NoResource;
 use crate::redis::family::{
+    MAX_TRIES,
     CrashLosesName, PersistenceName, RenewSpec, ServerKeys, default_drift_factor, describe_server,
     drift_factor_ppm,
 };
@@ -89,7 +90,7 @@ fn whole_ms_range(check: &mut Check, path: &str, spec: DistSpec) -> (u64, u64) {
     if !whole(lo) || !whole(hi) || lo > hi {
         check.problems.push(
             path,
-            format!("must be whole milliseconds with lo <= hi, not [{lo}, {hi}]"),
+            format!("must be whole milliseconds from 0 to {MAX_MS} with lo <= hi, not [{lo}, {hi}]"),
         );
         return (0, 0);
     }
@@ -145,11 +146,16 @@ impl Family for Redlock {
         }
         if let Some(tries) = k.acquire_tries {
             if tries == 0 {
+                check.problems.push(
+                    "model.acquire_tries",
+                    format!("Redlock needs at least 1 try (expected 1 to {MAX_TRIES})"),
+                );
+            } else if tries > MAX_TRIES {
                 check
                     .problems
-                    .push("model.acquire_tries", "Redlock needs at least 1 try");
+                    .push("model.acquire_tries", out_of_range(tries, 1, MAX_TRIES));
             }
-            client.tries = tries.max(1);
+            client.tries = tries.clamp(1, MAX_TRIES);
         }
         client.drift_factor_ppm = drift_factor_ppm;
         client.elapsed_check = k.elapsed_check.unwrap_or(true);

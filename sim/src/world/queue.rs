@@ -133,6 +133,10 @@ pub(super) struct Core<P: Process> {
     pub(super) events: u64,
     pub(super) end: Time,
     pub(super) max_events: u64,
+    pub(super) memory_budget: u64,
+    pub(super) interrupt: Option<super::Interrupt>,
+    /// Queue entries taken so far: the budgets are checked every `CHECK_EVERY` of them.
+    pub(super) polls: u64,
 }
 
 /// Trace codes folded into the hash ahead of each event's own data.

@@ -74,6 +74,14 @@ fn profile_defaults(name: &str) -> Option<ProfileDefaults> {
     }
 }
 
+/// The range of `chaos.faults_per_minute`.
+const MIN_FAULTS_PER_MINUTE: f64 = 0.001;
+const MAX_FAULTS_PER_MINUTE: f64 = 10_000.0;
+/// Most occurrences of a mark a drawn fault may wait for (`chaos.max_occurrence`).
+const MAX_OCCURRENCE: u32 = 1_000_000;
+/// Largest weight of a fault kind (`chaos.weights.*`).
+const MAX_WEIGHT: u32 = 1_000_000;
+
 /// The names `[chaos] profile` takes.
 pub(crate) const PROFILES: &[&str] = &["default"];
 
@@ -85,6 +93,7 @@ pub(super) fn chaos(
     duration: Dur,
     system: &dyn System,
     layout: &Layout,
+    max_faults: u64,
 ) -> Option<Chaos> {
     let ttl_ms = system.ttl().as_nanos() as f64 / 1e6;
     let name = c.profile.as_deref().unwrap_or("default");
@@ -133,28 +142,36 @@ pub(super) fn chaos(
             ),
         );
     }
-    let rate = c.faults_per_minute.unwrap_or(d.faults_per_minute);
-    let mean_gap = if rate.is_finite() && rate > 0.0 && rate <= 600_000.0 {
-        Dur::from_nanos((60e9 / rate).round() as u64)
-    } else {
-        r.problems.push(
-            "chaos.faults_per_minute",
-            format!("must be greater than 0 and at most 600000, not {rate}"),
-        );
-        Dur::from_secs(1)
-    };
+    // A mean gap from 6 ms to 16.7 hours: never zero, and far from overflowing true time.
+    let rate = r.number(
+        "chaos.faults_per_minute",
+        c.faults_per_minute.unwrap_or(d.faults_per_minute),
+        MIN_FAULTS_PER_MINUTE,
+        MAX_FAULTS_PER_MINUTE,
+    );
+    let mean_gap = Dur::from_nanos((60e9 / rate).round() as u64);
     let on_mark_ppm = r.probability("chaos.on_mark", c.on_mark.unwrap_or(d.on_mark));
-    let max_occurrence = c.max_occurrence.unwrap_or(d.max_occurrence);
-    if max_occurrence == 0 {
-        r.problems.push("chaos.max_occurrence", "counts from 1");
-    }
+    let max_occurrence = r.count(
+        "chaos.max_occurrence",
+        c.max_occurrence.unwrap_or(d.max_occurrence),
+        1,
+        MAX_OCCURRENCE,
+    );
     let w = c.weights.as_ref();
+    let mut weight = |key: &str, v: Option<u32>, default: u32| {
+        r.count(
+            &format!("chaos.weights.{key}"),
+            v.unwrap_or(default),
+            0,
+            MAX_WEIGHT,
+        )
+    };
     let weights = Weights {
-        partition: w.and_then(|w| w.partition).unwrap_or(d.weights[0]),
-        pause: w.and_then(|w| w.pause).unwrap_or(d.weights[1]),
-        crash: w.and_then(|w| w.crash).unwrap_or(d.weights[2]),
-        clock: w.and_then(|w| w.clock).unwrap_or(d.weights[3]),
-        network: w.and_then(|w| w.network).unwrap_or(d.weights[4]),
+        partition: weight("partition", w.and_then(|w| w.partition), d.weights[0]),
+        pause: weight("pause", w.and_then(|w| w.pause), d.weights[1]),
+        crash: weight("crash", w.and_then(|w| w.crash), d.weights[2]),
+        clock: weight("clock", w.and_then(|w| w.clock), d.weights[3]),
+        network: weight("network", w.and_then(|w| w.network), d.weights[4]),
     };
     let pause = r.dist("chaos.pause_ms", c.pause_ms.unwrap_or(d.pause_ms));
     let partition = r.dist(
@@ -192,7 +209,7 @@ pub(super) fn chaos(
         liveness,
         mean_gap,
         on_mark_ppm,
-        max_occurrence: max_occurrence.max(1),
+        max_occurrence,
         weights,
         pause,
         partition,
@@ -206,5 +223,6 @@ pub(super) fn chaos(
         max_loss_ppm,
         max_duplicate_ppm,
         targets: Targets::of(layout, system.marks()),
+        max_faults,
     })
 }

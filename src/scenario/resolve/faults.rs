@@ -1,7 +1,7 @@
 //! `[[fault]]`: when each fault applies and what it does, its nodes resolved.
 
 use lockstep_models::family::{MarkSite, Role};
-use lockstep_models::keys::MAX_MS;
+use lockstep_models::keys::{MAX_EVENTS, MAX_MS};
 use lockstep_models::system::{VALIDITY_CHECKED, WORKLOAD_MARKS};
 use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
 use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When};
@@ -63,10 +63,14 @@ pub(super) fn fault(
             } else if let Some(node) = node {
                 reaches(r, &format!("{p}.on.mark"), node, &on.node, &on.mark);
             }
-            if on.occurrence == 0 {
-                r.problems
-                    .push(format!("{p}.on.occurrence"), "counts from 1");
-            } else if u64::from(on.occurrence) > bounds.max_events {
+            // An occurrence past the event bound can never be reached.
+            let occurrence = r.count(
+                &format!("{p}.on.occurrence"),
+                u64::from(on.occurrence),
+                1,
+                MAX_EVENTS,
+            );
+            if occurrence > bounds.max_events {
                 r.problems.push(
                     format!("{p}.on.occurrence"),
                     format!(

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use lockstep_check::Options;
 use lockstep_models::family::{MarkSite, Role, Tokens};
-use lockstep_models::keys::{Check, Problems};
+use lockstep_models::keys::{Check, MAX_EVENTS, Problems, out_of_range};
 use lockstep_models::system::{Layout, System};
 use lockstep_sim::{NodeId, ScheduledFault};
 
@@ -27,6 +27,9 @@ use self::sweep::sweep;
 pub(crate) use self::system::workload;
 use super::Scenario;
 use super::schema::{File, Names};
+
+/// The largest `scenario.memory_budget_mb`: a terabyte.
+const MAX_MEMORY_MB: u64 = 1 << 20;
 
 /// The checks of values (through `Deref` to [`Check`]) and the resolution of node names.
 pub(crate) struct Resolver {
@@ -114,9 +117,30 @@ pub(crate) fn resolve<M>(
     }
     let duration = r.positive_ms("scenario.duration_ms", s.duration_ms);
     if s.max_events == 0 {
-        r.problems
-            .push("scenario.max_events", "must be greater than 0");
+        r.problems.push(
+            "scenario.max_events",
+            format!("must be greater than 0 (at most {MAX_EVENTS})"),
+        );
+    } else if s.max_events > MAX_EVENTS {
+        r.problems.push(
+            "scenario.max_events",
+            out_of_range(s.max_events, 1, MAX_EVENTS),
+        );
     }
+    let memory_budget_mb = r.count(
+        "scenario.memory_budget_mb",
+        s.memory_budget_mb,
+        1,
+        MAX_MEMORY_MB,
+    );
+    let memory_budget = memory_budget_mb * (1 << 20);
+    let wall_budget = r.positive_ms("scenario.wall_budget_ms", s.wall_budget_ms);
+    // A chaos profile stops drawing where the run could no longer reach its faults (each
+    // costs at least an event) or would be over its memory budget before its first event.
+    let max_faults = s.max_events.min(
+        memory_budget / lockstep_sim::world::memory::EVENT.min(lockstep_sim::world::memory::FAULT)
+            + 1,
+    );
     let seeds = seeds(&mut r, s.seeds.as_ref(), s.seed);
     let system = system(&mut r);
     let layout: Layout = system.layout();
@@ -146,7 +170,7 @@ pub(crate) fn resolve<M>(
     let chaos = file
         .chaos
         .as_ref()
-        .and_then(|c| chaos(&mut r, c, duration, &*system, &layout));
+        .and_then(|c| chaos(&mut r, c, duration, &*system, &layout, max_faults));
     let mut expect = expect(&file.expect);
     match (&chaos, file.expect.recovers) {
         (Some(c), None | Some(true)) => expect.recovery = Some(c.liveness),
@@ -167,6 +191,8 @@ pub(crate) fn resolve<M>(
         seed: s.seed,
         seeds,
         max_events: s.max_events,
+        memory_budget,
+        wall_budget,
         check_options: Options {
             tokens_monotonic: system.tokens() == Tokens::Ordered { monotonic: true },
             quiet_from_ns: chaos.as_ref().map(|c| c.quiet_from.as_nanos()),

@@ -35,8 +35,10 @@ pub(super) fn seeds(r: &mut Resolver, spec: Option<&SeedsSpec>, seed: u64) -> Se
         }
         Some(&SeedsSpec::Range { from, count }) => {
             if count == 0 {
-                r.problems
-                    .push("scenario.seeds.count", "must be greater than 0");
+                r.problems.push(
+                    "scenario.seeds.count",
+                    format!("must be greater than 0 (at most {MAX_SEEDS})"),
+                );
             } else if count > MAX_SEEDS {
                 r.problems.push(
                     "scenario.seeds.count",
