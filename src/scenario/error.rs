@@ -83,6 +83,17 @@ impl fmt::Display for ScenarioError {
     }
 }
 
+/// The key path of a serde error in the file's terms: empty for the file as a whole, and
+/// without the TOML reader's own key for a date (`$__toml_private_datetime`), which names a
+/// date given where a table is expected.
+pub(crate) fn key_path(path: &serde_path_to_error::Path) -> String {
+    let key = path.to_string();
+    let key = key
+        .replace(".$__toml_private_datetime", "")
+        .replace("$__toml_private_datetime", "");
+    if key == "." { String::new() } else { key }
+}
+
 /// The longest stretch of a value shown in an error: a longer one is cut, with its length.
 const SHOWN: usize = 40;
 

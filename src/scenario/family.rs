@@ -154,8 +154,7 @@ fn without_keys(text: &str, section: &str, keys: &[&str]) -> Option<String> {
 /// A file read from a table (whose line numbers are gone).
 fn from_table<T: DeserializeOwned>(table: toml::Value, path: &Path) -> Result<T, ScenarioError> {
     serde_path_to_error::deserialize(table).map_err(|e| {
-        let key = e.path().to_string();
-        let key = if key == "." { String::new() } else { key };
+        let key = super::error::key_path(e.path());
         ScenarioError::one(path, &key, None, e.inner().message().to_string())
     })
 }

@@ -261,8 +261,7 @@ fn deserialize<T: serde::de::DeserializeOwned>(
     })?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let line = e.inner().span().map(|s| line_of(text, s.start));
-        let key = e.path().to_string();
-        let key = if key == "." { String::new() } else { key };
+        let key = error::key_path(e.path());
         ScenarioError::one(path, &key, line, e.inner().message().to_string())
     })
 }
