@@ -213,8 +213,20 @@ fn default_storage_timeout() -> f64 {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct StorageSection {
     pub(crate) mode: Option<String>,
-    #[serde(flatten)]
+    #[serde(flatten, deserialize_with = "not_a_date")]
     pub(crate) keys: toml::Table,
+}
+
+/// The keys of `[storage]` besides `mode`. A date given as the whole section reaches the
+/// flattened keys as the TOML reader's own one-key table: refused as a date.
+fn not_a_date<'de, D: Deserializer<'de>>(d: D) -> Result<toml::Table, D::Error> {
+    let keys = toml::Table::deserialize(d)?;
+    if keys.contains_key("$__toml_private_datetime") {
+        return Err(de::Error::custom(
+            "a date or time is not a value this key takes",
+        ));
+    }
+    Ok(keys)
 }
 
 #[derive(Debug, Deserialize)]

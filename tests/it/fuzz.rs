@@ -41,3 +41,14 @@ fn a_date_where_a_table_is_expected_is_named_by_its_key_alone() {
         "fuzzed.toml:1: scenario: a date or time is not a value this key takes"
     );
 }
+
+/// A date given as `[storage]` was taken for a table with one key, the TOML reader's own
+/// (`storage.$__toml_private_datetime`).
+#[test]
+fn a_date_as_the_storage_section_is_refused_as_one() {
+    let e = error_of(&format!("storage = 1979-05-27T07:32:00Z\n{BASE}"));
+    assert_eq!(
+        e,
+        "fuzzed.toml:1: storage: a date or time is not a value this key takes"
+    );
+}
