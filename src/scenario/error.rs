@@ -152,6 +152,8 @@ pub(crate) fn plain(message: &str) -> String {
         .replace("unknown variant", "unknown value")
         .replace(" as i128", "")
         .replace("integer number overflowed", "the number is too large")
+        // A whole number past the largest TOML integer (`9223372036854775808`).
+        .replace("u64 value was too large", "the number is too large")
         .replace("expected u64", "expected a whole number ≥ 0")
         .replace("expected u32", "expected a whole number ≥ 0")
         .replace("expected i64", "expected a whole number")

@@ -1033,3 +1033,11 @@ fn a_date_as_the_storage_section_is_refused_as_one() {
         "fuzzed.toml:1: storage: a date or time is not a value this key takes"
     );
 }
+
+/// A whole number past the largest TOML integer was refused in the reader's words (`u64
+/// value was too large`).
+#[test]
+fn a_number_past_the_largest_integer_is_too_large_in_plain_words() {
+    let e = error_of(&BASE.replace("ttl_ms = 1_000", "ttl_ms = 9223372036854775808"));
+    assert_eq!(e, "fuzzed.toml:8: model.ttl_ms: the number is too large");
+}
