@@ -97,11 +97,17 @@ impl Check {
         }
     }
 
-    /// A positive duration in ms.
+    /// A positive duration in ms: at least the simulator's nanosecond, so that it never
+    /// rounds to zero.
     pub fn positive_ms(&mut self, path: &str, v: f64) -> Dur {
         let d = self.ms(path, v);
         if v == 0.0 {
             self.problems.push(path, "must be greater than 0");
+        } else if v > 0.0 && v <= MAX_MS && d == Dur::ZERO {
+            self.problems.push(
+                path,
+                format!("must be at least a nanosecond (0.000001), not {v}"),
+            );
         }
         d
     }

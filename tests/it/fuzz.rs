@@ -1041,3 +1041,17 @@ fn a_number_past_the_largest_integer_is_too_large_in_plain_words() {
     let e = error_of(&BASE.replace("ttl_ms = 1_000", "ttl_ms = 9223372036854775808"));
     assert_eq!(e, "fuzzed.toml:8: model.ttl_ms: the number is too large");
 }
+
+/// A positive duration shorter than the simulator's nanosecond loaded as zero: a ZooKeeper or
+/// etcd `tick_ms = 1e-9` then panicked in the run (`Rng::below(0)`, drawing a first tick).
+#[test]
+fn a_duration_below_a_nanosecond_is_refused_not_rounded_to_zero() {
+    for kind in ["zookeeper", "etcd"] {
+        let text = BASE.replace("\"redis\"", &format!("\"{kind}\"\ntick_ms = 1e-9"));
+        let e = error_of(&text);
+        assert_eq!(
+            e,
+            "fuzzed.toml: model.tick_ms: must be at least a nanosecond (0.000001), not 0.000000001"
+        );
+    }
+}

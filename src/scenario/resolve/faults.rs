@@ -1,7 +1,7 @@
 //! `[[fault]]`: when each fault applies and what it does, its nodes resolved.
 
 use lockstep_models::family::{MarkSite, Role};
-use lockstep_models::keys::{MAX_EVENTS, MAX_MS};
+use lockstep_models::keys::MAX_EVENTS;
 use lockstep_models::system::{VALIDITY_CHECKED, WORKLOAD_MARKS};
 use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
 use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When};
@@ -369,16 +369,8 @@ fn clock_strobe(r: &mut Resolver, p: &str, x: &ClockStrobeSection) -> Option<Fau
         );
     }
     // Positive, and still so in whole nanoseconds.
-    let mut at_least_1ns = |key: &str, v: f64| {
-        let path = format!("{p}.{key}");
-        let d = r.positive_ms(&path, v);
-        if d == Dur::ZERO && v > 0.0 && v <= MAX_MS {
-            r.problems.push(path, "must be at least a nanosecond");
-        }
-        d
-    };
-    let period = at_least_1ns("period_ms", x.period_ms);
-    let duration = at_least_1ns("for_ms", x.for_ms);
+    let period = r.positive_ms(&format!("{p}.period_ms"), x.period_ms);
+    let duration = r.positive_ms(&format!("{p}.for_ms"), x.for_ms);
     if period == Dur::ZERO || duration == Dur::ZERO {
         return None; // The problem is noted.
     }
