@@ -954,8 +954,8 @@ struct Tally {
     bounds: Vec<(String, String)>,
 }
 
-/// The distinct ways `found` went wrong (the file named `FILE`, numbers as `N`), and the
-/// first three cases in full.
+/// The distinct ways `found` went wrong (the file named `FILE`, numbers as `N`) with how
+/// often, and the first three cases in full.
 fn summary(found: &[(String, String)], file: &str) -> String {
     let mut ways: Vec<String> = found
         .iter()
@@ -969,7 +969,11 @@ fn summary(found: &[(String, String)], file: &str) -> String {
         })
         .collect();
     ways.sort();
-    ways.dedup();
+    let mut counted: Vec<String> = Vec::new();
+    for way in ways.chunk_by(|a, b| a == b) {
+        counted.push(format!("{} × {}", way.len(), way[0]));
+    }
+    let ways = counted;
     let first: Vec<String> = found
         .iter()
         .take(3)
