@@ -15,7 +15,7 @@ use crate::scenario::schema::{ClockStrobeSection, FaultSection, ModeName, Partit
 const MAX_STROBE_STEPS: u64 = 1_000_000;
 
 pub(super) fn drift(r: &mut Resolver, path: &str, ppm: i64) -> i64 {
-    if ppm.abs() > MAX_DRIFT_PPM {
+    if ppm.unsigned_abs() > MAX_DRIFT_PPM.unsigned_abs() {
         r.problems.push(
             path,
             format!("must be within ±{MAX_DRIFT_PPM} ppm, not {ppm}"),
