@@ -8,6 +8,7 @@ use lockstep_sim::{AppliedFault, Clocks, Outcome, Record, Time, TraceEntry, Worl
 /// A seed whose two runs differ (the reports crate's, as `check` and `sweep` report it).
 pub use lockstep_reports::suite::Mismatch;
 
+use crate::expect::RecoveryBound;
 use crate::scenario::{Scenario, Schedule};
 
 /// What one run produced.
@@ -35,6 +36,9 @@ pub struct RunResult {
     pub trace: Option<Vec<TraceEntry>>,
     /// The family's own counts, as `(name, value, per)` (`lockstep_models::family::Counter`).
     pub counters: Vec<(String, u64, Option<String>)>,
+    /// The time this run allows from the faults stopping to the next grant, when its scenario
+    /// expects recovery.
+    pub recovery_bound: Option<RecoveryBound>,
 }
 
 impl RunResult {
@@ -111,7 +115,16 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         .map(|c| (c.name.to_string(), c.value, c.per.map(str::to_string)))
         .collect();
     let judged = verdict.get(scenario.expect.property);
-    let unmet = scenario.expect.unmet(&verdict);
+    let recovery_bound = scenario.expect.recovery.map(|liveness| {
+        RecoveryBound::of(
+            scenario,
+            liveness,
+            &fault_log,
+            &initial_clocks,
+            end.as_nanos(),
+        )
+    });
+    let unmet = scenario.expect.unmet(&verdict, recovery_bound.as_ref());
     let result = RunResult {
         seed,
         trace_hash,
@@ -124,6 +137,7 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         unmet,
         trace,
         counters,
+        recovery_bound,
     };
     KeptRun {
         result,
