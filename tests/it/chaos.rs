@@ -560,3 +560,18 @@ verdict = "any"
         ["expected a grant within 20s of the faults stopping, got none"]
     );
 }
+
+/// Seed 9711 of `scenarios/chaos/zookeeper-unfenced.toml`: client-1 restarts and connects to
+/// zk-1 with connection number 1 again; zk-2 still sends a watch event for the old process's
+/// session on its old connection 1. The client took it as message 19 of its new connection,
+/// and dropped zk-1's real message 19 (its create's reply) as a duplicate: it waited for that
+/// reply forever and the lock was never granted again. Bytes from another server are not on
+/// the client's connection.
+#[test]
+fn a_restarted_zookeeper_client_takes_no_reply_from_its_old_processs_server() {
+    let path = root().join("scenarios/chaos/zookeeper-unfenced.toml");
+    let s = load(&path).unwrap_or_else(|e| panic!("{e}")).scenario;
+    let r = run(&s, 9711, false);
+    let rec = r.verdict.liveness.recovery.expect("recovery measured");
+    assert!(rec.after_ns().is_some(), "{:?}", r.unmet);
+}
