@@ -575,3 +575,22 @@ fn a_restarted_zookeeper_client_takes_no_reply_from_its_old_processs_server() {
     let rec = r.verdict.liveness.recovery.expect("recovery measured");
     assert!(rec.after_ns().is_some(), "{:?}", r.unmet);
 }
+
+/// Seed 1102 of `scenarios/chaos/zookeeper-unfenced.toml`: zk-3, the leader, is paused with
+/// client-2's create queued; client-2 moves to zk-1, whose read misses the node when the
+/// create is applied at the resume, creates a second one and waits behind its own orphan
+/// for as long as its session lives. That is ZooKeeper's and Curator's behaviour, so the
+/// ZooKeeper chaos scenarios do not promise recovery, and the seed meets its expectation.
+#[test]
+fn zookeeper_chaos_promises_no_recovery_behind_an_orphaned_lock_node() {
+    let path = root().join("scenarios/chaos/zookeeper-unfenced.toml");
+    let s = load(&path).unwrap_or_else(|e| panic!("{e}")).scenario;
+    let r = run(&s, 1102, false);
+    let rec = r.verdict.liveness.recovery.expect("recovery measured");
+    assert_eq!(
+        rec.after_ns(),
+        None,
+        "the orphan blocks the lock to the end"
+    );
+    assert!(r.expected(), "{:?}", r.unmet);
+}
