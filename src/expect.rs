@@ -4,7 +4,10 @@ use std::fmt;
 
 use lockstep_check::{Property, Validity, Verdict};
 pub use lockstep_reports::suite::Miss;
-use lockstep_sim::Dur;
+use lockstep_sim::{AppliedFault, Clocks, Dur};
+
+use crate::scenario::Scenario;
+use crate::timeline::wall_fall;
 
 /// A count of the verdict a scenario can bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +64,95 @@ pub struct Expect {
     /// Bounds `min..=max` on counts.
     pub bounds: Vec<(Count, u64, Option<u64>)>,
     /// With a chaos profile: the lock is granted again within this long of the faults
-    /// stopping (the start of the quiet tail).
+    /// stopping (the start of the quiet tail), the profile's liveness, plus what the faults
+    /// of each run add to it ([`RecoveryBound`]).
     pub recovery: Option<Dur>,
+}
+
+/// The time one chaos run allows from the faults stopping to the next grant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveryBound {
+    /// The bound.
+    pub bound: Dur,
+    /// Why it is longer than the profile's liveness, as a phrase; `None` when it is the
+    /// liveness.
+    pub why: Option<String>,
+    /// The bound reaches past the end of the run: a run with no grant in its quiet tail
+    /// ended before it could miss it.
+    pub past_end: bool,
+}
+
+impl RecoveryBound {
+    /// The bound of a run of `scenario` whose recovery must come within `liveness`, from the
+    /// faults the run applied (`log`), its nodes' clocks at the start, and its end.
+    ///
+    /// A family whose grants time out on the wall clocks of some of its nodes
+    /// (`System::expiry_wall_clocks`: a Redis key's deadline on its server's wall clock) keeps
+    /// a grant longer when such a clock falls: a deadline set at the clock's highest reading
+    /// before the quiet tail lies that much further away once it has fallen. So the bound is
+    /// the liveness plus the largest fall of one of those clocks, from its highest offset
+    /// before the tail to its lowest after (forward steps before the tail count against the
+    /// backward ones; a strobe over by then counts nothing).
+    pub fn of(
+        scenario: &Scenario,
+        liveness: Dur,
+        log: &[AppliedFault],
+        initial: &[Clocks],
+        end_ns: u64,
+    ) -> RecoveryBound {
+        let Some(quiet_ns) = scenario.chaos.as_ref().map(|c| c.quiet_from.as_nanos()) else {
+            return RecoveryBound {
+                bound: liveness,
+                why: None,
+                past_end: false,
+            };
+        };
+        let past_end = |bound: Dur| quiet_ns.saturating_add(bound.as_nanos()) > end_ns;
+        let plain = RecoveryBound {
+            bound: liveness,
+            why: None,
+            past_end: past_end(liveness),
+        };
+        let fallen = scenario
+            .system
+            .expiry_wall_clocks()
+            .into_iter()
+            .filter_map(|n| {
+                let clocks = initial.get(n.index())?;
+                Some((wall_fall(n, clocks, log, quiet_ns, end_ns), n))
+            })
+            .max_by_key(|&(fall, n)| (fall, std::cmp::Reverse(n)));
+        match fallen {
+            Some((fall, node)) if fall > 0 => {
+                let fall = Dur::from_nanos(fall);
+                let name = scenario
+                    .clocks
+                    .get(node.index())
+                    .map_or("?", |c| c.name.as_str());
+                let bound = liveness.saturating_add(fall);
+                RecoveryBound {
+                    bound,
+                    past_end: past_end(bound),
+                    why: Some(format!(
+                        "liveness {liveness} + {fall}: the wall clock of {name}, on which {} \
+                         times grants out, fell that far from its highest reading before the \
+                         faults stopped",
+                        scenario.system.family_name()
+                    )),
+                }
+            }
+            _ => plain,
+        }
+    }
+
+    /// True when a run whose first grant in the quiet tail came `after_ns` after its start
+    /// (`None`: no grant) missed the bound.
+    pub fn missed(&self, after_ns: Option<u64>) -> bool {
+        match after_ns {
+            Some(ns) => ns > self.bound.as_nanos(),
+            None => !self.past_end,
+        }
+    }
 }
 
 impl Count {
@@ -77,8 +167,13 @@ impl Expect {
     /// budget); `None` when it meets the expectation. A run cut short whose verdict is not the
     /// one expected is `unknown`; then any safety expectation missed is `safety`; the rest
     /// (grants, recovery) is `liveness`.
-    pub fn miss(&self, verdict: &Verdict, exhausted: bool) -> Option<Miss> {
-        if self.unmet(verdict).is_empty() {
+    pub fn miss(
+        &self,
+        verdict: &Verdict,
+        recovery: Option<&RecoveryBound>,
+        exhausted: bool,
+    ) -> Option<Miss> {
+        if self.unmet(verdict, recovery).is_empty() {
             return None;
         }
         let got = verdict.get(self.property);
@@ -98,7 +193,8 @@ impl Expect {
     }
 
     /// Every way `verdict` falls short of the expectation, as sentences; empty when it meets it.
-    pub fn unmet(&self, verdict: &Verdict) -> Vec<String> {
+    /// `recovery` is the run's recovery bound, when the scenario expects recovery.
+    pub fn unmet(&self, verdict: &Verdict, recovery: Option<&RecoveryBound>) -> Vec<String> {
         let mut unmet = Vec::new();
         let got = verdict.get(self.property);
         if let Some(want) = self.verdict.filter(|&want| want != got) {
@@ -118,15 +214,17 @@ impl Expect {
                 _ => {}
             }
         }
-        if let Some(bound) = self.recovery {
-            match verdict.liveness.recovery.map(|r| r.after_ns()) {
-                Some(Some(ns)) if ns <= bound.as_nanos() => {}
-                Some(Some(ns)) => unmet.push(format!(
-                    "expected a grant within {bound} of the faults stopping, got one after {}",
+        if let Some(rb @ RecoveryBound { bound, why, .. }) = recovery {
+            let why = why.as_ref().map_or(String::new(), |w| format!(" ({w})"));
+            let after = verdict.liveness.recovery.and_then(|r| r.after_ns());
+            match after {
+                _ if !rb.missed(after) => {}
+                Some(ns) => unmet.push(format!(
+                    "expected a grant within {bound} of the faults stopping{why}, got one after {}",
                     Dur::from_nanos(ns)
                 )),
                 _ => unmet.push(format!(
-                    "expected a grant within {bound} of the faults stopping, got none"
+                    "expected a grant within {bound} of the faults stopping{why}, got none"
                 )),
             }
         }

@@ -270,7 +270,7 @@ pub fn build_observed(
         let i = which(position);
         let (index, l, _) = &scenarios[i];
         let (tally, failing) = &mut rows[i];
-        tally.add(&l.scenario, &r);
+        tally.add(&r);
         if r.judged == Validity::Invalid && failing.len() < KEPT_FAILING {
             failing.push(failing_seed(*index, &files[i], &l.scenario, r));
         }
@@ -322,7 +322,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, scenario: &Scenario, r: &RunResult) {
+    fn add(&mut self, r: &RunResult) {
         let v = &r.verdict;
         self.seeds += 1;
         if r.expected() {
@@ -364,10 +364,10 @@ impl Tally {
             if let Some(after) = rec.after_ns() {
                 self.recovery.add(after);
             }
-            let late = scenario
-                .expect
-                .recovery
-                .is_some_and(|bound| rec.after_ns().is_none_or(|a| a > bound.as_nanos()));
+            let late = r
+                .recovery_bound
+                .as_ref()
+                .is_some_and(|b| b.missed(rec.after_ns()));
             self.recovery_late += u64::from(late);
         }
     }
@@ -485,7 +485,7 @@ pub fn scenario_row(
     let mut failing = Vec::new();
     for seed in list {
         let r = run(s, seed, false);
-        tally.add(s, &r);
+        tally.add(&r);
         if r.judged == Validity::Invalid && failing.len() < KEPT_FAILING {
             failing.push(failing_seed(index, &file, s, r));
         }

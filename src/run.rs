@@ -14,6 +14,7 @@ use lockstep_sim::{
 /// A seed whose two runs differ (the reports crate's, as `check` and `sweep` report it).
 pub use lockstep_reports::suite::Mismatch;
 
+use crate::expect::RecoveryBound;
 use crate::scenario::{Scenario, Schedule};
 
 /// What one run produced.
@@ -48,6 +49,9 @@ pub struct RunResult {
     /// The faults placed on a mark that did not fire, in schedule order. Each of the file's
     /// that is not optional is also in `unmet`.
     pub unfired: Vec<Unfired>,
+    /// The time this run allows from the faults stopping to the next grant, when its scenario
+    /// expects recovery.
+    pub recovery_bound: Option<RecoveryBound>,
 }
 
 impl RunResult {
@@ -128,7 +132,16 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         .map(|c| (c.name.to_string(), c.value, c.per.map(str::to_string)))
         .collect();
     let judged = verdict.get(scenario.expect.property);
-    let mut unmet = scenario.expect.unmet(&verdict);
+    let recovery_bound = scenario.expect.recovery.map(|liveness| {
+        RecoveryBound::of(
+            scenario,
+            liveness,
+            &fault_log,
+            &initial_clocks,
+            end.as_nanos(),
+        )
+    });
+    let mut unmet = scenario.expect.unmet(&verdict, recovery_bound.as_ref());
     unmet.extend(
         unfired
             .iter()
@@ -139,7 +152,11 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
     // placed: it cannot be judged (`unknown`) unless the verdict already missed.
     let miss = scenario
         .expect
-        .miss(&verdict, outcome != Outcome::Completed)
+        .miss(
+            &verdict,
+            recovery_bound.as_ref(),
+            outcome != Outcome::Completed,
+        )
         .or_else(|| (!unmet.is_empty()).then_some(crate::expect::Miss::Unknown));
     let result = RunResult {
         seed,
@@ -156,6 +173,7 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         trace,
         counters,
         unfired,
+        recovery_bound,
     };
     KeptRun {
         result,

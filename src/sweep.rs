@@ -620,10 +620,9 @@ impl Work<'_> {
                 token_order: u64::from(v.token_order.count > 0),
                 exhausted: u64::from(exhausted),
                 no_recovery: u64::from(
-                    scenario
-                        .expect
-                        .recovery
-                        .is_some_and(|bound| !recovered_within(v, bound)),
+                    r.recovery_bound
+                        .as_ref()
+                        .is_some_and(|b| b.missed(v.liveness.recovery.and_then(|r| r.after_ns()))),
                 ),
             },
             grants: v.liveness.grants,
@@ -633,14 +632,6 @@ impl Work<'_> {
             mismatch,
         }
     }
-}
-
-/// True when the run's lock was granted within `bound` of its quiet tail's start.
-fn recovered_within(v: &lockstep_check::Verdict, bound: lockstep_sim::Dur) -> bool {
-    v.liveness
-        .recovery
-        .and_then(|r| r.after_ns())
-        .is_some_and(|ns| ns <= bound.as_nanos())
 }
 
 /// Why summaries cannot be merged. Each names the inputs (as given to [`merge`]).

@@ -260,6 +260,37 @@ fn clock_points(
     (points, segments)
 }
 
+/// How far `node`'s wall clock falls behind where it stood: its highest offset from true time
+/// up to `until_ns`, less its lowest from then to `end_ns`, in nanoseconds (0 when it never
+/// falls). Replayed from the fault log as the timeline's clock lines are, so a step back
+/// counts net of the forward steps after it before `until_ns`, and a strobe that ends before
+/// then counts nothing.
+pub(crate) fn wall_fall(
+    node: NodeId,
+    initial: &Clocks,
+    log: &[AppliedFault],
+    until_ns: u64,
+    end_ns: u64,
+) -> u64 {
+    let (_, segments) = clock_points(node, initial, 0, log, end_ns);
+    let offset =
+        |c: &Clocks, t: u64| i128::from(c.wall(Time::from_nanos(t)).as_nanos()) - i128::from(t);
+    let (mut high, mut low) = (i128::MIN, i128::MAX);
+    // Offsets are linear within a segment: its ends bound it.
+    for (i, (start, clocks)) in segments.iter().enumerate() {
+        let next = segments.get(i + 1).map_or(end_ns, |s| s.0).max(*start);
+        if *start <= until_ns {
+            let to = next.min(until_ns);
+            high = high.max(offset(clocks, *start)).max(offset(clocks, to));
+        }
+        if next >= until_ns {
+            let from = (*start).max(until_ns);
+            low = low.min(offset(clocks, from)).min(offset(clocks, next));
+        }
+    }
+    u64::try_from(high.saturating_sub(low)).unwrap_or(0)
+}
+
 /// The earliest true time, not before `from_ns`, at which the node's `kind` clock reads at
 /// least `local`; `None` if not before the end of the last segment's reach (never).
 fn when(segments: &Segments, kind: ClockKind, local: i64, from_ns: u64) -> u64 {

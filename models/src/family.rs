@@ -170,6 +170,14 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     /// How long a grant lasts without renewal: the lock's TTL, the session's lease or timeout
     /// (`ttl_ms`). Chaos judges recovery against it.
     fn ttl(&self) -> Dur;
+    /// The roles of its nodes whose wall clocks time its grants out (a Redis key expires on
+    /// its server's wall clock): a backward step of such a clock keeps a crashed holder's
+    /// grant that much longer, so a chaos run allows that much more for recovery. Empty, the
+    /// default, when grants time out on monotonic clocks only (an etcd lease, a ZooKeeper
+    /// session on its leader's ticks).
+    fn expiry_wall_clocks(&self) -> &'static [Role] {
+        &[]
+    }
     /// Its counters, in the order a report lists them.
     fn counters(&self) -> &'static [Counter] {
         &[]

@@ -233,6 +233,9 @@ pub trait System: Debug + Send + Sync {
     fn tokens(&self) -> Tokens;
     /// How long a grant lasts without renewal ([`Family::ttl`]).
     fn ttl(&self) -> Dur;
+    /// The nodes whose wall clocks time its grants out ([`Family::expiry_wall_clocks`]), in
+    /// id order.
+    fn expiry_wall_clocks(&self) -> Vec<NodeId>;
     /// The label reports give it.
     fn describe(&self) -> SystemLabel;
     /// Runs a world of it under `config` (whose nodes are [`System::layout`]'s).
@@ -262,6 +265,11 @@ impl<F: Family> System for SystemSpec<F> {
 
     fn ttl(&self) -> Dur {
         self.family.ttl()
+    }
+
+    fn expiry_wall_clocks(&self) -> Vec<NodeId> {
+        let roles = self.family.expiry_wall_clocks();
+        self.layout().with(|r| roles.contains(&r))
     }
 
     fn describe(&self) -> SystemLabel {

@@ -540,6 +540,14 @@ impl Family for Redis {
         self.client.ttl
     }
 
+    fn expiry_wall_clocks(&self) -> &'static [Role] {
+        // A key's deadline is on its server's `expiry_clock` (`mstime()` by default).
+        match self.server.expiry_clock {
+            ClockKind::Wall => &[Role::Server],
+            ClockKind::Mono => &[],
+        }
+    }
+
     fn describe(&self) -> Vec<String> {
         let client = &self.client;
         let mut p = vec![if self.replicas == 0 {

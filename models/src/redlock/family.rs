@@ -1,7 +1,7 @@
 //! The Redlock family: one lock over independent Redis instances named `redis-1`,
 //! `redis-2`, ... (docs/scenarios.md, `redlock`).
 
-use lockstep_sim::{Dur, Distribution, NodeId};
+use lockstep_sim::{ClockKind, Dur, Distribution, NodeId};
 use serde::Deserialize;
 
 use super::{Flavour, RedlockClient, RedlockConfig};
@@ -211,6 +211,14 @@ impl Family for Redlock {
 
     fn ttl(&self) -> Dur {
         self.client.ttl
+    }
+
+    fn expiry_wall_clocks(&self) -> &'static [Role] {
+        // A key's deadline is on its server's `expiry_clock` (`mstime()` by default).
+        match self.server.expiry_clock {
+            ClockKind::Wall => &[Role::Server],
+            ClockKind::Mono => &[],
+        }
     }
 
     fn describe(&self) -> Vec<String> {

@@ -754,10 +754,13 @@ impl LockClient for ZooKeeperLock {
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,
-        _from: NodeId,
+        from: NodeId,
         msg: Msg,
     ) -> Option<LockSignal> {
         match msg {
+            // A connection is to one server: what another sends (to this process's earlier
+            // incarnation, whose connections had the same numbers) is not on it.
+            Msg::Reply { .. } if from != self.config.servers[self.server] => None,
             Msg::Reply { conn, seq, reply } => self.on_reply(ctx, conn, seq, reply),
             // Servers send clients messages on their connections only.
             msg => unreachable!("a ZooKeeper lock client was sent {msg:?}"),
