@@ -33,7 +33,7 @@ use crate::rng::Rng;
 use crate::time::{LocalTime, Time};
 use crate::trace::{TraceEntry, TraceHasher, TraceKind};
 
-use faults::Trigger;
+use faults::{Trigger, Triggers};
 use queue::{Action, Core, NodeState, code};
 
 /// A node of the world, by index in the order the nodes were given.
@@ -400,7 +400,7 @@ impl<P: Process> World<P> {
             sends: 0,
             net_rng: Rng::fork(config.seed, "network"),
             fault_rng: Rng::fork(config.seed, "faults"),
-            triggers: Vec::new(),
+            triggers: Triggers::default(),
             lapsed: Vec::new(),
             scheduled: 0,
             fired: Vec::new(),

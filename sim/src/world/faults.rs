@@ -6,6 +6,8 @@
 //! kind; a clock strobe's steps in between are `Action::Step { id }`. A fault scheduled on a
 //! mark waits as a `Trigger` until `Core::mark` fires it.
 
+use std::collections::BTreeMap;
+
 use super::queue::{Action, Core, code};
 use super::{NodeId, Process, Status, World};
 use crate::fault::{AppliedFault, Fault};
@@ -22,6 +24,56 @@ pub(super) struct Trigger {
     pub(super) occurrence: u32,
     pub(super) before: Option<Time>,
     pub(super) fault: Fault,
+}
+
+/// The triggers still waiting, by node, mark and occurrence, so that reaching a mark finds its
+/// triggers at once however many a chaos schedule placed (a scan of them all made each mark
+/// cost as much as the schedule was long). Each entry keeps its triggers in the order they were
+/// scheduled, so they fire in that order, as from one list.
+#[derive(Default)]
+pub(super) struct Triggers {
+    by: BTreeMap<NodeId, BTreeMap<String, BTreeMap<u32, Vec<Trigger>>>>,
+    len: usize,
+}
+
+impl Triggers {
+    pub(super) fn push(&mut self, t: Trigger) {
+        self.len += 1;
+        self.by
+            .entry(t.node)
+            .or_default()
+            .entry(t.mark.clone())
+            .or_default()
+            .entry(t.occurrence)
+            .or_default()
+            .push(t);
+    }
+
+    /// Takes out the triggers of `node`'s `occurrence`-th `mark`, in schedule order.
+    fn take(&mut self, node: NodeId, mark: &str, occurrence: u32) -> Vec<Trigger> {
+        let taken = self
+            .by
+            .get_mut(&node)
+            .and_then(|marks| marks.get_mut(mark))
+            .and_then(|occurrences| occurrences.remove(&occurrence))
+            .unwrap_or_default();
+        self.len -= taken.len();
+        taken
+    }
+
+    /// How many are waiting.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Every trigger waiting, in no particular order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Trigger> {
+        self.by
+            .values()
+            .flat_map(BTreeMap::values)
+            .flat_map(BTreeMap::values)
+            .flatten()
+    }
 }
 
 /// A timed fault in force: every partition, delay, degrade and strobe, and a pause, crash or
@@ -92,20 +144,13 @@ impl<P: Process> Core<P> {
                 1
             }
         };
-        let mut i = 0;
-        while i < self.triggers.len() {
-            let t = &self.triggers[i];
-            if t.node == node && t.mark == mark && t.occurrence == count {
-                let t = self.triggers.remove(i);
-                // A lapsed trigger changes nothing in the run (it is neither hashed nor
-                // traced); it is kept only to be reported as unfired.
-                if t.before.is_none_or(|b| self.now < b) {
-                    self.fired.push(t.fault);
-                } else {
-                    self.lapsed.push(t);
-                }
+        for t in self.triggers.take(node, mark, count) {
+            // A lapsed trigger changes nothing in the run (it is neither hashed nor traced);
+            // it is kept only to be reported as unfired.
+            if t.before.is_none_or(|b| self.now < b) {
+                self.fired.push(t.fault);
             } else {
-                i += 1;
+                self.lapsed.push(t);
             }
         }
     }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use super::delivery::{Deferred, Delivery, Held};
-use super::faults::{Timed, Trigger};
+use super::faults::{Timed, Trigger, Triggers};
 use super::{NodeId, Process, Record, Status, TimerId};
 use crate::clock::{ClockKind, Clocks};
 use crate::fault::{AppliedFault, Fault};
@@ -118,7 +118,7 @@ pub(super) struct Core<P: Process> {
     pub(super) sends: u64,
     pub(super) net_rng: Rng,
     pub(super) fault_rng: Rng,
-    pub(super) triggers: Vec<Trigger>,
+    pub(super) triggers: Triggers,
     /// Triggers whose occurrence came after they lapsed: they fired nothing.
     pub(super) lapsed: Vec<Trigger>,
     /// Faults scheduled so far (timed or triggered): the next one's index.
