@@ -3,21 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{lockstep, root, stderr, stdout};
+use crate::support::{CLEAN, lockstep, root, stderr, stdout};
 
 const CATALOGUE: &str = "scenarios/catalogue";
 const K1: &str = "scenarios/catalogue/k1-gc-pause-unfenced.toml";
-
-/// A small, fault-free scenario that is valid on every seed.
-const CLEAN: &str = r#"
-[scenario]
-name = "clean"
-duration_ms = 5_000
-
-[model]
-kind = "redis"
-ttl_ms = 1_000
-"#;
 
 /// A fresh, empty directory for one test.
 fn suite_dir(test: &str) -> PathBuf {

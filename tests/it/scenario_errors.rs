@@ -1,7 +1,7 @@
 //! Bad scenario files: a clear one-line error per problem, naming the file and the key path,
 //! and exit code 2 — never a panic.
 
-use crate::support::{lockstep, stderr, stdout, temp_scenario};
+use crate::support::{errors_of, lockstep, stderr, temp_scenario};
 
 const GOOD: &str = r#"
 [scenario]
@@ -12,27 +12,6 @@ duration_ms = 10_000
 kind = "redis"
 ttl_ms = 1_000
 "#;
-
-/// Runs `lockstep run` on `text` and returns the error lines, checking exit code 2, no panic
-/// and no report on stdout.
-fn errors_of(test: &str, text: &str) -> Vec<String> {
-    let path = temp_scenario(test, text);
-    let out = lockstep(&["run", path.to_str().expect("utf-8 path")]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(
-        stdout(&out).is_empty(),
-        "no partial output: {}",
-        stdout(&out)
-    );
-    let file = path.display().to_string();
-    let lines: Vec<String> = err.lines().map(str::to_string).collect();
-    for l in &lines {
-        assert!(l.starts_with(&file), "every line names the file: {l}");
-    }
-    lines
-}
 
 #[test]
 fn the_good_base_file_runs() {

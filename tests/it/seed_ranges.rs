@@ -1,21 +1,10 @@
 //! Seed ranges never wrap: a range whose last seed would pass the largest seed (2^64 - 1) is
 //! refused, naming the flags or the file that gave it, before anything runs.
 
-use crate::support::{lockstep, stderr, stdout, temp_scenario};
+use crate::support::{CLEAN, lockstep, stderr, stdout, temp_scenario};
 
 const LAST: &str = "18446744073709551615";
 const BEFORE_LAST: &str = "18446744073709551614";
-
-/// A small, fault-free scenario that is valid on every seed.
-const CLEAN: &str = r#"
-[scenario]
-name = "clean"
-duration_ms = 5_000
-
-[model]
-kind = "redis"
-ttl_ms = 1_000
-"#;
 
 #[test]
 fn sweep_and_hunt_refuse_a_range_past_the_largest_seed_and_take_one_up_to_it() {

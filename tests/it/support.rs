@@ -46,6 +46,38 @@ pub(crate) fn temp_scenario(test: &str, text: &str) -> PathBuf {
     path
 }
 
+/// A small, fault-free scenario that is valid on every seed.
+pub(crate) const CLEAN: &str = r#"
+[scenario]
+name = "clean"
+duration_ms = 5_000
+
+[model]
+kind = "redis"
+ttl_ms = 1_000
+"#;
+
+/// Runs `lockstep run` on `text` and returns the error lines, checking exit code 2, no panic
+/// and no report on stdout.
+pub(crate) fn errors_of(test: &str, text: &str) -> Vec<String> {
+    let path = temp_scenario(test, text);
+    let out = lockstep(&["run", path.to_str().expect("utf-8 path")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        stdout(&out).is_empty(),
+        "no partial output: {}",
+        stdout(&out)
+    );
+    let file = path.display().to_string();
+    let lines: Vec<String> = err.lines().map(str::to_string).collect();
+    for l in &lines {
+        assert!(l.starts_with(&file), "every line names the file: {l}");
+    }
+    lines
+}
+
 pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

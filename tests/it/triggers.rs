@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use lockstep::load;
 use lockstep_models::system::WORKLOAD_MARKS;
 
-use crate::support::{lockstep, stderr, stdout, temp_scenario};
+use crate::support::{errors_of, lockstep, stderr, stdout, temp_scenario};
 
 const REDIS: &str = r#"
 [scenario]
@@ -28,23 +28,6 @@ duration_ms = 3_000
 kind = "etcd"
 ttl_ms = 1_000
 "#;
-
-/// The error lines of `lockstep run` on `text`: exit code 2, no panic, no output, every line
-/// naming the file.
-fn errors_of(test: &str, text: &str) -> Vec<String> {
-    let path = temp_scenario(test, text);
-    let out = lockstep(&["run", path.to_str().expect("utf-8 path")]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(stdout(&out).is_empty(), "no output: {}", stdout(&out));
-    let file = path.display().to_string();
-    let lines: Vec<String> = err.lines().map(str::to_string).collect();
-    for l in &lines {
-        assert!(l.starts_with(&file), "every line names the file: {l}");
-    }
-    lines
-}
 
 fn with_fault(base: &str, on: &str) -> String {
     format!("{base}\n[[fault]]\non = {{ {on} }}\npause = {{ node = \"client-1\", for_ms = 10 }}\n")
