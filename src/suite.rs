@@ -281,18 +281,7 @@ fn seed_run(s: &crate::Scenario, file: &str, seed: u64, check_determinism: bool)
     } else {
         None
     };
-    let failure = (!r.expected()).then(|| {
-        let report = run_report(file, &s.name, &r);
-        SeedFailure {
-            seed,
-            trace_hash: report.trace_hash,
-            verdict: r.judged,
-            unmet: report.unmet,
-            class: report.miss,
-            explanations: report.explanations,
-            reproduce: report.reproduce,
-        }
-    });
+    let failure = (!r.expected()).then(|| seed_failure(file, &s.name, &r));
     SeedRun {
         seed,
         events: r.events,
@@ -366,6 +355,20 @@ pub fn check_scenario_with(loaded: &Loaded, options: CheckOptions) -> ScenarioRe
     }
     result.finish();
     result
+}
+
+/// A failing seed as `check` and `sweep` list it, from the run's report.
+pub(crate) fn seed_failure(file: &str, name: &str, r: &RunResult) -> SeedFailure {
+    let report = run_report(file, name, r);
+    SeedFailure {
+        seed: r.seed,
+        trace_hash: report.trace_hash,
+        verdict: r.judged,
+        unmet: report.unmet,
+        class: report.miss,
+        explanations: report.explanations,
+        reproduce: report.reproduce,
+    }
 }
 
 /// The report of one run of the scenario `name` from `file`, as `lockstep run` prints it.

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::run::{Mismatch, rerun_matches, run};
 use crate::scenario::{Scenario, ScenarioError, parse};
 use crate::stats::{Histogram, rate};
-use crate::suite::{SeedFailure, VerdictCounts, run_report};
+use crate::suite::{SeedFailure, VerdictCounts, seed_failure};
 
 /// How many failing seeds (and nondeterministic seeds) a summary keeps in detail: the first
 /// in the range. The rest are counted.
@@ -591,18 +591,7 @@ impl Work<'_> {
             None
         };
         let explain = !r.expected() && position < self.cutoff.load(Ordering::Relaxed);
-        let failure = explain.then(|| {
-            let report = run_report(self.file, &scenario.name, &r);
-            SeedFailure {
-                seed,
-                trace_hash: report.trace_hash,
-                verdict: r.judged,
-                unmet: report.unmet,
-                class: report.miss,
-                explanations: report.explanations,
-                reproduce: report.reproduce,
-            }
-        });
+        let failure = explain.then(|| seed_failure(self.file, &scenario.name, &r));
         let v = &r.verdict;
         let exhausted = r.outcome != Outcome::Completed;
         SeedOutcome {

@@ -975,16 +975,8 @@ fn summary(found: &[(String, String)], file: &str) -> String {
 
 // What the fuzz found, each kept as a test of its own.
 
-/// The base file of the regressions below.
-const BASE: &str = r#"
-[scenario]
-name = "t"
-duration_ms = 10_000
-
-[model]
-kind = "redis"
-ttl_ms = 1_000
-"#;
+// The base file of the regressions below.
+use crate::support::GOOD as BASE;
 
 /// The error of `text` as printed, asserting it is one.
 fn error_of(text: &str) -> String {

@@ -1,17 +1,7 @@
 //! Bad scenario files: a clear one-line error per problem, naming the file and the key path,
 //! and exit code 2 — never a panic.
 
-use crate::support::{errors_of, lockstep, stderr, temp_scenario};
-
-const GOOD: &str = r#"
-[scenario]
-name = "t"
-duration_ms = 10_000
-
-[model]
-kind = "redis"
-ttl_ms = 1_000
-"#;
+use crate::support::{GOOD, errors_of, lockstep, stderr, temp_scenario};
 
 #[test]
 fn the_good_base_file_runs() {

@@ -46,6 +46,17 @@ pub(crate) fn temp_scenario(test: &str, text: &str) -> PathBuf {
     path
 }
 
+/// The smallest good scenario: one Redis lock, 10 s, no faults.
+pub(crate) const GOOD: &str = r#"
+[scenario]
+name = "t"
+duration_ms = 10_000
+
+[model]
+kind = "redis"
+ttl_ms = 1_000
+"#;
+
 /// A small, fault-free scenario that is valid on every seed.
 pub(crate) const CLEAN: &str = r#"
 [scenario]
