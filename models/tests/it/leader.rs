@@ -252,7 +252,7 @@ const PAUSE_AT_MS: u64 = 20_000;
 const PAUSE_MS: u64 = 15_000;
 const RESUME_MS: f64 = (PAUSE_AT_MS + PAUSE_MS) as f64;
 
-/// What a Redis leader paused 15 s (its lease is 10 s) did after the resume.
+/// What a leader paused 15 s (its lease is 10 s) did after the resume.
 struct AfterPause {
     /// Writes under the old grant that storage handled after the resume.
     old_writes: Vec<Write>,
@@ -261,26 +261,28 @@ struct AfterPause {
     old_ops: Vec<bool>,
     /// When the old term's `Exit` was recorded, if it was.
     exit: Option<f64>,
+    /// Whether the old leader campaigned again after its exit.
+    campaigned_again: bool,
     mutual_exclusion: Validity,
     resource: Validity,
 }
 
-fn paused_leader(on: OnStoppedLeading, fenced: bool, seed: u64) -> AfterPause {
-    let mut spec = leading(redis(), on);
+/// `spec` with its clients leading under `on`, not checking the lease before writing (as
+/// client-go's users do not).
+fn unchecked<F: Family>(spec: SystemSpec<F>, on: OnStoppedLeading) -> SystemSpec<F> {
+    let mut spec = leading(spec, on);
     spec.workload.check_validity_before_write = false;
-    if fenced {
-        spec.family.client.fencing = true;
-        // Fenced reads too: a leader that ignores goes on reading, and a read of the old
-        // grant accepted after the new leader's ops is a stale op (with `fenced-writes`
-        // every such run is invalid on its reads alone).
-        spec.resource = Resource::Storage(StorageMode::FencedAll);
-    }
-    let old = first_leader(&spec, seed);
+    spec
+}
+
+/// Pauses the first leader of `spec` at 20 s for 15 s.
+fn paused_leader<F: Family>(spec: &SystemSpec<F>, seed: u64) -> AfterPause {
+    let old = first_leader(spec, seed);
     let pause = Fault::Pause {
         node: old,
         duration: Some(ms(PAUSE_MS)),
     };
-    let h = run_history(&spec, seed, vec![at(PAUSE_AT_MS, pause)]);
+    let h = run_history(spec, seed, vec![at(PAUSE_AT_MS, pause)]);
     let gs = grants(&h);
     let old_grant = gs[0].1;
     assert_eq!(old_grant.client.0, old.0);
@@ -309,104 +311,197 @@ fn paused_leader(on: OnStoppedLeading, fenced: bool, seed: u64) -> AfterPause {
             assert_eq!(why, ExitReason::Lost);
             t
         });
+    let campaigned_again = exit.is_some_and(|exit| {
+        h.entries.iter().any(|e| {
+            ms_of(e.time_ns) >= exit
+                && matches!(e.event, Event::Request { client } if client.0 == old.0)
+        })
+    });
     let v = judge(&h);
     AfterPause {
         old_writes,
         old_ops,
         exit,
+        campaigned_again,
         mutual_exclusion: v.mutual_exclusion,
         resource: v.resource,
     }
 }
 
-#[test]
-fn a_paused_leader_that_exits_stops_at_the_resume() {
-    let mut total = 0;
+/// `exit`: the term ends when the lock client says it is lost, nothing is sent under the old
+/// grant after that, and the process campaigns again. Returns the exits, in ms after the
+/// resume, per seed.
+fn exits_when_lost<F: Family>(label: &str, spec: SystemSpec<F>) -> Vec<f64> {
+    let spec = unchecked(spec, OnStoppedLeading::Exit);
+    let (mut after, mut total) = (Vec::new(), 0);
     for seed in 1..=20 {
-        let a = paused_leader(OnStoppedLeading::Exit, false, seed);
+        let a = paused_leader(&spec, seed);
         let exit = a.exit.expect("the old term ends");
-        // The refused renewal comes back within a round trip of the resume.
+        assert!(exit >= RESUME_MS, "{label} seed {seed}: exit at {exit}");
+        // A write sent just before the exit may land just after it; none is sent after.
         assert!(
-            (RESUME_MS..=RESUME_MS + 20.0).contains(&exit),
-            "seed {seed}: exit at {exit}"
+            a.old_writes.iter().all(|w| w.ms <= exit + 10.0),
+            "{label} seed {seed}: {:?} after the exit at {exit}",
+            a.old_writes
         );
-        // At most the write of a task whose work ended during the pause: it is sent at the
-        // resume, before the refusal is back.
-        assert!(
-            a.old_writes.len() <= 1,
-            "seed {seed}: {} old writes",
-            a.old_writes.len()
-        );
-        assert!(a.old_writes.iter().all(|w| w.ms <= RESUME_MS + 10.0));
+        assert!(a.campaigned_again, "{label} seed {seed}");
+        after.push(exit - RESUME_MS);
         total += a.old_writes.len();
     }
-    println!("exit: {total} writes under the old grant after the resume over 20 seeds");
+    let max = after.iter().copied().fold(0.0, f64::max);
+    println!(
+        "{label} exit: the term ends at most {max:.0} ms after the resume; {total} writes under the old grant after the resume over 20 seeds"
+    );
+    after
 }
 
 #[test]
-fn a_paused_leader_that_cancels_writes_under_the_old_grant_until_the_stop_delay() {
-    let stop_delay = Distribution::Uniform {
-        lo: ms(0),
-        hi: ms(5_000),
-    };
+fn a_paused_leader_that_exits_stops_when_it_learns_it_lost() {
+    let redis = exits_when_lost("redis", redis());
+    // Redis: the overdue renewal is refused within a round trip of the resume.
+    assert!(redis.iter().all(|&x| x <= 20.0), "{redis:?}");
+    exits_when_lost("etcd", etcd());
+    exits_when_lost("zookeeper", zk());
+}
+
+#[test]
+fn a_paused_redis_leader_that_exits_sends_at_most_one_op_of_its_task_in_flight() {
+    let spec = unchecked(redis(), OnStoppedLeading::Exit);
+    let mut stale = 0;
+    for seed in 1..=20 {
+        let a = paused_leader(&spec, seed);
+        // A task whose period or work ended during the pause goes on at the resume, before
+        // the refusal is back: its read, or its write, and nothing more.
+        assert!(a.old_ops.len() <= 1, "seed {seed}: {:?}", a.old_ops);
+        if a.resource == Validity::Invalid {
+            assert_eq!(a.old_ops.len(), 1, "seed {seed}: only that op can be stale");
+            stale += 1;
+        }
+    }
+    println!("redis exit: {stale} of 20 seeds with a stale op at the resume");
+}
+
+const STOP_MIN_MS: u64 = 1_000;
+const STOP_MAX_MS: u64 = 5_000;
+
+fn stop_delay() -> Distribution {
+    Distribution::Uniform {
+        lo: ms(STOP_MIN_MS),
+        hi: ms(STOP_MAX_MS),
+    }
+}
+
+/// `cancel`: the term ends the stop delay after the lock client said it was lost (when the
+/// same seed under `exit` ends it), and the leader goes on writing until then.
+fn cancels_late<F: Family>(label: &str, spec: SystemSpec<F>) {
+    let exiting = unchecked(spec.clone(), OnStoppedLeading::Exit);
+    let cancelling = unchecked(
+        spec,
+        OnStoppedLeading::Cancel {
+            stop_delay: stop_delay(),
+        },
+    );
     let (mut total, mut invalid) = (0, 0);
     for seed in 1..=20 {
-        let on = OnStoppedLeading::Cancel {
-            stop_delay: stop_delay.clone(),
-        };
-        let a = paused_leader(on, false, seed);
+        // Both runs are the same until the lock client says `Lost`.
+        let lost = paused_leader(&exiting, seed).exit.expect("lost");
+        let a = paused_leader(&cancelling, seed);
         let exit = a.exit.expect("the old term ends after the stop delay");
         assert!(
-            (RESUME_MS..=RESUME_MS + 5_020.0).contains(&exit),
-            "seed {seed}: exit at {exit}"
+            (lost + STOP_MIN_MS as f64..=lost + STOP_MAX_MS as f64).contains(&exit),
+            "{label} seed {seed}: lost at {lost}, exit at {exit}"
         );
-        // Nothing is sent after the exit; a write sent just before may land just after.
         assert!(
             a.old_writes.iter().all(|w| w.ms <= exit + 10.0),
-            "seed {seed}: {:?} after the exit at {exit}",
+            "{label} seed {seed}: {:?} after the exit at {exit}",
             a.old_writes
         );
+        assert!(a.campaigned_again, "{label} seed {seed}");
         total += a.old_writes.len();
-        if !a.old_writes.is_empty() {
-            assert_eq!(a.mutual_exclusion, Validity::Invalid, "seed {seed}");
+        if a.old_writes.iter().any(|w| w.ms > lost) {
+            assert_eq!(a.resource, Validity::Invalid, "{label} seed {seed}");
             invalid += 1;
         }
     }
     println!(
-        "cancel: {total} writes under the old grant after the resume over 20 seeds, {invalid} seeds invalid"
+        "{label} cancel: {total} writes under the old grant after the resume over 20 seeds, {invalid} seeds writing after losing"
     );
-    assert!(invalid > 0, "two leaders acting in some seed");
+    assert!(invalid > 0, "{label}: two leaders acting in some seed");
+}
+
+#[test]
+fn a_paused_leader_that_cancels_writes_under_the_old_grant_until_the_stop_delay() {
+    cancels_late("redis", redis());
+    cancels_late("etcd", etcd());
+    cancels_late("zookeeper", zk());
+}
+
+/// At least one task every period plus its longest duration, over the 25 s after the resume.
+fn least_tasks_after_the_resume() -> usize {
+    ((SECS as f64 * 1000.0 - RESUME_MS) / (TASK_EVERY_MS + TASK_MAX_MS) as f64).floor() as usize - 1
+}
+
+fn ignores<F: Family>(label: &str, spec: SystemSpec<F>) {
+    let spec = unchecked(spec, OnStoppedLeading::Ignore);
+    for seed in 1..=20 {
+        let a = paused_leader(&spec, seed);
+        assert_eq!(a.exit, None, "{label} seed {seed}: the old term never ends");
+        assert!(
+            a.old_writes.len() >= least_tasks_after_the_resume(),
+            "{label} seed {seed}: {}",
+            a.old_writes.len()
+        );
+        assert!(a.old_writes.iter().all(|w| w.accepted));
+        assert_eq!(a.resource, Validity::Invalid, "{label} seed {seed}");
+    }
 }
 
 #[test]
 fn a_paused_leader_that_ignores_writes_under_the_old_grant_to_the_end() {
-    // At least one task every period plus its longest duration, over the 25 s left.
-    let least = ((SECS as f64 * 1000.0 - RESUME_MS) / (TASK_EVERY_MS + TASK_MAX_MS) as f64).floor()
-        as usize
-        - 1;
+    ignores("redis", redis());
+    ignores("etcd", etcd());
+    ignores("zookeeper", zk());
+}
+
+#[test]
+fn a_failed_validity_check_stops_a_cancelling_leader_at_once() {
+    let mut spec = leading(
+        redis(),
+        OnStoppedLeading::Cancel {
+            stop_delay: stop_delay(),
+        },
+    );
+    spec.workload.check_validity_before_write = true;
     for seed in 1..=20 {
-        let a = paused_leader(OnStoppedLeading::Ignore, false, seed);
-        assert_eq!(a.exit, None, "seed {seed}: the old term never ends");
-        assert!(
-            a.old_writes.len() >= least,
-            "seed {seed}: {}",
-            a.old_writes.len()
-        );
-        assert!(a.old_writes.iter().all(|w| w.accepted));
-        assert_eq!(a.resource, Validity::Invalid, "seed {seed}");
+        let a = paused_leader(&spec, seed);
+        let exit = a.exit.expect("the check ends the term");
+        // The next task's check at the latest, well before the shortest stop delay.
+        let latest = RESUME_MS + (TASK_EVERY_MS + TASK_MAX_MS) as f64;
+        assert!(exit <= latest, "seed {seed}: exit at {exit}");
+        // At most the read of a task begun at the resume; never a write.
+        assert!(a.old_ops.len() <= 1, "seed {seed}: {:?}", a.old_ops);
+        assert!(a.old_writes.is_empty(), "seed {seed}: {:?}", a.old_writes);
+        assert!(a.campaigned_again, "seed {seed}");
     }
 }
 
 #[test]
 fn fenced_storage_rejects_every_operation_of_a_paused_leader_that_ignores() {
-    let least = ((SECS as f64 * 1000.0 - RESUME_MS) / (TASK_EVERY_MS + TASK_MAX_MS) as f64).floor()
-        as usize
-        - 1;
+    let mut spec = unchecked(redis(), OnStoppedLeading::Ignore);
+    spec.family.client.fencing = true;
+    // Fenced reads too: a leader that ignores goes on reading, and a read of the old grant
+    // accepted after the new leader's ops is a stale op (with `fenced-writes` every such run
+    // is invalid on its reads alone).
+    spec.resource = Resource::Storage(StorageMode::FencedAll);
     for seed in 1..=20 {
-        let a = paused_leader(OnStoppedLeading::Ignore, true, seed);
+        let a = paused_leader(&spec, seed);
         assert_eq!(a.exit, None, "seed {seed}");
         // Each task fails at its read, and the next comes a period later.
-        assert!(a.old_ops.len() >= least, "seed {seed}: {}", a.old_ops.len());
+        assert!(
+            a.old_ops.len() >= least_tasks_after_the_resume(),
+            "seed {seed}: {}",
+            a.old_ops.len()
+        );
         assert!(a.old_ops.iter().all(|&accepted| !accepted), "seed {seed}");
         assert!(a.old_writes.is_empty(), "seed {seed}: {:?}", a.old_writes);
         assert_eq!(a.resource, Validity::Valid, "seed {seed}");
@@ -414,6 +509,43 @@ fn fenced_storage_rejects_every_operation_of_a_paused_leader_that_ignores() {
             a.mutual_exclusion,
             Validity::Invalid,
             "seed {seed}: two leaders believed"
+        );
+    }
+}
+
+#[test]
+fn a_campaign_that_gives_up_is_followed_by_another() {
+    // Redis trying once per acquisition: the follower's try fails while the leader leads.
+    let mut spec = leading(redis(), OnStoppedLeading::Exit);
+    spec.family.client.acquire_tries = 1;
+    for seed in 1..=5 {
+        let h = run_history(&spec, seed, Vec::new());
+        let gs = grants(&h);
+        assert_eq!(gs.len(), 1, "seed {seed}: one term");
+        let follower = h
+            .entries
+            .iter()
+            .filter_map(|e| match e.event {
+                Event::AcquireFailed { client } => Some(client),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
+        assert!(follower.iter().all(|&c| c != gs[0].1.client));
+        let requests = h
+            .entries
+            .iter()
+            .filter(|e| matches!(e.event, Event::Request { client } if client != gs[0].1.client))
+            .count();
+        // Each failed campaign is followed by thinking (0-100 ms) and a new one.
+        assert!(
+            follower.len() >= 100,
+            "seed {seed}: {} failed",
+            follower.len()
+        );
+        assert!(
+            requests == follower.len() || requests == follower.len() + 1,
+            "seed {seed}: {requests} campaigns, {} failed",
+            follower.len()
         );
     }
 }
