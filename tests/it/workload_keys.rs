@@ -118,3 +118,12 @@ fn a_stop_delay_out_of_range_is_named() {
         lines[0]
     );
 }
+
+#[test]
+fn the_loaded_system_says_whether_its_clients_lead() {
+    let path = std::path::Path::new("t.toml");
+    let counter = lockstep::parse(GOOD, path).expect("loads");
+    assert!(!counter.system.workload().is_leader());
+    let leader = lockstep::parse(&with_workload("kind = \"leader\""), path).expect("loads");
+    assert!(leader.system.workload().is_leader());
+}
