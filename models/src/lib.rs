@@ -52,4 +52,4 @@ pub use node::{Msg, Node, Timer, WorkTimer};
 pub use observe::Observation;
 pub use storage::{Storage, StorageMode};
 pub use system::{Resource, System, SystemSpec};
-pub use workload::{Client, Place, WorkloadConfig};
+pub use workload::{Client, LeaderConfig, OnStoppedLeading, Place, WorkloadConfig, WorkloadKind};

@@ -69,6 +69,17 @@ pub enum WorkTimer {
         /// The operation's sequence number.
         op: u32,
     },
+    /// A leader under `grant` starts its next task.
+    Task {
+        /// The grant's sequence number.
+        grant: u32,
+    },
+    /// A leader under `grant` that lost leadership notices the cancelled context and stops
+    /// (`on_stopped_leading = "cancel"`).
+    StopLeading {
+        /// The grant's sequence number.
+        grant: u32,
+    },
 }
 
 /// The message type of family `F`'s worlds.

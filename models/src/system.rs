@@ -240,6 +240,9 @@ pub trait System: Debug + Send + Sync {
     fn describe(&self) -> SystemLabel;
     /// Runs a world of it under `config` (whose nodes are [`System::layout`]'s).
     fn run(&self, config: WorldConfig) -> Ran;
+    /// What its clients run ([`WorkloadConfig::is_leader`]: their critical sections are
+    /// leadership terms).
+    fn workload(&self) -> &WorkloadConfig;
 }
 
 impl<F: Family> System for SystemSpec<F> {
@@ -265,6 +268,10 @@ impl<F: Family> System for SystemSpec<F> {
 
     fn ttl(&self) -> Dur {
         self.family.ttl()
+    }
+
+    fn workload(&self) -> &WorkloadConfig {
+        &self.workload
     }
 
     fn expiry_wall_clocks(&self) -> Vec<NodeId> {

@@ -16,6 +16,24 @@
 //! When the resource lives in etcd (failure catalogue J4) the loop is the same; its operations
 //! go out through the lock client instead of to a storage node, and the etcd member answers
 //! with the same replies.
+//!
+//! # Leader election as a workload (`kind = "leader"`)
+//!
+//! A leader client mirrors an application on client-go's `LeaderElector`
+//! (`tools/leaderelection/leaderelection.go`: `Run` campaigns, `OnStartedLeading` starts the
+//! work, `OnStoppedLeading` runs when renewing fails) or on etcd's `Election.Campaign` and
+//! Curator's `LeaderLatch`: it campaigns (`acquire`), and once granted it leads until told
+//! otherwise, performing a *task* every `task_every` (from the end of one task to the start of
+//! the next): the counter loop's critical work (claim, read, work, check, write `value + 1`
+//! with the grant's token), so each accepted write is one item and duplicates or gaps of items
+//! show in the history. It never releases on its own; a task whose storage operation times
+//! out or is rejected fails alone and the term goes on. One `Grant`..`Exit` is one term.
+//!
+//! When the lock client says [`LockSignal::Lost`], [`OnStoppedLeading`] decides: `Exit` (the
+//! process dies, as client-go users' `klog.Fatal` in `OnStoppedLeading`; releasing first is
+//! client-go's `ReleaseOnCancel`), `Cancel` (work notices the cancelled context only after a
+//! drawn delay) or `Ignore` (it never notices). A failed validity check stops the term at once
+//! as `Exit` does, whatever the mode.
 
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
 use lockstep_sim::{ClockKind, Distribution, Dur, Env, NodeId};
@@ -45,6 +63,51 @@ pub struct WorkloadConfig {
     pub check_validity_before_write: bool,
     /// How long the client waits for storage before it abandons the critical section.
     pub storage_timeout: Dur,
+    /// The loop the client runs.
+    pub kind: WorkloadKind,
+}
+
+impl WorkloadConfig {
+    /// Whether the clients run the leader loop (their critical sections are leadership terms).
+    pub fn is_leader(&self) -> bool {
+        matches!(self.kind, WorkloadKind::Leader(_))
+    }
+}
+
+/// The loop a workload client runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// Think, acquire, one critical section, release, again.
+    Counter,
+    /// Campaign, then lead: a task every period until leadership is lost.
+    Leader(LeaderConfig),
+}
+
+/// How a leader client behaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderConfig {
+    /// Time from the end of one task to the start of the next.
+    pub task_every: Distribution,
+    /// What the application does when its lock client says leadership is lost.
+    pub on_stopped_leading: OnStoppedLeading,
+}
+
+/// What a leader does when its lock client says it lost leadership (client-go's
+/// `OnStoppedLeading` callback, `tools/leaderelection/leaderelection.go`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OnStoppedLeading {
+    /// The process exits at once (`klog.Fatal`): the task in flight is dropped, the lock
+    /// released (`ReleaseOnCancel`), the lock client starts afresh, and it campaigns again
+    /// after thinking.
+    Exit,
+    /// The work notices the cancelled context only after `stop_delay`, and goes on under the
+    /// old grant until then; then it releases, thinks and campaigns again (same process).
+    Cancel {
+        /// The delay before the work stops.
+        stop_delay: Distribution,
+    },
+    /// The application never notices: tasks go on under the old grant for the rest of the run.
+    Ignore,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +125,12 @@ enum Phase {
     Writing {
         op: u32,
     },
-    Releasing,
+    /// Releasing; `restart`: then reset the lock client (the process restarted).
+    Releasing {
+        restart: bool,
+    },
+    /// A leader between tasks.
+    Idle,
 }
 
 /// The current grant.
@@ -85,6 +153,8 @@ pub struct Client<L: LockClient> {
     claim: bool,
     phase: Phase,
     held: Option<Held>,
+    /// A leader whose lock client said `Lost` and that goes on acting (cancel, ignore).
+    lost: bool,
     /// Grants and operations so far. Bookkeeping for the history, kept across crashes so ids
     /// stay unique; no decision reads them.
     grants: u32,
@@ -110,6 +180,7 @@ impl<L: LockClient> Client<L> {
             claim: false,
             phase: Phase::Thinking,
             held: None,
+            lost: false,
             grants: 0,
             ops: 0,
         }
@@ -136,6 +207,7 @@ impl<L: LockClient> Client<L> {
     pub(crate) fn on_crash(&mut self) {
         self.phase = Phase::Thinking;
         self.held = None;
+        self.lost = false;
         self.lock.reset();
     }
 
@@ -146,6 +218,7 @@ impl<L: LockClient> Client<L> {
     fn think<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
         self.phase = Phase::Thinking;
         self.held = None;
+        self.lost = false;
         let delay = self.config.think.sample(ctx.rng());
         ctx.set_timer(ClockKind::Mono, delay, Timer::Work(WorkTimer::Think));
     }
@@ -177,7 +250,9 @@ impl<L: LockClient> Client<L> {
             (Phase::Working, WorkTimer::Check { grant }) if self.is_current(grant) => {
                 if self.config.check_validity_before_write {
                     if !self.lock.valid(&LockEnv::<_, L, S>::new(ctx)) {
-                        self.exit(ctx, ExitReason::Lost);
+                        // A leader that learns it no longer leads stops as `Exit` does.
+                        let restart = self.config.is_leader();
+                        self.exit(ctx, ExitReason::Lost, restart);
                         return;
                     }
                     ctx.mark("validity-checked");
@@ -201,7 +276,25 @@ impl<L: LockClient> Client<L> {
                 Phase::Claiming { op } | Phase::Reading { op } | Phase::Writing { op },
                 WorkTimer::StorageTimeout { op: o },
             ) if op == o => {
-                self.exit(ctx, ExitReason::Abandoned);
+                if self.config.is_leader() {
+                    self.end_task(ctx);
+                } else {
+                    self.exit(ctx, ExitReason::Abandoned, false);
+                }
+            }
+            (Phase::Idle, WorkTimer::Task { grant }) if self.is_current(grant) => {
+                self.start_task(ctx);
+            }
+            (
+                Phase::Claiming { .. }
+                | Phase::Reading { .. }
+                | Phase::Working
+                | Phase::Writing { .. }
+                | Phase::Idle,
+                WorkTimer::StopLeading { grant },
+            ) if self.is_current(grant) => {
+                // The work noticed the cancelled context: the term ends, same process.
+                self.exit(ctx, ExitReason::Lost, false);
             }
             _ => {} // A timer of a phase or grant the client has left.
         }
@@ -235,6 +328,7 @@ impl<L: LockClient> Client<L> {
                 });
                 ctx.mark("granted");
                 self.held = Some(Held { id, token, base: 0 });
+                self.lost = false;
                 if self.claim {
                     // A step of its own, so a pause on `granted` lands before the claim.
                     self.phase = Phase::Claiming { op: 0 };
@@ -259,6 +353,14 @@ impl<L: LockClient> Client<L> {
                 Phase::Claiming { .. }
                 | Phase::Reading { .. }
                 | Phase::Working
+                | Phase::Writing { .. }
+                | Phase::Idle,
+                LockSignal::Lost,
+            ) if self.config.is_leader() => self.stopped_leading(ctx),
+            (
+                Phase::Claiming { .. }
+                | Phase::Reading { .. }
+                | Phase::Working
                 | Phase::Writing { .. },
                 LockSignal::Lost,
             ) => {
@@ -269,7 +371,14 @@ impl<L: LockClient> Client<L> {
                 });
                 self.think(ctx);
             }
-            (Phase::Releasing, LockSignal::Released) => self.think(ctx),
+            (Phase::Releasing { restart }, LockSignal::Released) => {
+                if restart {
+                    // The process exited and starts again: a fresh lock client (a new
+                    // elector, which waits out the lease it does not know).
+                    self.lock.reset();
+                }
+                self.think(ctx);
+            }
             (phase, signal) => panic!("workload in {phase:?} got {signal:?}"),
         }
     }
@@ -298,26 +407,88 @@ impl<L: LockClient> Client<L> {
                 self.phase = Phase::Reading { op: read };
             }
             (Phase::Writing { op }, StorageResult::Written) if op == reply.op.seq => {
-                self.exit(ctx, ExitReason::Released);
+                if self.config.is_leader() {
+                    self.end_task(ctx);
+                } else {
+                    self.exit(ctx, ExitReason::Released, false);
+                }
             }
             (
                 Phase::Claiming { op } | Phase::Reading { op } | Phase::Writing { op },
                 StorageResult::Rejected,
             ) if op == reply.op.seq => {
-                self.exit(ctx, ExitReason::Abandoned);
+                if self.config.is_leader() {
+                    // A failed task; the term goes on.
+                    self.end_task(ctx);
+                } else {
+                    self.exit(ctx, ExitReason::Abandoned, false);
+                }
             }
             _ => {} // A late reply to an operation the client gave up on.
         }
     }
 
-    /// Leaves the critical section: records the exit, then releases the lock.
-    fn exit<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, why: ExitReason) {
+    /// The leader's lock client said leadership is lost: what the application does.
+    fn stopped_leading<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        let WorkloadKind::Leader(leader) = &self.config.kind else {
+            unreachable!("only a leader stops leading");
+        };
+        if self.lost {
+            return; // It already knows, and goes on acting anyway.
+        }
+        match &leader.on_stopped_leading {
+            OnStoppedLeading::Exit => self.exit(ctx, ExitReason::Lost, true),
+            OnStoppedLeading::Cancel { stop_delay } => {
+                self.lost = true;
+                let delay = stop_delay.sample(ctx.rng());
+                let grant = self.held.expect("leading").id.seq;
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    delay,
+                    Timer::Work(WorkTimer::StopLeading { grant }),
+                );
+            }
+            OnStoppedLeading::Ignore => self.lost = true,
+        }
+    }
+
+    /// A leader starts a task: claim (compare-and-set storage) or read.
+    fn start_task<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        if self.claim {
+            let op = self.send_op(ctx, RequestKind::Claim);
+            self.phase = Phase::Claiming { op };
+        } else {
+            let op = self.send_op(ctx, RequestKind::Read);
+            self.phase = Phase::Reading { op };
+        }
+    }
+
+    /// A leader's task is over (written, rejected or timed out): the next one comes after
+    /// `task_every`.
+    fn end_task<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        let WorkloadKind::Leader(leader) = &self.config.kind else {
+            unreachable!("only a leader has tasks");
+        };
+        self.phase = Phase::Idle;
+        let every = leader.task_every.sample(ctx.rng());
+        let grant = self.held.expect("leading").id.seq;
+        ctx.set_timer(
+            ClockKind::Mono,
+            every,
+            Timer::Work(WorkTimer::Task { grant }),
+        );
+    }
+
+    /// Leaves the critical section: records the exit, then releases the lock; `restart`: the
+    /// process exits, so the lock client then starts afresh.
+    fn exit<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, why: ExitReason, restart: bool) {
         let held = self.held.take().expect("exit from a critical section");
+        self.lost = false;
         ctx.record(Event::Exit {
             grant: held.id,
             why,
         });
-        self.phase = Phase::Releasing;
+        self.phase = Phase::Releasing { restart };
         let signal = self.lock.release(&mut LockEnv::<_, L, S>::new(ctx));
         self.on_signal(ctx, signal);
     }

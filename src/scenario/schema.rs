@@ -174,6 +174,31 @@ pub(crate) struct WorkloadSection {
     pub(crate) check_validity_before_write: bool,
     #[serde(default = "default_storage_timeout")]
     pub(crate) storage_timeout_ms: f64,
+    /// The loop: `counter` when absent.
+    pub(crate) kind: Option<WorkloadKindSpec>,
+    /// Leader only: time from one task's end to the next task.
+    pub(crate) task_every_ms: Option<DistSpec>,
+    /// Leader only: what the application does when leadership is lost.
+    pub(crate) on_stopped_leading: Option<OnStoppedSpec>,
+    /// Leader with `on_stopped_leading = "cancel"` only: the delay before the work stops.
+    pub(crate) stop_delay_ms: Option<DistSpec>,
+}
+
+/// `workload.kind`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum WorkloadKindSpec {
+    Counter,
+    Leader,
+}
+
+/// `workload.on_stopped_leading`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum OnStoppedSpec {
+    Exit,
+    Cancel,
+    Ignore,
 }
 
 impl Default for WorkloadSection {
@@ -184,6 +209,10 @@ impl Default for WorkloadSection {
             work_ms: default_work(),
             check_validity_before_write: true,
             storage_timeout_ms: default_storage_timeout(),
+            kind: None,
+            task_every_ms: None,
+            on_stopped_leading: None,
+            stop_delay_ms: None,
         }
     }
 }

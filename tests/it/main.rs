@@ -21,3 +21,4 @@ mod sweepmap;
 mod tidy;
 mod timeline;
 mod triggers;
+mod workload_keys;

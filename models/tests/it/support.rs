@@ -6,7 +6,7 @@ use lockstep_models::observe::HolderView;
 use lockstep_models::redis::{Redis, RedisLockConfig, RedisServerConfig, Release, Renew};
 use lockstep_models::redlock::{Flavour, Redlock, RedlockConfig};
 use lockstep_models::system::{Resource, SystemSpec, history};
-use lockstep_models::{Family, Node, Observation, StorageMode, WorkloadConfig};
+use lockstep_models::{Family, Node, Observation, StorageMode, WorkloadConfig, WorkloadKind};
 use lockstep_sim::{
     ClockKind, Distribution, Dur, Fault, LinkConfig, NodeConfig, NodeId, Outcome, ScheduledFault,
     Time, When, World, WorldConfig,
@@ -37,6 +37,7 @@ pub(crate) fn spec<F: Family>(family: F) -> SystemSpec<F> {
             },
             check_validity_before_write: true,
             storage_timeout: ms(1_000),
+            kind: WorkloadKind::Counter,
         },
         resource: Resource::Storage(StorageMode::Unfenced),
     }
