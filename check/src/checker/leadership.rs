@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use crate::history::{Event, GrantId, History, NodeId, OpKind, OpOutcome};
 use crate::verdict::{DuplicateItem, Found, Leadership, Overlap};
 
-use super::grants::Grants;
 use super::liveness::percentiles;
 
 /// One term: a grant with at least one accepted write, and its work span.
@@ -26,19 +25,23 @@ struct Term {
     last_ns: u64,
 }
 
-/// All leadership metrics of a history.
-pub(super) fn measure(
-    history: &History,
-    grants: &Grants,
-    initial_value: u64,
-    limit: usize,
-) -> Leadership {
-    // Terms in the order of their first accepted write; `term_of[ordinal]` is a grant's term.
-    let mut terms: Vec<Term> = Vec::new();
-    let mut term_of: Vec<Option<usize>> = vec![None; grants.list.len()];
-    // Each accepted value and the entry of its first accepted write.
-    let mut first_write: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut duplicate_items = Found::default();
+/// What one pass over the accepted writes finds.
+struct Walk {
+    /// Terms in the order of their first accepted write.
+    terms: Vec<Term>,
+    /// Each accepted value and the entry of its first accepted write.
+    first_write: BTreeMap<u64, usize>,
+    duplicate_items: Found<DuplicateItem>,
+}
+
+/// Follows the accepted writes through the history: terms, their spans, duplicate values.
+fn walk(history: &History, limit: usize) -> Walk {
+    let mut walk = Walk {
+        terms: Vec::new(),
+        first_write: BTreeMap::new(),
+        duplicate_items: Found::default(),
+    };
+    let mut term_of: BTreeMap<GrantId, usize> = BTreeMap::new();
     for (entry, event) in history.entries.iter().enumerate() {
         let Event::Storage(op) = &event.event else {
             continue;
@@ -50,19 +53,18 @@ pub(super) fn measure(
             continue;
         }
         let time_ns = event.time_ns;
-        let ordinal = grants.ordinal(op.grant);
-        match term_of[ordinal] {
-            Some(term) => terms[term].last_ns = time_ns,
+        match term_of.get(&op.grant) {
+            Some(&term) => walk.terms[term].last_ns = time_ns,
             None => {
-                term_of[ordinal] = Some(terms.len());
-                terms.push(Term {
+                term_of.insert(op.grant, walk.terms.len());
+                walk.terms.push(Term {
                     grant: op.grant,
                     first_ns: time_ns,
                     last_ns: time_ns,
                 });
             }
         }
-        match first_write.get(&value) {
+        match walk.first_write.get(&value) {
             Some(&first_entry) => {
                 let first_op = match &history.entries[first_entry].event {
                     Event::Storage(first) => first.op,
@@ -76,22 +78,35 @@ pub(super) fn measure(
                     op: op.op,
                     time_ns,
                 };
-                duplicate_items.record(finding, limit);
+                walk.duplicate_items.record(finding, limit);
             }
             None => {
-                first_write.insert(value, entry);
+                walk.first_write.insert(value, entry);
             }
         }
     }
-    let (two_leaders_ns, two_leaders) = two_leaders(&terms, limit);
+    walk
+}
+
+/// All leadership metrics of a history the grant table has validated.
+pub(super) fn measure(history: &History, initial_value: u64, limit: usize) -> Leadership {
+    let walk = walk(history, limit);
+    let (two_leaders_ns, two_leaders) = two_leaders(&walk.terms, limit);
     Leadership {
-        terms: terms.len() as u64,
+        terms: walk.terms.len() as u64,
         two_leaders_ns,
         two_leaders,
-        failover: percentiles(failover_gaps(&terms)),
-        duplicate_items,
-        skipped_items: skipped(&first_write, initial_value, limit),
+        failover: percentiles(failover_gaps(&walk.terms)),
+        duplicate_items: walk.duplicate_items,
+        skipped_items: skipped(&walk.first_write, initial_value, limit),
     }
+}
+
+/// Every leadership change's failover time in a history, in the order of the terms' first
+/// writes: exactly the samples behind [`Leadership::failover`]. A report pools them over many
+/// runs.
+pub fn leadership_failovers_ns(history: &History) -> Vec<u64> {
+    failover_gaps(&walk(history, 0).terms)
 }
 
 /// Total true time with work spans of two or more clients open, and the pairs of terms of

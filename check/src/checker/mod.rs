@@ -20,6 +20,7 @@ use crate::history::History;
 use crate::verdict::{Found, Validity, Verdict};
 
 use grants::Grants;
+pub use leadership::leadership_failovers_ns;
 pub use liveness::acquire_latencies_ns;
 
 /// What the checker needs to know beyond the history.
@@ -110,7 +111,7 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
     let liveness = liveness::measure(history, &grants, &replay, options.quiet_from_ns);
     let leadership = options
         .leadership
-        .then(|| leadership::measure(history, &grants, options.initial_value, limit));
+        .then(|| leadership::measure(history, options.initial_value, limit));
 
     Ok(Verdict {
         resource: Validity::judge(resource_harmed, history.complete),

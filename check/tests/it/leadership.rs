@@ -4,7 +4,7 @@
 
 use lockstep_check::{
     DuplicateItem, ExitReason, History, Leadership, Options, Overlap, Percentiles, Validity,
-    Verdict,
+    Verdict, leadership_failovers_ns,
 };
 
 use crate::support::{C1, C2, C3, grant, history, ms, op, verdict, verdict_with};
@@ -233,6 +233,8 @@ fn failover_is_measured_from_the_latest_write_of_all_earlier_terms() {
         count: 3,
     };
     assert_eq!(found.failover, Some(expected));
+    // The samples behind the percentiles, as a report pools them.
+    assert_eq!(leadership_failovers_ns(&history), vec![0, ms(10), ms(30)]);
 }
 
 #[test]
