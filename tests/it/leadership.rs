@@ -160,3 +160,50 @@ fn leadership_bounds_no_run_can_meet_are_errors_naming_the_key() {
         );
     }
 }
+
+#[test]
+fn sweep_pools_every_leadership_change_and_counts_runs_with_two_leaders() {
+    let bounded = with_expect("terms = { min = 1 }");
+    let path = temp_scenario("lead-sweep", &bounded);
+    let file = path.to_str().expect("utf-8");
+    let out = lockstep(&["sweep", file, "--seeds", "4", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let l = &v["leadership"];
+    assert_eq!(l["two_leaders_runs"], 0);
+    // Every change of every seed: terms - 1 per run.
+    let mut changes = 0;
+    for seed in 1..=4u64 {
+        let run = lockstep(&["run", file, "--seed", &seed.to_string(), "--format", "json"]);
+        let r: serde_json::Value = serde_json::from_str(&stdout(&run)).expect("JSON");
+        changes += r["details"]["leadership"]["failover"]["count"]
+            .as_u64()
+            .expect("changes");
+    }
+    assert_eq!(l["failover_ns"]["count"].as_u64(), Some(changes), "{l}");
+    // Two shards merged give the same bytes as the whole sweep.
+    let dir = path.parent().expect("a temp dir");
+    let shards: Vec<String> = (1..=2)
+        .map(|i| {
+            let shard = format!("{i}/2");
+            let out = lockstep(&[
+                "sweep", file, "--seeds", "4", "--format", "json", "--shard", &shard,
+            ]);
+            let shard_file = dir.join(format!("shard{i}.json"));
+            std::fs::write(&shard_file, stdout(&out)).expect("write a shard");
+            shard_file.display().to_string()
+        })
+        .collect();
+    let merged = lockstep(&["merge", "--format", "json", &shards[1], &shards[0]]);
+    let merged: serde_json::Value = serde_json::from_str(&stdout(&merged)).expect("JSON");
+    assert_eq!(merged, v);
+    let plain = temp_scenario("lead-sweep-plain", CLEAN);
+    let out = lockstep(&[
+        "sweep",
+        plain.to_str().expect("utf-8"),
+        "--seeds",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert!(!stdout(&out).contains("leadership"), "{}", stdout(&out));
+}
