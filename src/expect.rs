@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use lockstep_check::{Property, Validity, Verdict};
+use lockstep_check::{Leadership, Property, Validity, Verdict};
 pub use lockstep_reports::suite::Miss;
 use lockstep_sim::{AppliedFault, Clocks, Dur};
 
@@ -24,6 +24,16 @@ pub enum Count {
     TokenOrder,
     /// Grants.
     Grants,
+    /// Leadership terms (grants with an accepted write).
+    Terms,
+    /// Time with two leaders' work accepted together; bounded in ms, measured in ns.
+    TwoLeadersMs,
+    /// The longest leadership change (0 with fewer than two terms); bounded in ms.
+    FailoverMaxMs,
+    /// Work items done twice.
+    DuplicateItems,
+    /// Work items skipped.
+    SkippedItems,
 }
 
 impl Count {
@@ -36,8 +46,49 @@ impl Count {
             Count::LostUpdates => verdict.lost_updates.count,
             Count::TokenOrder => verdict.token_order.count,
             Count::Grants => verdict.liveness.grants,
+            Count::Terms => leadership(verdict, |l| l.terms),
+            Count::TwoLeadersMs => leadership(verdict, |l| l.two_leaders_ns),
+            Count::FailoverMaxMs => leadership(verdict, |l| l.failover.map_or(0, |f| f.max_ns)),
+            Count::DuplicateItems => leadership(verdict, |l| l.duplicate_items.count),
+            Count::SkippedItems => leadership(verdict, |l| l.skipped_items.count),
         }
     }
+
+    /// The leadership counts: a bound on one makes the checker measure leadership.
+    pub const LEADERSHIP: [Count; 5] = [
+        Count::Terms,
+        Count::TwoLeadersMs,
+        Count::FailoverMaxMs,
+        Count::DuplicateItems,
+        Count::SkippedItems,
+    ];
+
+    /// Nanoseconds per unit of the bound: the `*_ms` keys bound times measured in ns.
+    fn unit_ns(self) -> u64 {
+        match self {
+            Count::TwoLeadersMs | Count::FailoverMaxMs => 1_000_000,
+            _ => 1,
+        }
+    }
+
+    /// The measured value as the expectation states it: a time for the `*_ms` keys.
+    fn shown(self, n: u64) -> String {
+        match self.unit_ns() {
+            1 => n.to_string(),
+            _ => Dur::from_nanos(n).to_string(),
+        }
+    }
+
+    /// Whether the value in `verdict` lies outside `min..=max` (in the key's unit).
+    fn outside(self, verdict: &Verdict, min: u64, max: Option<u64>) -> bool {
+        let (n, unit) = (self.of(verdict), self.unit_ns());
+        n < min.saturating_mul(unit) || max.is_some_and(|m| n > m.saturating_mul(unit))
+    }
+}
+
+/// A leadership value of `verdict`, 0 when the checker measured none.
+fn leadership(verdict: &Verdict, value: impl Fn(&Leadership) -> u64) -> u64 {
+    verdict.leadership.as_ref().map_or(0, value)
 }
 
 impl fmt::Display for Count {
@@ -49,6 +100,11 @@ impl fmt::Display for Count {
             Count::LostUpdates => "lost_updates",
             Count::TokenOrder => "token_order",
             Count::Grants => "grants",
+            Count::Terms => "terms",
+            Count::TwoLeadersMs => "two_leaders_ms",
+            Count::FailoverMaxMs => "failover_max_ms",
+            Count::DuplicateItems => "duplicate_items",
+            Count::SkippedItems => "skipped_items",
         })
     }
 }
@@ -61,7 +117,7 @@ pub struct Expect {
     /// The verdict the scenario expects (`valid` when the file does not say; `None` for
     /// `verdict = "any"`, when only the bounds matter).
     pub verdict: Option<Validity>,
-    /// Bounds `min..=max` on counts.
+    /// Bounds `min..=max` on counts, in the key's unit (ms for the `*_ms` keys).
     pub bounds: Vec<(Count, u64, Option<u64>)>,
     /// With a chaos profile: the lock is granted again within this long of the faults
     /// stopping (the start of the quiet tail), the profile's liveness, plus what the faults
@@ -156,13 +212,21 @@ impl RecoveryBound {
 }
 
 impl Count {
-    /// True for the counts of safety (all but grants).
+    /// True for the counts of safety: all but grants, terms and failover (two leaders' work,
+    /// items done twice or skipped harm the work as a lost update does).
     fn is_safety(self) -> bool {
-        self != Count::Grants
+        !matches!(self, Count::Grants | Count::Terms | Count::FailoverMaxMs)
     }
 }
 
 impl Expect {
+    /// Whether a bound asks for leadership metrics.
+    pub fn bounds_leadership(&self) -> bool {
+        self.bounds
+            .iter()
+            .any(|(count, ..)| Count::LEADERSHIP.contains(count))
+    }
+
     /// What kind of miss a run with `verdict` is (`exhausted` when it ran out of events or
     /// budget); `None` when it meets the expectation. A run cut short whose verdict is not the
     /// one expected is `unknown`; then any safety expectation missed is `safety`; the rest
@@ -181,10 +245,10 @@ impl Expect {
         if exhausted || (verdict_missed && got == Validity::Unknown) {
             return Some(Miss::Unknown);
         }
-        let bound_missed = self.bounds.iter().any(|&(count, min, max)| {
-            let n = count.of(verdict);
-            count.is_safety() && (n < min || max.is_some_and(|m| n > m))
-        });
+        let bound_missed = self
+            .bounds
+            .iter()
+            .any(|&(count, min, max)| count.is_safety() && count.outside(verdict, min, max));
         Some(if verdict_missed || bound_missed {
             Miss::Safety
         } else {
@@ -204,14 +268,17 @@ impl Expect {
             ));
         }
         for &(count, min, max) in &self.bounds {
-            let n = count.of(verdict);
+            if !count.outside(verdict, min, max) {
+                continue;
+            }
+            let n = count.shown(count.of(verdict));
             match max {
-                Some(max) if min == max && n != min => {
-                    unmet.push(format!("expected {count} = {min}, got {n}"))
+                Some(max) if min == max => unmet.push(format!("expected {count} = {min}, got {n}")),
+                Some(max) if !count.outside(verdict, 0, Some(max)) => {
+                    unmet.push(format!("expected {count} >= {min}, got {n}"))
                 }
-                Some(max) if n > max => unmet.push(format!("expected {count} <= {max}, got {n}")),
-                _ if n < min => unmet.push(format!("expected {count} >= {min}, got {n}")),
-                _ => {}
+                Some(max) => unmet.push(format!("expected {count} <= {max}, got {n}")),
+                None => unmet.push(format!("expected {count} >= {min}, got {n}")),
             }
         }
         if let Some(rb @ RecoveryBound { bound, why, .. }) = recovery {

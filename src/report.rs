@@ -15,12 +15,12 @@
 
 use std::path::{Path, PathBuf};
 
-use lockstep_check::{Validity, Verdict, acquire_latencies_ns};
+use lockstep_check::{Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns};
 pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::format::ms;
 use lockstep_reports::{
-    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, OverlapStats, Rates,
-    RecoveryStats, Row, Source, Verdicts, Visuals,
+    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, LeadershipStats,
+    OverlapStats, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
 };
 
 use crate::run::{RunResult, run};
@@ -319,6 +319,10 @@ struct Tally {
     recovery_runs: u64,
     recovery_late: u64,
     recovery: Histogram,
+    /// Leadership sums, from the first run that measured them.
+    leadership: Option<LeadershipStats>,
+    two_leaders_ns: u128,
+    leader_failover: Histogram,
 }
 
 impl Tally {
@@ -359,6 +363,7 @@ impl Tally {
             self.latency.add(ns);
         }
         self.add_failover(v);
+        self.add_leadership(r);
         if let Some(rec) = v.liveness.recovery {
             self.recovery_runs += 1;
             if let Some(after) = rec.after_ns() {
@@ -369,6 +374,21 @@ impl Tally {
                 .as_ref()
                 .is_some_and(|b| b.missed(rec.after_ns()));
             self.recovery_late += u64::from(late);
+        }
+    }
+
+    fn add_leadership(&mut self, r: &RunResult) {
+        let Some(l) = &r.verdict.leadership else {
+            return;
+        };
+        let sums = self.leadership.get_or_insert_with(LeadershipStats::default);
+        sums.terms += l.terms;
+        sums.two_leaders_runs += u64::from(l.two_leaders_ns > 0);
+        sums.duplicate_items += l.duplicate_items.count;
+        sums.skipped_items += l.skipped_items.count;
+        self.two_leaders_ns += u128::from(l.two_leaders_ns);
+        for ns in leadership_failovers_ns(&r.history) {
+            self.leader_failover.add(ns);
         }
     }
 
@@ -429,6 +449,11 @@ impl Tally {
                 recovered: self.recovery.count(),
                 no_recovery: self.recovery_late,
                 after_ms: self.recovery.quantiles_ms(),
+            }),
+            leadership: self.leadership.map(|l| LeadershipStats {
+                two_leaders_ms: self.two_leaders_ns as f64 / 1e6,
+                failover_ms: self.leader_failover.quantiles_ms(),
+                ..l
             }),
         }
     }
@@ -544,6 +569,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
                 after_ms: s.recovery_ns.quantiles_ms(),
             }
         }),
+        leadership: None,
     };
     let mut failing = Vec::new();
     if let (Some(scenario), true) = (&input.scenario, input.replayable) {

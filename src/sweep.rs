@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lockstep_check::{Property, Validity, acquire_latencies_ns};
+use lockstep_check::{Property, Validity, acquire_latencies_ns, leadership_failovers_ns};
 use lockstep_reports::QuantilesMs;
 pub use lockstep_reports::sweep::WallTime;
 use lockstep_reports::sweep::{ShardsView, Spread, SweepRates, SweepView, range_text};
@@ -193,6 +193,9 @@ pub struct SeedOutcome {
     pub recovery_ns: Option<u64>,
     /// Every acquire latency of the run, in nanoseconds.
     pub acquire_latencies_ns: Vec<u64>,
+    /// With leadership metrics: every leadership change's failover time, and whether two
+    /// leaders' work was accepted together.
+    pub leadership: Option<(Vec<u64>, bool)>,
     /// The failure in detail, when the run did not meet `[expect]` and might be among the
     /// first [`KEPT_FAILURES`] failing seeds; `None` otherwise.
     pub failure: Option<SeedFailure>,
@@ -298,6 +301,10 @@ pub struct SweepSummary {
     /// With a chaos profile: from the start of each run's quiet tail to its next grant, over
     /// the runs that had one.
     pub recovery_ns: Histogram,
+    /// With leadership metrics (a leadership bound in `[expect]`): their aggregate; absent
+    /// otherwise, so other sweeps' JSON does not change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leadership: Option<SweepLeadership>,
     /// The wrapping sum of [`digest_term`] over the runs (16 hex digits in JSON).
     #[serde(with = "hex64")]
     pub digest: u64,
@@ -307,6 +314,16 @@ pub struct SweepSummary {
     pub nondeterministic: u64,
     /// The first [`KEPT_FAILURES`] of them by position in the range.
     pub mismatches: Vec<Mismatch>,
+}
+
+/// Leadership over a sweep's runs: independent of the order runs finish in, and merged by
+/// adding, as the rest of a summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepLeadership {
+    /// Every leadership change of every run (the checker's failover samples), in ns.
+    pub failover_ns: Histogram,
+    /// Runs with two leaders' work accepted together.
+    pub two_leaders_runs: u64,
 }
 
 /// The figures derived from a summary's counts, for people and dashboards: rates with their
@@ -377,6 +394,7 @@ impl SweepSummary {
             acquire_latency_ns: Histogram::new(),
             grants_per_run: Histogram::new(),
             recovery_ns: Histogram::new(),
+            leadership: s.check_options.leadership.then(SweepLeadership::default),
             digest: 0,
             failures: Vec::new(),
             nondeterministic: 0,
@@ -437,6 +455,14 @@ impl SweepSummary {
         self.grants_per_run.add(o.grants);
         if let Some(ns) = o.recovery_ns {
             self.recovery_ns.add(ns);
+        }
+        if let Some(((failovers, two_leaders), l)) =
+            o.leadership.as_ref().zip(self.leadership.as_mut())
+        {
+            for &ns in failovers {
+                l.failover_ns.add(ns);
+            }
+            l.two_leaders_runs += u64::from(*two_leaders);
         }
         self.digest = self
             .digest
@@ -617,6 +643,10 @@ impl Work<'_> {
             grants: v.liveness.grants,
             recovery_ns: v.liveness.recovery.and_then(|r| r.after_ns()),
             acquire_latencies_ns: acquire_latencies_ns(&r.history),
+            leadership: v
+                .leadership
+                .as_ref()
+                .map(|l| (leadership_failovers_ns(&r.history), l.two_leaders_ns > 0)),
             failure,
             mismatch,
         }
@@ -810,6 +840,14 @@ impl SweepSummary {
         self.acquire_latency_ns.merge(&other.acquire_latency_ns);
         self.grants_per_run.merge(&other.grants_per_run);
         self.recovery_ns.merge(&other.recovery_ns);
+        match (&mut self.leadership, &other.leadership) {
+            (Some(mine), Some(theirs)) => {
+                mine.failover_ns.merge(&theirs.failover_ns);
+                mine.two_leaders_runs += theirs.two_leaders_runs;
+            }
+            (None, Some(theirs)) => self.leadership = Some(theirs.clone()),
+            _ => {}
+        }
         self.digest = self.digest.wrapping_add(other.digest);
         self.failures.extend(other.failures.iter().cloned());
         self.keep_first_failures();

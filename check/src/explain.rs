@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use crate::history::{Event, GrantId, History, OpKind, StorageOp};
 use crate::text::{counted, grant_label, op_label, seconds};
-use crate::verdict::{LostUpdate, Overlap, StaleOp, TokenInversion, Validity, Verdict};
+use crate::verdict::{
+    DuplicateItem, Leadership, LostUpdate, Overlap, StaleOp, TokenInversion, Validity, Verdict,
+};
 
 impl Verdict {
     /// One sentence per reported example, plus a summary of the overlaps, a count of the
@@ -54,6 +56,9 @@ impl Verdict {
             kind,
             |inversion| inversion_sentence(history, inversion),
         );
+        if let Some(leadership) = &self.leadership {
+            leadership_lines(&mut lines, history, &tokens, leadership);
+        }
         if self.stale_rejected > 0 {
             lines.push(format!(
                 "fencing worked: storage rejected {} (not a violation).",
@@ -69,6 +74,66 @@ impl Verdict {
         }
         lines
     }
+}
+
+/// The leadership findings: two leaders' work accepted together, items done twice, items
+/// skipped.
+fn leadership_lines(
+    lines: &mut Vec<String>,
+    history: &History,
+    tokens: &BTreeMap<GrantId, Option<u64>>,
+    leadership: &Leadership,
+) {
+    let pairs = &leadership.two_leaders;
+    if leadership.two_leaders_ns > 0 {
+        lines.push(format!(
+            "work accepted from two leaders at once: {} of terms, {} in total.",
+            counted(pairs.count, "pair", "pairs"),
+            seconds(leadership.two_leaders_ns)
+        ));
+        let kind = ("pair of leaders", "pairs of leaders");
+        push_found(lines, pairs.count, &pairs.examples, kind, |overlap| {
+            format!(
+                "2 leaders' work accepted together: {} and {} from {} to {}.",
+                holder_words(history, tokens, overlap.first),
+                holder_words(history, tokens, overlap.second),
+                seconds(overlap.from_ns),
+                seconds(overlap.to_ns)
+            )
+        });
+    }
+    let duplicates = &leadership.duplicate_items;
+    let kind = ("item done twice", "items done twice");
+    push_found(
+        lines,
+        duplicates.count,
+        &duplicates.examples,
+        kind,
+        |item| duplicate_sentence(history, item),
+    );
+    let skipped = &leadership.skipped_items;
+    if skipped.count > 0 {
+        let listed: Vec<String> = skipped.examples.iter().map(u64::to_string).collect();
+        let more = match skipped.count.saturating_sub(skipped.examples.len() as u64) {
+            0 => String::new(),
+            hidden => format!(" and {hidden} more"),
+        };
+        lines.push(format!(
+            "{} skipped: no accepted write of {}{more}, below the highest value accepted.",
+            counted(skipped.count, "item", "items"),
+            listed.join(", ")
+        ));
+    }
+}
+
+fn duplicate_sentence(history: &History, item: &DuplicateItem) -> String {
+    format!(
+        "item {} done twice at {}: {} after {}.",
+        item.value,
+        seconds(item.time_ns),
+        op_words(history, item.entry, true),
+        op_words(history, item.first_entry, true)
+    )
 }
 
 /// One sentence per example, then how many findings of the kind (`singular`, `plural`) are

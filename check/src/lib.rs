@@ -20,7 +20,7 @@ pub mod history;
 mod text;
 pub mod verdict;
 
-pub use checker::{HistoryError, Options, acquire_latencies_ns, check};
+pub use checker::{HistoryError, Options, acquire_latencies_ns, check, leadership_failovers_ns};
 pub use history::{
     Entry, Event, ExitReason, Fault, FaultKind, GrantId, History, NodeId, OpId, OpKind, OpOutcome,
     StorageOp,

@@ -157,6 +157,10 @@ pub struct Verdict {
     pub token_order: Found<TokenInversion>,
     /// Liveness metrics: never part of the two verdicts.
     pub liveness: Liveness,
+    /// Leadership metrics, with [`Options::leadership`](crate::Options) only: never part of the
+    /// two verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leadership: Option<Leadership>,
 }
 
 impl Verdict {
@@ -347,6 +351,46 @@ pub struct Failover {
     pub max_ns: Option<u64>,
     /// Mean of those times, rounded down, in nanoseconds; `None` if none recovered.
     pub mean_ns: Option<u64>,
+}
+
+/// The history read as leader election: each grant with an accepted write is a leadership
+/// term, each accepted write's value a work item. Never part of the two verdicts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leadership {
+    /// Grants with at least one accepted write.
+    pub terms: u64,
+    /// Total true time with the work spans (first to last accepted write) of terms of two or
+    /// more clients open together, in nanoseconds.
+    pub two_leaders_ns: u64,
+    /// Pairs of terms of different clients whose work spans overlap for a positive time; each
+    /// example's `from_ns`/`to_ns` is the overlap of the two spans.
+    pub two_leaders: Found<Overlap>,
+    /// Over leadership changes: the gap from the latest last accepted write of all earlier
+    /// terms to each later term's first accepted write (0 when they overlap); `None` with
+    /// fewer than two terms.
+    pub failover: Option<Percentiles>,
+    /// Accepted writes of a value already accepted: an item done twice.
+    pub duplicate_items: Found<DuplicateItem>,
+    /// Values between the initial value (excluded) and the highest accepted value that no
+    /// accepted write wrote: items never done. Examples are the smallest such values.
+    pub skipped_items: Found<u64>,
+}
+
+/// An accepted write of a value an earlier accepted write already wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DuplicateItem {
+    /// The value written twice.
+    pub value: u64,
+    /// Index in `history.entries` of the first accepted write of `value`.
+    pub first_entry: usize,
+    /// That write.
+    pub first_op: OpId,
+    /// Index in `history.entries` of this write.
+    pub entry: usize,
+    /// This write.
+    pub op: OpId,
+    /// True time at which storage accepted this write.
+    pub time_ns: u64,
 }
 
 #[cfg(test)]

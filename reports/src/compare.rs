@@ -135,6 +135,24 @@ pub struct FailoverStats {
     pub max_ms: Option<f64>,
 }
 
+/// Leadership metrics over all the runs of a row whose scenario measures them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeadershipStats {
+    /// Leadership terms, summed over the runs.
+    pub terms: u64,
+    /// Runs with two leaders' work accepted together.
+    pub two_leaders_runs: u64,
+    /// Time with two leaders' work accepted together, summed over the runs, in ms.
+    pub two_leaders_ms: f64,
+    /// Leadership changes (last write of the earlier terms to the next term's first), pooled
+    /// over every change of every run; `None` without a change.
+    pub failover_ms: Option<QuantilesMs>,
+    /// Items done twice, summed over the runs.
+    pub duplicate_items: u64,
+    /// Items skipped, summed over the runs.
+    pub skipped_items: u64,
+}
+
 /// Recovery after a chaos profile's faults stop.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryStats {
@@ -191,6 +209,9 @@ pub struct Row {
     pub failover: Option<FailoverStats>,
     /// Recovery after chaos faults; `None` without a chaos profile.
     pub recovery: Option<RecoveryStats>,
+    /// Leadership metrics; `None` when the scenario does not measure them, and for a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leadership: Option<LeadershipStats>,
 }
 
 /// A fault the world applied, for a failing seed's section.
@@ -308,9 +329,9 @@ impl Comparison {
     /// [`Comparison::table`] fitted into `width` columns, when given (a terminal's width).
     pub fn table_fitting(&self, width: Option<usize>) -> String {
         let mut b = Builder::default();
-        b.push_record(COLUMNS.iter().map(|(name, _)| name.to_string()));
+        b.push_record(self.columns().iter().map(|(name, _)| name.to_string()));
         for row in &self.rows {
-            b.push_record(cells(row));
+            b.push_record(self.cells(row));
         }
         let mut table = b.build();
         table.with(Style::rounded());
@@ -330,6 +351,76 @@ impl Comparison {
             plural(failing)
         )
     }
+}
+
+impl Comparison {
+    /// True when some row has leadership metrics: every rendering then adds their columns.
+    fn has_leadership(&self) -> bool {
+        self.rows.iter().any(|r| r.leadership.is_some())
+    }
+
+    /// The columns of this report's table: [`COLUMNS`], and [`LEADERSHIP_COLUMNS`] when some
+    /// row has leadership metrics.
+    pub(crate) fn columns(&self) -> Vec<(&'static str, &'static str)> {
+        let mut columns = COLUMNS.to_vec();
+        if self.has_leadership() {
+            columns.extend(LEADERSHIP_COLUMNS);
+        }
+        columns
+    }
+
+    /// The cells of `row` in [`Comparison::columns`] order.
+    pub(crate) fn cells(&self, row: &Row) -> Vec<String> {
+        let mut cells = cells(row);
+        if self.has_leadership() {
+            cells.extend(leadership_cells(row.leadership));
+        }
+        cells
+    }
+}
+
+/// The columns added when some row has leadership metrics.
+pub(crate) const LEADERSHIP_COLUMNS: [(&str, &str); 5] = [
+    (
+        "terms",
+        "Leadership terms (grants with an accepted write), summed over the runs.",
+    ),
+    (
+        "two leaders",
+        "Runs with two leaders' work accepted together, and that time summed over the runs.",
+    ),
+    (
+        "leader failover p50/p99/max",
+        "From the last write of the earlier terms to the next term's first write, pooled over every change of every run.",
+    ),
+    ("duplicates", "Work items done twice, summed over the runs."),
+    ("skipped", "Work items never done, summed over the runs."),
+];
+
+/// A row's leadership cells, dashes without leadership metrics.
+fn leadership_cells(l: Option<LeadershipStats>) -> Vec<String> {
+    let Some(l) = l else {
+        return vec!["-".to_string(); LEADERSHIP_COLUMNS.len()];
+    };
+    let two_leaders = match l.two_leaders_runs {
+        0 => "0".to_string(),
+        runs => format!("{runs} runs, {}", duration_ms(l.two_leaders_ms)),
+    };
+    let failover = l.failover_ms.map_or("-".to_string(), |q| {
+        format!(
+            "{} / {} / {}",
+            duration_ms(q.p50),
+            duration_ms(q.p99),
+            duration_ms(q.max)
+        )
+    });
+    vec![
+        l.terms.to_string(),
+        two_leaders,
+        failover,
+        l.duplicate_items.to_string(),
+        l.skipped_items.to_string(),
+    ]
 }
 
 /// The columns every rendering shows, with what each means (the HTML page's header titles

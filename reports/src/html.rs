@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use lockstep_check::Validity;
 
-use crate::compare::{COLUMNS, Comparison, FailingSeed, KEPT_FAULTS, Visuals, cells};
+use crate::compare::{Comparison, FailingSeed, KEPT_FAULTS, Visuals};
 use crate::escape::html as esc;
 use crate::format::{plural, true_time};
 
@@ -69,7 +69,7 @@ impl Comparison {
     fn html_table(&self, out: &mut String) {
         out.push_str("<section id=\"comparison\">\n<h2>Comparison</h2>\n");
         out.push_str("<table class=\"comparison\">\n<thead>\n<tr>");
-        for (name, meaning) in COLUMNS {
+        for (name, meaning) in self.columns() {
             let _ = write!(out, "<th title=\"{}\">{}</th>", esc(meaning), esc(name));
         }
         out.push_str("</tr>\n</thead>\n<tbody>\n");
@@ -80,7 +80,7 @@ impl Comparison {
                 "<tr class=\"row {}\" id=\"row-{i}\">",
                 if ok { "ok" } else { "fail" }
             );
-            for (c, cell) in cells(row).into_iter().enumerate() {
+            for (c, cell) in self.cells(row).into_iter().enumerate() {
                 if c == 0 {
                     let _ = write!(
                         out,

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::compare::{COLUMNS, Comparison, FailingSeed, KEPT_FAULTS, Row, cells};
+use crate::compare::{Comparison, FailingSeed, KEPT_FAULTS, Row};
 use crate::escape;
 use crate::format::true_time;
 
@@ -17,11 +17,16 @@ impl Comparison {
         let mut out = String::new();
         let _ = writeln!(out, "# lockstep report\n");
         let _ = writeln!(out, "{}.\n", self.summary_line());
-        let header: Vec<&str> = COLUMNS.iter().map(|(name, _)| *name).collect();
+        let columns = self.columns();
+        let header: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
         let _ = writeln!(out, "| {} |", header.join(" | "));
         let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
         for (i, row) in self.rows.iter().enumerate() {
-            let mut cells: Vec<String> = cells(row).iter().map(|c| escape::markdown(c)).collect();
+            let mut cells: Vec<String> = self
+                .cells(row)
+                .iter()
+                .map(|c| escape::markdown(c))
+                .collect();
             if self.failing_of(i).next().is_some() {
                 cells[0] = format!("{} (failing seeds below)", cells[0]);
             }
@@ -29,7 +34,7 @@ impl Comparison {
         }
         let _ = writeln!(out);
         let _ = writeln!(out, "<details><summary>Columns</summary>\n");
-        for (name, meaning) in COLUMNS {
+        for (name, meaning) in columns {
             let _ = writeln!(out, "- **{name}**: {}", escape::markdown(meaning));
         }
         let _ = writeln!(out, "\n</details>");

@@ -51,6 +51,22 @@ pub struct FailoverMs {
     pub mean: Option<f64>,
 }
 
+/// Leadership metrics of a run (the checker's `leadership`), times in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LeadershipMs {
+    /// Grants with at least one accepted write.
+    pub terms: u64,
+    /// Time with two leaders' work accepted together.
+    pub two_leaders_ms: f64,
+    /// Leadership changes: from the last write of the earlier terms to the next term's first;
+    /// null with fewer than two terms.
+    pub failover_ms: Option<LatencyMs>,
+    /// Accepted writes of a value already accepted.
+    pub duplicate_items: u64,
+    /// Values up to the highest accepted one never written.
+    pub skipped_items: u64,
+}
+
 /// A family's named count about a run (for example ZooKeeper's watch notifications), shown
 /// beside the verdict, and per another counter when it is a rate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -204,6 +220,9 @@ pub struct RunReport {
     pub failover_ms: FailoverMs,
     /// Share of grants in request order (1.0 is FIFO).
     pub fairness: Option<f64>,
+    /// Leadership metrics, only when the scenario measures them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leadership: Option<LeadershipMs>,
     /// The family's own counts (empty for families that keep none).
     pub counters: Vec<Counter>,
     /// The faults placed on a mark that did not fire, in schedule order.
@@ -279,6 +298,17 @@ impl RunReport {
                 mean: l.failover.mean_ns.map(ms),
             },
             fairness: l.fairness_ppm.map(|p| f64::from(p) / 1e6),
+            leadership: verdict.leadership.as_ref().map(|l| LeadershipMs {
+                terms: l.terms,
+                two_leaders_ms: ms(l.two_leaders_ns),
+                failover_ms: l.failover.as_ref().map(|p| LatencyMs {
+                    p50: ms(p.p50_ns),
+                    p99: ms(p.p99_ns),
+                    max: ms(p.max_ns),
+                }),
+                duplicate_items: l.duplicate_items.count,
+                skipped_items: l.skipped_items.count,
+            }),
             counters: Vec::new(),
             unfired: Vec::new(),
             explanations,

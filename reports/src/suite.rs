@@ -45,9 +45,11 @@ impl VerdictCounts {
 #[serde(rename_all = "lowercase")]
 pub enum Miss {
     /// The verdict, or a bound on a safety count (double holders, stale operations, lost
-    /// updates, token order), is not what `[expect]` says.
+    /// updates, token order, two leaders, items done twice or skipped), is not what `[expect]`
+    /// says.
     Safety,
-    /// Only a liveness expectation is missed: a bound on grants, or recovery after the faults.
+    /// Only a liveness expectation is missed: a bound on grants, terms or failover, or recovery
+    /// after the faults.
     Liveness,
     /// The run could not be judged: it ran out of events (or of its budget), and its verdict
     /// is unknown.

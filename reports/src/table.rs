@@ -131,6 +131,25 @@ impl RunReport {
         b.push_record(["failover".to_string(), failover]);
         let fairness = self.fairness.map_or("-".to_string(), |x| format!("{x:.2}"));
         b.push_record(["fairness (FIFO = 1.00)".to_string(), fairness]);
+        if let Some(l) = &self.leadership {
+            b.push_record(["leadership terms".to_string(), l.terms.to_string()]);
+            b.push_record(["two leaders".to_string(), duration_ms(l.two_leaders_ms)]);
+            let failover = match &l.failover_ms {
+                Some(f) => format!(
+                    "p50 {}  p99 {}  max {}",
+                    duration_ms(f.p50),
+                    duration_ms(f.p99),
+                    duration_ms(f.max)
+                ),
+                None => "-".to_string(),
+            };
+            b.push_record(["leader failover".to_string(), failover]);
+            b.push_record([
+                "items done twice".to_string(),
+                l.duplicate_items.to_string(),
+            ]);
+            b.push_record(["items skipped".to_string(), l.skipped_items.to_string()]);
+        }
         for c in &self.counters {
             let value = match (&c.per, c.ratio) {
                 (Some(per), Some(ratio)) => format!("{} ({ratio:.2} to {per})", c.value),

@@ -455,6 +455,11 @@ pub(crate) struct ExpectSection {
     pub(crate) lost_updates: Option<Bound>,
     pub(crate) token_order: Option<Bound>,
     pub(crate) grants: Option<Bound>,
+    pub(crate) terms: Option<Bound>,
+    pub(crate) two_leaders_ms: Option<Bound>,
+    pub(crate) failover_max_ms: Option<Bound>,
+    pub(crate) duplicate_items: Option<Bound>,
+    pub(crate) skipped_items: Option<Bound>,
     pub(crate) recovers: Option<bool>,
 }
 

@@ -207,8 +207,14 @@ fn toml_string(text: &str) -> String {
 #[test]
 fn the_json_round_trips_and_every_field_is_documented() {
     let dir = temp_dir("json");
-    let json = report_to(&dir.join("r.json"), &[CATALOGUE, CHAOS, "--seeds", "1"]);
+    // A scenario with leadership metrics, so their object is documented too.
+    let leader = leadership_scenario(&dir);
+    let json = report_to(
+        &dir.join("r.json"),
+        &[CATALOGUE, CHAOS, s(&leader), "--seeds", "1"],
+    );
     let c = Comparison::from_json(&json).expect("parses");
+    assert!(c.rows.last().is_some_and(|r| r.leadership.is_some()));
     // serde_json parses a float to within an ulp, not always exactly: compare numbers closely
     // and everything else exactly.
     let value: serde_json::Value = serde_json::from_str(&json).expect("JSON");
@@ -245,6 +251,76 @@ fn the_json_round_trips_and_every_field_is_documented() {
             "documented but not in the JSON: {field}"
         );
     }
+}
+
+/// A clean Redis scenario whose `[expect]` bounds leadership metrics, in `dir`.
+fn leadership_scenario(dir: &Path) -> PathBuf {
+    let text = format!(
+        "{}\n[expect]\nterms = {{ min = 1 }}\ntwo_leaders_ms = 0\n",
+        crate::support::CLEAN
+    );
+    let path = dir.join("leader.toml");
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+#[test]
+fn leadership_columns_appear_only_when_a_row_has_leadership() {
+    let dir = temp_dir("leadership");
+    let leader = leadership_scenario(&dir);
+    let args = [K1, s(&leader), "--seeds", "3"];
+    let json = report_to(&dir.join("l.json"), &args);
+    let md = report_to(&dir.join("l.md"), &args);
+    let html = report_to(&dir.join("l.html"), &args);
+    let c = Comparison::from_json(&json).expect("parses");
+    assert!(c.rows[0].leadership.is_none(), "K1 measures no leadership");
+    let l = c.rows[1].leadership.expect("the bounded scenario's");
+    // Three runs of a counter: every change pooled, none with two leaders.
+    assert!(l.terms >= 3, "{l:?}");
+    assert_eq!(
+        (l.two_leaders_runs, l.duplicate_items, l.skipped_items),
+        (0, 0, 0)
+    );
+    let f = l.failover_ms.expect("changes");
+    assert!(0.0 < f.p50 && f.p50 <= f.p99 && f.p99 <= f.max, "{f:?}");
+
+    let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(
+        table[0].ends_with(
+            "| terms | two leaders | leader failover p50/p99/max | duplicates | skipped |"
+        ),
+        "{}",
+        table[0]
+    );
+    assert!(
+        table[2].ends_with("| - | - | - | - | - |"),
+        "K1's row: {}",
+        table[2]
+    );
+    assert!(
+        table[3].ends_with(&format!(
+            "| {} | 0 | {} / {} / {} | 0 | 0 |",
+            l.terms,
+            lockstep_reports::format::duration_ms(f.p50),
+            lockstep_reports::format::duration_ms(f.p99),
+            lockstep_reports::format::duration_ms(f.max)
+        )),
+        "{}",
+        table[3]
+    );
+    let doc = parse_html(&html);
+    let header: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("th")).collect();
+    assert!(
+        header
+            .iter()
+            .any(|n| n.text() == Some("leader failover p50/p99/max"))
+    );
+
+    // Without leadership, neither the columns nor the JSON object.
+    let json = report_to(&dir.join("k1.json"), &[K1, "--seeds", "1"]);
+    let md = report_to(&dir.join("k1.md"), &[K1, "--seeds", "1"]);
+    assert!(!json.contains("leadership"));
+    assert!(!md.contains("leader failover"));
 }
 
 /// `a` and `b` are the same JSON, numbers within a relative 1e-12.

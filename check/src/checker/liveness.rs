@@ -203,7 +203,7 @@ fn failover(history: &History, grants: &Grants) -> Failover {
 }
 
 /// Nearest-rank p50, p99 and max of `values`; `None` when there are none.
-fn percentiles(mut values: Vec<u64>) -> Option<Percentiles> {
+pub(super) fn percentiles(mut values: Vec<u64>) -> Option<Percentiles> {
     values.sort_unstable();
     let max_ns = *values.last()?;
     Some(Percentiles {

@@ -7,9 +7,10 @@
 //!
 //! Start reading at [`check`]: it validates the history while building the grant table
 //! ([`grants`]), then runs the safety checks ([`safety`]) and the liveness metrics
-//! ([`liveness`]), each a separate pass over the table or the history.
+//! ([`liveness`]) and, when asked, the leadership metrics ([`leadership`]), each a separate pass over the table or the history.
 
 mod grants;
+mod leadership;
 mod liveness;
 mod safety;
 
@@ -19,6 +20,7 @@ use crate::history::History;
 use crate::verdict::{Found, Validity, Verdict};
 
 use grants::Grants;
+pub use leadership::leadership_failovers_ns;
 pub use liveness::acquire_latencies_ns;
 
 /// What the checker needs to know beyond the history.
@@ -36,6 +38,9 @@ pub struct Options {
     /// checker then measures how long the lock took to be granted again
     /// ([`Liveness::recovery`](crate::Liveness)).
     pub quiet_from_ns: Option<u64>,
+    /// Read the history as leader election (one term per grant, each accepted write a work
+    /// item) and fill [`Verdict::leadership`](crate::Verdict); off, the verdict has none.
+    pub leadership: bool,
 }
 
 impl Default for Options {
@@ -45,6 +50,7 @@ impl Default for Options {
             initial_value: 0,
             example_limit: 10,
             quiet_from_ns: None,
+            leadership: false,
         }
     }
 }
@@ -103,6 +109,9 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         stale.accepted.count > 0 || replay.lost_updates.count > 0 || token_order.count > 0;
     let overlapped = double_holders.pairs > 0;
     let liveness = liveness::measure(history, &grants, &replay, options.quiet_from_ns);
+    let leadership = options
+        .leadership
+        .then(|| leadership::measure(history, options.initial_value, limit));
 
     Ok(Verdict {
         resource: Validity::judge(resource_harmed, history.complete),
@@ -113,5 +122,6 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         lost_updates: replay.lost_updates,
         token_order,
         liveness,
+        leadership,
     })
 }

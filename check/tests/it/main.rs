@@ -5,6 +5,7 @@
 mod double_holders;
 mod examples;
 mod explain;
+mod leadership;
 mod liveness;
 mod lost_updates;
 mod malformed;

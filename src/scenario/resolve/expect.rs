@@ -1,11 +1,15 @@
-//! `[expect]`: what a run is expected to show.
+//! `[expect]`: what a run is expected to show, and what the checker must measure for it.
 
-use lockstep_check::{Property, Validity};
+use lockstep_check::{Options, Property, Validity};
+use lockstep_models::family::Tokens;
+use lockstep_models::keys::{MAX_MS, out_of_range};
+use lockstep_models::system::System;
 
+use super::Resolver;
 use crate::expect::{Count, Expect};
-use crate::scenario::schema::{ExpectSection, PropertyName, VerdictName};
+use crate::scenario::schema::{Bound, ExpectSection, PropertyName, VerdictName};
 
-pub(super) fn expect(e: &ExpectSection) -> Expect {
+pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
     let property = match e.property {
         PropertyName::Resource => Property::Resource,
         PropertyName::MutualExclusion => Property::MutualExclusion,
@@ -23,14 +27,55 @@ pub(super) fn expect(e: &ExpectSection) -> Expect {
         (Count::LostUpdates, e.lost_updates),
         (Count::TokenOrder, e.token_order),
         (Count::Grants, e.grants),
+        (Count::Terms, e.terms),
+        (Count::TwoLeadersMs, e.two_leaders_ms),
+        (Count::FailoverMaxMs, e.failover_max_ms),
+        (Count::DuplicateItems, e.duplicate_items),
+        (Count::SkippedItems, e.skipped_items),
     ]
     .into_iter()
-    .filter_map(|(c, b)| b.map(|b| (c, b.min, b.max)))
+    .filter_map(|(c, b)| b.and_then(|b| bound(r, c, b)).map(|b| (c, b.min, b.max)))
     .collect();
     Expect {
         property,
         verdict,
         bounds,
         recovery: None,
+    }
+}
+
+/// A bound that some value can meet: `min` at most `max`, and a time within the run's range.
+fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
+    let path = format!("expect.{count}");
+    if let Some(max) = b.max.filter(|&max| max < b.min) {
+        r.problems.push(
+            path,
+            format!("min {} is above max {max}: no run can meet it", b.min),
+        );
+        return None;
+    }
+    let is_ms = matches!(count, Count::TwoLeadersMs | Count::FailoverMaxMs);
+    let largest = b.max.unwrap_or(b.min);
+    if is_ms && largest as f64 > MAX_MS {
+        let message = format!("{} ms", out_of_range(largest, 0, MAX_MS));
+        r.problems.push(path, message);
+        return None;
+    }
+    Some(b)
+}
+
+/// What the checker must know and measure for runs of a scenario: the one place that decides
+/// the [`Options`] of its checks. Leadership metrics are on when `[expect]` bounds one of
+/// them.
+pub(super) fn check_options(
+    system: &dyn System,
+    quiet_from_ns: Option<u64>,
+    expect: &Expect,
+) -> Options {
+    Options {
+        tokens_monotonic: system.tokens() == Tokens::Ordered { monotonic: true },
+        quiet_from_ns,
+        leadership: expect.bounds_leadership(),
+        ..Options::default()
     }
 }

@@ -12,14 +12,13 @@ mod system;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use lockstep_check::Options;
-use lockstep_models::family::{MarkSite, Role, Tokens};
+use lockstep_models::family::{MarkSite, Role};
 use lockstep_models::keys::{Check, MAX_EVENTS, Problems, out_of_range};
 use lockstep_models::system::{Layout, System};
 use lockstep_sim::{NodeId, ScheduledFault};
 
 use self::chaos::chaos;
-use self::expect::expect;
+use self::expect::{check_options, expect};
 use self::faults::{Bounds, fault};
 use self::network::{clocks, network};
 use self::seeds::seeds;
@@ -171,7 +170,7 @@ pub(crate) fn resolve<M>(
         .chaos
         .as_ref()
         .and_then(|c| chaos(&mut r, c, duration, &*system, &layout, max_faults));
-    let mut expect = expect(&file.expect);
+    let mut expect = expect(&mut r, &file.expect);
     match (&chaos, file.expect.recovers) {
         (Some(c), None | Some(true)) => expect.recovery = Some(c.liveness),
         (None, Some(true)) => r.problems.push(
@@ -193,11 +192,11 @@ pub(crate) fn resolve<M>(
         max_events: s.max_events,
         memory_budget,
         wall_budget,
-        check_options: Options {
-            tokens_monotonic: system.tokens() == Tokens::Ordered { monotonic: true },
-            quiet_from_ns: chaos.as_ref().map(|c| c.quiet_from.as_nanos()),
-            ..Options::default()
-        },
+        check_options: check_options(
+            &*system,
+            chaos.as_ref().map(|c| c.quiet_from.as_nanos()),
+            &expect,
+        ),
         system,
         clocks,
         link,
