@@ -2,7 +2,7 @@
 # Opens the sample report (reports/sample/catalogue.html) in headless Chromium, fails on any
 # console message the page logs (it has no script, so there should be none), takes a
 # screenshot and fails unless it is far from blank. `.ci/run` runs this after the tests; the
-# test `the_sample_report_is_current_with_the_catalogue` keeps the page current.
+# test `the_sample_reports_are_current_with_their_scenarios` keeps the page current.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 page="$PWD/reports/sample/catalogue.html"

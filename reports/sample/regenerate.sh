@@ -1,5 +1,7 @@
 #!/bin/sh
-# Regenerates the sample report of the catalogue (reports/sample/catalogue.{html,md,json}).
+# Regenerates the sample reports: the catalogue over 5 seeds (reports/sample/catalogue.{html,md,json})
+# and the failover comparison of leader election across families, over the seeds its files
+# declare (reports/sample/failover.{html,md,json}, from scenarios/failover/).
 # Run from anywhere; the paths in the report are relative to the repository, so the files are
 # the same on every machine. A test (tests/it/report.rs) fails when they are not current.
 set -eu
@@ -7,5 +9,6 @@ cd "$(dirname "$0")/../.."
 cargo build --release --quiet
 for ext in html md json; do
     ./target/release/lockstep report scenarios/catalogue --seeds 5 --out "reports/sample/catalogue.$ext" > /dev/null
+    ./target/release/lockstep report scenarios/failover --out "reports/sample/failover.$ext" > /dev/null
 done
-echo "wrote reports/sample/catalogue.html, .md and .json"
+echo "wrote reports/sample/catalogue.html, .md and .json, and failover.html, .md and .json"

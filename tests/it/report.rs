@@ -441,44 +441,54 @@ fn a_bad_extension_or_an_unwritable_output_exits_2_and_writes_nothing() {
 
 /// The sample report of the catalogue in `reports/sample/`, as `reports/sample/regenerate.sh`
 /// writes it. `UPDATE_EXPECT=1 cargo test sample` rewrites the files.
+/// The sample reports in `reports/sample/`, as `reports/sample/regenerate.sh` writes them: the
+/// catalogue over 5 seeds, and the failover comparison of leader election across families
+/// (`scenarios/failover/`) over the seeds its files declare. `UPDATE_EXPECT=1 cargo test
+/// sample` rewrites the files.
 #[test]
-fn the_sample_report_is_current_with_the_catalogue() {
-    let seeds = 5;
-    let inputs = report::load_inputs(&[PathBuf::from(CATALOGUE)]).expect("the catalogue loads");
-    let built = report::build(
-        &inputs,
-        ReportOptions {
-            seeds: Some(seeds),
-            ..ReportOptions::default()
-        },
-        |_| {},
-    );
+fn the_sample_reports_are_current_with_their_scenarios() {
     let script = std::fs::read_to_string(root().join("reports/sample/regenerate.sh"))
         .expect("reports/sample/regenerate.sh");
-    assert!(
-        script.contains(&format!("report {CATALOGUE} --seeds {seeds}")),
-        "{script}"
-    );
-    let visuals = report::visuals(&inputs, &built, 2).expect("the pictures draw");
-    assert_eq!(visuals.timelines.len(), built.comparison.failing.len());
-    for (name, format) in [
-        ("catalogue.md", ReportFormat::Markdown),
-        ("catalogue.json", ReportFormat::Json),
-        ("catalogue.html", ReportFormat::Html),
+    for (dir, name, seeds) in [
+        (CATALOGUE, "catalogue", Some(5)),
+        ("scenarios/failover", "failover", None),
     ] {
-        let path = root().join("reports/sample").join(name);
-        let now = built.render(format, &visuals);
-        if std::env::var_os("UPDATE_EXPECT").is_some() {
-            std::fs::write(&path, &now).expect("write the sample");
-            continue;
-        }
-        let kept = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            kept == now,
-            "reports/sample/{name} is not the report of the catalogue: run \
-             reports/sample/regenerate.sh (or UPDATE_EXPECT=1 cargo test sample)"
+        let inputs = report::load_inputs(&[PathBuf::from(dir)]).expect("the scenarios load");
+        let built = report::build(
+            &inputs,
+            ReportOptions {
+                seeds,
+                ..ReportOptions::default()
+            },
+            |_| {},
         );
-        assert!(!now.contains(s(&root())), "no absolute path in {name}");
+        let command = match seeds {
+            Some(n) => format!("report {dir} --seeds {n} --out \"reports/sample/{name}."),
+            None => format!("report {dir} --out \"reports/sample/{name}."),
+        };
+        assert!(script.contains(&command), "{command} not in {script}");
+        let visuals = report::visuals(&inputs, &built, 2).expect("the pictures draw");
+        assert_eq!(visuals.timelines.len(), built.comparison.failing.len());
+        for (ext, format) in [
+            ("md", ReportFormat::Markdown),
+            ("json", ReportFormat::Json),
+            ("html", ReportFormat::Html),
+        ] {
+            let file = format!("{name}.{ext}");
+            let path = root().join("reports/sample").join(&file);
+            let now = built.render(format, &visuals);
+            if std::env::var_os("UPDATE_EXPECT").is_some() {
+                std::fs::write(&path, &now).expect("write the sample");
+                continue;
+            }
+            let kept = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                kept == now,
+                "reports/sample/{file} is not the report of {dir}: run \
+                 reports/sample/regenerate.sh (or UPDATE_EXPECT=1 cargo test sample)"
+            );
+            assert!(!now.contains(s(&root())), "no absolute path in {file}");
+        }
     }
 }
 
