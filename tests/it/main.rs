@@ -9,6 +9,7 @@ mod cli;
 mod fault_keys;
 mod fuzz;
 mod hunt;
+mod kubernetes_keys;
 mod outputs;
 mod report;
 mod scenario_errors;
