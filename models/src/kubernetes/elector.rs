@@ -26,6 +26,8 @@
 //!   release is done when that answers.
 //! - A crash forgets everything; the restarted process has a new identity (kube-controller-
 //!   manager adds a fresh UUID to its host name), so it waits a full lease like any candidate.
+//! - It reaches the mark `renewed` after each successful write of its own record (the
+//!   acquisition and every renewal), where a fault can land right after a renewal.
 //! - Variants: `expiry = renew-time` judges a held record expired when `renewTime +
 //!   leaseDuration` is before its own WALL now (clients that trust the recorded timestamps);
 //!   `lease_duration = own` judges by its own configured duration instead of the record's
@@ -400,6 +402,7 @@ impl Elector {
         match self.stage {
             Stage::Candidate if ok => {
                 env.observe(Observation::Count("renewed"));
+                env.mark("renewed");
                 let record = obj.record;
                 if self.term.map(|(t, _)| t) != Some(record.transitions) {
                     self.term = Some((record.transitions, obj.rv));
@@ -431,6 +434,7 @@ impl Elector {
             }
             Stage::Leader if ok => {
                 env.observe(Observation::Count("renewed"));
+                env.mark("renewed");
                 // The poll succeeded: the next one RetryPeriod after this returned.
                 self.generation += 1;
                 let generation = self.generation;

@@ -266,7 +266,10 @@ impl Family for Kubernetes {
     }
 
     fn marks(&self) -> &'static [(&'static str, MarkSite)] {
-        &[("leader-ready", MarkSite::Server)]
+        &[
+            ("renewed", MarkSite::Client),
+            ("leader-ready", MarkSite::Server),
+        ]
     }
 
     fn tokens(&self) -> Tokens {
