@@ -401,3 +401,49 @@ fn transitions_fence_storage_with_rising_tokens() {
         );
     }
 }
+
+#[test]
+fn a_restarted_leader_has_a_new_identity_and_waits_a_full_lease_like_any_candidate() {
+    let t = timing(15, 10, 2);
+    let spec = kube_spec(t, 3);
+    let mut restarted_won = 0;
+    for seed in 1..=20 {
+        let old = leader_at(&spec, seed, 30_000);
+        let crash = at(
+            30_000,
+            Fault::Crash {
+                node: old,
+                restart_after: Some(ms(500)),
+            },
+        );
+        let r = run(&spec, seed, 70, vec![crash]);
+        assert_eq!(r.verdict.mutual_exclusion, Validity::Valid, "seed {seed}");
+        let all = grants(&r.world);
+        let before = all
+            .iter()
+            .rfind(|g| g.0 < Time::from_millis(30_000))
+            .expect("a grant before the crash");
+        let &(g, new, ticket) = all
+            .iter()
+            .find(|g| g.0 > Time::from_millis(30_000))
+            .expect("a grant after the crash");
+        let renewed = *counts(&r.world, old, "renewed")
+            .iter()
+            .rfind(|&&o| o <= Time::from_millis(30_000))
+            .expect("renewed");
+        // Nobody, the restarted process included, re-enters the old term.
+        assert!(
+            since(g, renewed) + ms(10) >= t.lease_duration,
+            "seed {seed}"
+        );
+        assert!(ticket > before.2, "seed {seed}: a new term after the crash");
+        if new == old {
+            restarted_won += 1;
+            assert!(
+                since(g, Time::from_millis(30_500)) >= t.lease_duration,
+                "seed {seed}: the restarted process waited a full lease"
+            );
+        }
+    }
+    println!("the restarted process won {restarted_won} of 20 seeds");
+}
