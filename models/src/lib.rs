@@ -44,6 +44,7 @@ families! {
     redlock => Redlock,
     etcd => Etcd,
     zookeeper => ZooKeeper,
+    kubernetes => Kubernetes,
 }
 
 pub use family::{Family, Role};

@@ -10,6 +10,7 @@ mod fault_keys;
 mod fuzz;
 mod hunt;
 mod leadership;
+mod kubernetes_keys;
 mod outputs;
 mod report;
 mod scenario_errors;

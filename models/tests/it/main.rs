@@ -1,6 +1,7 @@
 //! Integration tests of the models: one binary, one module per family.
 
 mod etcd;
+mod kubernetes;
 mod leader;
 mod raft;
 mod raft_host;

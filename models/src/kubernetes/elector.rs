@@ -1,0 +1,607 @@
+//! client-go's `LeaderElector` (`tools/leaderelection/leaderelection.go`, docs/semantics.md
+//! §5.3) over a `LeaseLock` (`resourcelock/leaselock.go`), as the family's lock client.
+//!
+//! - `tryAcquireOrRenew`: the leader's fast path (it leads by its observed record and
+//!   `observedTime + leaseDurationSeconds > now`: `Update` with the cached object), then the
+//!   slow path: `Get`; 404 → `Create`; a record different from the observed one becomes the
+//!   observed record, with `observedTime` = now on the elector's MONO clock; held by another and
+//!   not expired by that rule → fail; else `Update` (a new holder adds one to
+//!   `leaseTransitions`). `now` is read once at the start, as client-go does.
+//! - `acquire` runs the candidate loop, `wait.JitterUntil(RetryPeriod, 1.2, sliding)`: the next
+//!   attempt RetryPeriod + U[0, 1.2·RetryPeriod) after the previous one returned, until one
+//!   succeeds: `Granted`, with `leaseTransitions` as ticket.
+//! - Then the renew loop, `wait.UntilWithContext(RetryPeriod)` around
+//!   `wait.PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate)`: a poll starts at
+//!   once and RetryPeriod after each success; within a poll, a failed attempt is retried
+//!   RetryPeriod later; when RenewDeadline passes since the poll started, the request in flight
+//!   is cancelled and the elector stops leading (`Lost`; `OnStoppedLeading`), with a release
+//!   first under `ReleaseOnCancel`.
+//! - Every HTTP call has a timeout: the client's `Timeout`, which kube-controller-manager sets
+//!   to RenewDeadline (`cmd/kube-controller-manager/app/options/options.go`, `Config`:
+//!   `config.Timeout = s.Generic.LeaderElection.RenewDeadline.Duration`), and no later than
+//!   the poll's deadline. After a timeout or a 5xx the elector moves to the next API server
+//!   (a load balancer in front of them).
+//! - `release` cancels the leading context; under `ReleaseOnCancel` (off by default, as in
+//!   client-go) it writes holder "" with `leaseDurationSeconds` 1 (`release()`), and the
+//!   release is done when that answers.
+//! - A crash forgets everything; the restarted process has a new identity (kube-controller-
+//!   manager adds a fresh UUID to its host name), so it waits a full lease like any candidate.
+//! - It reaches the mark `renewed` after each successful write of its own record (the
+//!   acquisition and every renewal), where a fault can land right after a renewal.
+//! - Variants: `expiry = renew-time` judges a held record expired when `renewTime +
+//!   leaseDuration` is before its own WALL now (clients that trust the recorded timestamps);
+//!   `lease_duration = own` judges by its own configured duration instead of the record's
+//!   (fabric8 kubernetes-client #7160).
+
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
+
+use super::{identity, ApiReply, ApiRequest, LeaseObject, LeaseRecord, Msg};
+use crate::env::Host;
+use crate::lock::{LockClient, LockSignal, NoResource};
+use crate::observe::Observation;
+use crate::storage::StorageRequest;
+
+/// client-go's `JitterFactor`.
+pub const JITTER_PERCENT: u64 = 120;
+
+/// When a held record counts as expired.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Expiry {
+    /// client-go: `observedTime + leaseDuration` on the elector's MONO clock.
+    #[default]
+    ObservedTime,
+    /// `renewTime + leaseDuration` against the elector's WALL clock.
+    RenewTime,
+}
+
+/// Whose lease duration judges expiry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LeaseDurationFrom {
+    /// The record's `leaseDurationSeconds` (client-go).
+    #[default]
+    Record,
+    /// The elector's own configured duration (fabric8 #7160).
+    Own,
+}
+
+/// What the elector hands storage as its fencing token.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TokenFrom {
+    /// No token.
+    #[default]
+    None,
+    /// The term's `leaseTransitions`.
+    Transitions,
+    /// The resourceVersion of the write that won the term.
+    ResourceVersion,
+}
+
+/// One elector's timing and judgement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Timing {
+    /// `LeaseDuration`.
+    pub lease_duration: Dur,
+    /// `RenewDeadline`.
+    pub renew_deadline: Dur,
+    /// `RetryPeriod`.
+    pub retry_period: Dur,
+    /// How expiry is judged.
+    pub expiry: Expiry,
+    /// Whose duration judges it.
+    pub lease_duration_from: LeaseDurationFrom,
+}
+
+impl Timing {
+    /// client-go's core defaults: 15 s, 10 s, 2 s.
+    pub fn defaults() -> Timing {
+        Timing {
+            lease_duration: Dur::from_secs(15),
+            renew_deadline: Dur::from_secs(10),
+            retry_period: Dur::from_secs(2),
+            expiry: Expiry::ObservedTime,
+            lease_duration_from: LeaseDurationFrom::Record,
+        }
+    }
+}
+
+/// Every elector's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElectorConfig {
+    /// The API servers, in the order the elector tries them.
+    pub apiservers: Vec<NodeId>,
+    /// The timing of every elector without an override.
+    pub timing: Timing,
+    /// Overrides by workload client number (`client-N`).
+    pub participants: Vec<(u32, Timing)>,
+    /// `ReleaseOnCancel`.
+    pub release_on_cancel: bool,
+    /// The fencing token.
+    pub fencing: TokenFrom,
+}
+
+/// The elector's timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElectorTimer {
+    /// Call `id` timed out.
+    Call {
+        /// The call.
+        id: u64,
+    },
+    /// The next `tryAcquireOrRenew` of this loop.
+    Next {
+        /// The loop's generation.
+        generation: u64,
+    },
+    /// The renew poll's deadline.
+    RenewDeadline {
+        /// The loop's generation.
+        generation: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Idle,
+    Candidate,
+    Leader,
+    /// Waiting for the release's answer; `notify` when the workload asked for it.
+    Releasing { notify: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallKind {
+    FastUpdate(LeaseRecord),
+    Get(LeaseRecord),
+    Create(LeaseRecord),
+    SlowUpdate(LeaseRecord),
+    Release(LeaseRecord),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct InFlight {
+    id: u64,
+    kind: CallKind,
+}
+
+/// One elector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Elector {
+    config: ElectorConfig,
+    /// Process lives so far: the identity's suffix.
+    incarnation: u32,
+    /// Its identity and timing, from its node once it runs.
+    me: Option<(u64, Timing)>,
+    /// The API server it talks to (index).
+    api: usize,
+    observed: Option<LeaseRecord>,
+    observed_time: LocalTime,
+    /// `ll.lease`: the object of the last successful call.
+    cached: Option<LeaseObject>,
+    stage: Stage,
+    call: Option<InFlight>,
+    next_id: u64,
+    /// `now` of the current `tryAcquireOrRenew` (MONO).
+    try_now: LocalTime,
+    /// Bumped when a loop starts or stops: stale loop timers are ignored.
+    generation: u64,
+    /// The renew poll's deadline (MONO).
+    poll_deadline: LocalTime,
+    /// The last term it won: its `leaseTransitions` and the resourceVersion of the write that
+    /// won it (a grant with the same `leaseTransitions` re-enters that term).
+    term: Option<(u64, u64)>,
+    /// The workload holds a grant.
+    holding: bool,
+}
+
+impl Elector {
+    /// An elector with `config`.
+    pub fn new(config: ElectorConfig) -> Elector {
+        Elector {
+            config,
+            incarnation: 0,
+            me: None,
+            api: 0,
+            observed: None,
+            observed_time: LocalTime::default(),
+            cached: None,
+            stage: Stage::Idle,
+            call: None,
+            next_id: 0,
+            try_now: LocalTime::default(),
+            generation: 0,
+            poll_deadline: LocalTime::default(),
+            term: None,
+            holding: false,
+        }
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> &ElectorConfig {
+        &self.config
+    }
+
+    /// Whether it leads now (the renew loop has not given up).
+    pub fn leading(&self) -> bool {
+        self.stage == Stage::Leader
+    }
+
+    /// Its observed record and `observedTime`.
+    pub fn observed(&self) -> Option<(LeaseRecord, LocalTime)> {
+        self.observed.map(|r| (r, self.observed_time))
+    }
+
+    fn me(&mut self, env: &impl Host<Msg, ElectorTimer>) -> (u64, Timing) {
+        if let Some(me) = self.me {
+            return me;
+        }
+        let n = client_number(env.name());
+        let timing = self
+            .config
+            .participants
+            .iter()
+            .find(|(p, _)| Some(*p) == n)
+            .map_or(self.config.timing, |&(_, t)| t);
+        let me = (identity(env.id(), self.incarnation), timing);
+        self.me = Some(me);
+        me
+    }
+
+    fn timing(&self) -> Timing {
+        self.me.expect("running").1
+    }
+
+    fn is_leader(&self) -> bool {
+        let id = self.me.expect("running").0;
+        self.observed.is_some_and(|r| r.holder == id)
+    }
+
+    /// `isLeaseValid(now)`, by the elector's variant.
+    fn lease_valid(&self, env: &impl Host<Msg, ElectorTimer>, now: LocalTime) -> bool {
+        let Some(record) = self.observed else {
+            return false;
+        };
+        let t = self.timing();
+        let ld = match t.lease_duration_from {
+            LeaseDurationFrom::Record => Dur::from_secs(record.lease_duration_s),
+            LeaseDurationFrom::Own => t.lease_duration,
+        };
+        match t.expiry {
+            Expiry::ObservedTime => self.observed_time + ld > now,
+            Expiry::RenewTime => {
+                let ld_us = ld.as_nanos() / 1_000;
+                record.renew_us.saturating_add(ld_us) > wall_us(env)
+            }
+        }
+    }
+
+    fn send(&mut self, env: &mut impl Host<Msg, ElectorTimer>, kind: CallKind) {
+        let req = match kind {
+            CallKind::Get(_) => ApiRequest::Get,
+            CallKind::Create(record) => ApiRequest::Create(record),
+            CallKind::FastUpdate(record)
+            | CallKind::SlowUpdate(record)
+            | CallKind::Release(record) => ApiRequest::Update {
+                rv: self.cached.map_or(0, |c| c.rv),
+                record,
+            },
+        };
+        self.next_id += 1;
+        let id = self.next_id;
+        self.call = Some(InFlight { id, kind });
+        let t = self.timing();
+        let mut timeout = t.renew_deadline;
+        if self.stage == Stage::Leader {
+            timeout = timeout.min(self.poll_deadline.saturating_since(env.mono()));
+        }
+        let to = self.config.apiservers[self.api];
+        env.send(to, Msg::Api { id, req });
+        env.set_timer(ClockKind::Mono, timeout, ElectorTimer::Call { id });
+    }
+
+    /// Starts a `tryAcquireOrRenew`.
+    fn start_try(&mut self, env: &mut impl Host<Msg, ElectorTimer>) {
+        let now = env.mono();
+        self.try_now = now;
+        let (id, t) = self.me(env);
+        let wall = wall_us(env);
+        let mut record = LeaseRecord {
+            holder: id,
+            lease_duration_s: t.lease_duration.as_nanos() / 1_000_000_000,
+            acquire_us: wall,
+            renew_us: wall,
+            transitions: 0,
+        };
+        if self.is_leader() && self.lease_valid(env, now) && self.cached.is_some() {
+            let o = self.observed.expect("leader by its observed record");
+            record.acquire_us = o.acquire_us;
+            record.transitions = o.transitions;
+            self.send(env, CallKind::FastUpdate(record));
+        } else {
+            self.send(env, CallKind::Get(record));
+        }
+    }
+
+    fn set_observed(&mut self, env: &impl Host<Msg, ElectorTimer>, record: LeaseRecord) {
+        self.observed = Some(record);
+        self.observed_time = env.mono();
+    }
+
+    /// The answer to the call in flight (`None`: it failed at the transport, a timeout).
+    fn on_answer(
+        &mut self,
+        env: &mut impl Host<Msg, ElectorTimer>,
+        kind: CallKind,
+        reply: Option<ApiReply>,
+    ) -> Option<LockSignal> {
+        self.call = None;
+        if matches!(reply, None | Some(ApiReply::Unavailable)) {
+            self.api = (self.api + 1) % self.config.apiservers.len();
+        }
+        if let Some(ApiReply::Lease(obj)) = reply {
+            self.cached = Some(obj);
+        }
+        match (kind, reply) {
+            (CallKind::FastUpdate(record), Some(ApiReply::Lease(obj))) => {
+                self.set_observed(env, record);
+                self.try_done(env, true, obj)
+            }
+            // The optimistic update failed: the slow path, in the same attempt.
+            // (client-go goes on with the record as the fast path changed it.)
+            (CallKind::FastUpdate(record), _) => {
+                self.send(env, CallKind::Get(record));
+                None
+            }
+            (CallKind::Get(record), Some(ApiReply::NotFound)) => {
+                self.send(env, CallKind::Create(record));
+                None
+            }
+            (CallKind::Get(mut record), Some(ApiReply::Lease(obj))) => {
+                if self.observed != Some(obj.record) {
+                    self.set_observed(env, obj.record);
+                    env.observe(Observation::Count("record-observed"));
+                }
+                let now = self.try_now;
+                if obj.record.holder != 0 && self.lease_valid(env, now) && !self.is_leader() {
+                    return self.try_done(env, false, obj);
+                }
+                if self.is_leader() {
+                    record.acquire_us = obj.record.acquire_us;
+                    record.transitions = obj.record.transitions;
+                } else {
+                    record.transitions = obj.record.transitions + 1;
+                }
+                self.send(env, CallKind::SlowUpdate(record));
+                None
+            }
+            (CallKind::Create(record) | CallKind::SlowUpdate(record), Some(ApiReply::Lease(obj))) => {
+                self.set_observed(env, record);
+                self.try_done(env, true, obj)
+            }
+            (CallKind::Get(_) | CallKind::Create(_) | CallKind::SlowUpdate(_), _) => {
+                self.try_done(env, false, LeaseObject::default())
+            }
+            (CallKind::Release(record), reply) => {
+                if let Some(ApiReply::Lease(_)) = reply {
+                    self.set_observed(env, record);
+                }
+                let notify = self.stage == Stage::Releasing { notify: true };
+                self.stage = Stage::Idle;
+                notify.then_some(LockSignal::Released)
+            }
+        }
+    }
+
+    /// `tryAcquireOrRenew` returned `ok` (with the object written when it did).
+    fn try_done(
+        &mut self,
+        env: &mut impl Host<Msg, ElectorTimer>,
+        ok: bool,
+        obj: LeaseObject,
+    ) -> Option<LockSignal> {
+        let t = self.timing();
+        match self.stage {
+            Stage::Candidate if ok => {
+                env.observe(Observation::Count("renewed"));
+                env.mark("renewed");
+                let record = obj.record;
+                if self.term.map(|(t, _)| t) != Some(record.transitions) {
+                    self.term = Some((record.transitions, obj.rv));
+                }
+                let token = match self.config.fencing {
+                    TokenFrom::None => None,
+                    TokenFrom::Transitions => Some(record.transitions),
+                    TokenFrom::ResourceVersion => self.term.map(|(_, rv)| rv),
+                };
+                self.stage = Stage::Leader;
+                self.holding = true;
+                self.start_poll(env);
+                Some(LockSignal::Granted {
+                    token,
+                    ticket: Some(record.transitions),
+                })
+            }
+            Stage::Candidate => {
+                let jitter = env
+                    .rng()
+                    .below(t.retry_period.as_nanos() * JITTER_PERCENT / 100);
+                let generation = self.generation;
+                env.set_timer(
+                    ClockKind::Mono,
+                    t.retry_period + Dur::from_nanos(jitter),
+                    ElectorTimer::Next { generation },
+                );
+                None
+            }
+            Stage::Leader if ok => {
+                env.observe(Observation::Count("renewed"));
+                env.mark("renewed");
+                // The poll succeeded: the next one RetryPeriod after this returned.
+                self.generation += 1;
+                let generation = self.generation;
+                env.set_timer(
+                    ClockKind::Mono,
+                    t.retry_period,
+                    ElectorTimer::Next { generation },
+                );
+                self.poll_deadline = LocalTime::from_nanos(i64::MAX);
+                None
+            }
+            Stage::Leader => {
+                let generation = self.generation;
+                env.set_timer(
+                    ClockKind::Mono,
+                    t.retry_period,
+                    ElectorTimer::Next { generation },
+                );
+                None
+            }
+            Stage::Idle | Stage::Releasing { .. } => None,
+        }
+    }
+
+    /// A renew poll starts: its deadline, and its first attempt at once.
+    fn start_poll(&mut self, env: &mut impl Host<Msg, ElectorTimer>) {
+        self.generation += 1;
+        let generation = self.generation;
+        let rd = self.timing().renew_deadline;
+        self.poll_deadline = env.mono() + rd;
+        env.set_timer(
+            ClockKind::Mono,
+            rd,
+            ElectorTimer::RenewDeadline { generation },
+        );
+        self.start_try(env);
+    }
+
+    /// The renew poll ran out: stop leading, release under `ReleaseOnCancel`.
+    fn give_up(&mut self, env: &mut impl Host<Msg, ElectorTimer>) -> Option<LockSignal> {
+        self.generation += 1;
+        self.call = None;
+        self.stage = Stage::Idle;
+        if self.config.release_on_cancel && self.is_leader() && self.cached.is_some() {
+            self.stage = Stage::Releasing { notify: false };
+            let record = self.release_record(env);
+            self.send(env, CallKind::Release(record));
+        }
+        let holding = std::mem::take(&mut self.holding);
+        holding.then_some(LockSignal::Lost)
+    }
+
+    fn release_record(&self, env: &impl Host<Msg, ElectorTimer>) -> LeaseRecord {
+        let wall = wall_us(env);
+        LeaseRecord {
+            holder: 0,
+            lease_duration_s: 1,
+            acquire_us: wall,
+            renew_us: wall,
+            transitions: self.observed.map_or(0, |r| r.transitions),
+        }
+    }
+}
+
+/// `N` of a node named `client-N`.
+pub fn client_number(name: &str) -> Option<u32> {
+    name.strip_prefix("client-")?.parse().ok()
+}
+
+fn wall_us(env: &impl Host<Msg, ElectorTimer>) -> u64 {
+    u64::try_from(env.wall().as_nanos() / 1_000).unwrap_or(0)
+}
+
+impl LockClient for Elector {
+    type Msg = Msg;
+    type Timer = ElectorTimer;
+    type Resource = NoResource;
+
+    fn acquire(&mut self, env: &mut impl Host<Msg, ElectorTimer>) -> Option<LockSignal> {
+        self.me(env);
+        // `Run` again: a new leading context; a release still in flight is abandoned.
+        self.generation += 1;
+        self.call = None;
+        self.stage = Stage::Candidate;
+        self.start_try(env);
+        None
+    }
+
+    fn release(&mut self, env: &mut impl Host<Msg, ElectorTimer>) -> Option<LockSignal> {
+        self.holding = false;
+        if self.stage != Stage::Leader {
+            return Some(LockSignal::Released);
+        }
+        self.generation += 1;
+        self.call = None;
+        self.stage = Stage::Idle;
+        if self.config.release_on_cancel && self.is_leader() && self.cached.is_some() {
+            self.stage = Stage::Releasing { notify: true };
+            let record = self.release_record(env);
+            self.send(env, CallKind::Release(record));
+            return None;
+        }
+        Some(LockSignal::Released)
+    }
+
+    fn valid(&self, _: &impl Host<Msg, ElectorTimer>) -> bool {
+        self.stage == Stage::Leader
+    }
+
+    fn reset(&mut self) {
+        let incarnation = self.incarnation + 1;
+        *self = Elector::new(self.config.clone());
+        self.incarnation = incarnation;
+    }
+
+    fn on_message(
+        &mut self,
+        env: &mut impl Host<Msg, ElectorTimer>,
+        _from: NodeId,
+        msg: Msg,
+    ) -> Option<LockSignal> {
+        let Msg::ApiReply { id, reply } = msg else {
+            unreachable!("an elector was sent {msg:?}");
+        };
+        let call = self.call.filter(|c| c.id == id)?;
+        self.on_answer(env, call.kind, Some(reply))
+    }
+
+    fn on_timer(
+        &mut self,
+        env: &mut impl Host<Msg, ElectorTimer>,
+        timer: ElectorTimer,
+    ) -> Option<LockSignal> {
+        match timer {
+            ElectorTimer::Call { id } => {
+                let call = self.call.filter(|c| c.id == id)?;
+                self.on_answer(env, call.kind, None)
+            }
+            ElectorTimer::Next { generation } if generation == self.generation => {
+                match self.stage {
+                    Stage::Candidate => self.start_try(env),
+                    Stage::Leader if self.call.is_none() => {
+                        if self.poll_deadline == LocalTime::from_nanos(i64::MAX) {
+                            self.start_poll(env);
+                        } else {
+                            self.start_try(env);
+                        }
+                    }
+                    _ => {}
+                }
+                None
+            }
+            ElectorTimer::RenewDeadline { generation }
+                if generation == self.generation && self.stage == Stage::Leader =>
+            {
+                self.give_up(env)
+            }
+            ElectorTimer::Next { .. } | ElectorTimer::RenewDeadline { .. } => None,
+        }
+    }
+
+    fn resource_op(
+        &mut self,
+        _: &mut impl Host<Msg, ElectorTimer>,
+        resource: &NoResource,
+        _: StorageRequest,
+    ) {
+        match *resource {}
+    }
+}
