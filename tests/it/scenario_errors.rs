@@ -317,7 +317,7 @@ fn the_etcd_keys_are_checked_with_their_paths() {
     let text = lines.join("\n");
     assert!(
         text.contains(
-            "model.members: applies to kind = \"etcd\" or \"zookeeper\" only, not to \"redis\""
+            "model.members: applies to kind = \"etcd\", \"zookeeper\" or \"kubernetes\" only, not to \"redis\""
         ),
         "{text}"
     );
