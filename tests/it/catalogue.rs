@@ -131,6 +131,38 @@ fn the_zookeeper_fixes_stay_valid_over_1000_seeds_and_the_unsafe_ones_are_caught
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+#[test]
+fn the_kubernetes_and_leader_fixes_stay_valid_over_1000_seeds_and_the_unsafe_ones_are_caught_on_200()
+ {
+    let mut failures = Vec::new();
+    for file in [
+        "scenarios/catalogue/k8s-j9-wall-step-observed-time.toml",
+        "scenarios/catalogue/k8s-fabric8-7160-record.toml",
+        "scenarios/catalogue/k8s-delayed-renew-response-within-margin.toml",
+        "scenarios/catalogue/k8s-leader-cut-off-from-apiservers.toml",
+        "scenarios/catalogue/k8s-clock-rate-skew-within-bound.toml",
+        "scenarios/catalogue/k8s-control-plane-failover.toml",
+        "scenarios/catalogue/k8s-leader-pause-exit-fenced.toml",
+        "scenarios/catalogue/k8s-leader-pause-cancel-fenced.toml",
+        "scenarios/catalogue/leader-pause-exit.toml",
+        "scenarios/catalogue/leader-pause-ignore-fenced.toml",
+    ] {
+        failures.extend(misses(file, 1..1_001));
+    }
+    for file in [
+        "scenarios/catalogue/k8s-j9-wall-step-renew-time.toml",
+        "scenarios/catalogue/k8s-fabric8-7160-own-lease-duration.toml",
+        "scenarios/catalogue/k8s-delayed-renew-response.toml",
+        "scenarios/catalogue/k8s-clock-rate-skew.toml",
+        "scenarios/catalogue/k8s-leader-pause-exit-unfenced.toml",
+        "scenarios/catalogue/k8s-leader-pause-cancel-unfenced.toml",
+        "scenarios/catalogue/leader-pause-cancel.toml",
+    ] {
+        failures.extend(misses(file, 1..201));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The run report of `file` with `clients` clients (the file's own count with `None`) and
 /// seed `seed`: what `lockstep run` prints.
 fn report(file: &str, clients: Option<u32>, seed: u64) -> lockstep_reports::RunReport {
