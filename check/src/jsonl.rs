@@ -422,6 +422,10 @@ impl Reader {
                             p.problem(format!("`nodes` names {} twice", shown(item)))
                         }
                         Some("") => p.problem(format!("`nodes[{i}]` is empty: a name is needed")),
+                        Some(name) if name.chars().any(char::is_control) => p.problem(format!(
+                            "`nodes[{i}]` has a control character: {}",
+                            shown(item)
+                        )),
                         Some(name) => {
                             self.add_name(name);
                         }
@@ -709,6 +713,13 @@ impl Reader {
         match v.as_str() {
             Some("") => {
                 p.problem(format!("`{key}` is empty: a node name is needed"));
+                None
+            }
+            Some(name) if name.chars().any(char::is_control) => {
+                p.problem(format!(
+                    "`{key}` has a control character: {}; a name is printable text",
+                    shown(v)
+                ));
                 None
             }
             Some(name) => Some(self.add_name(name)),

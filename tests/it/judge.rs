@@ -549,3 +549,32 @@ fn the_json_schema_holds_every_line_written_and_refuses_broken_ones() {
         );
     }
 }
+
+#[test]
+fn the_largest_numbers_are_judged_without_overflow() {
+    let m = u64::MAX;
+    let text = format!(
+        r#"{{"lockstep_history": 1, "nodes": [], "end_ns": {m}, "quiet_from_ns": {m}, "initial_value": {m}, "tokens_monotonic": true, "leadership": true}}
+{{"time_ns": 0, "event": "request", "client": "a"}}
+{{"time_ns": 1, "event": "fault", "kind": "crash", "nodes": ["a"]}}
+{{"time_ns": 2, "event": "grant", "grant": {{"client": "a", "seq": 4294967295}}, "token": {m}}}
+{{"time_ns": 3, "event": "request", "client": "b"}}
+{{"time_ns": {}, "event": "grant", "grant": {{"client": "b", "seq": 1}}, "token": 0}}
+{{"time_ns": {}, "event": "storage", "op": {{"client": "b", "seq": 1}}, "grant": {{"client": "b", "seq": 1}}, "kind": "read", "value": {m}, "token": 0, "outcome": "accepted"}}
+{{"time_ns": {}, "event": "storage", "op": {{"client": "b", "seq": 2}}, "grant": {{"client": "b", "seq": 1}}, "kind": "write", "value": {m}, "base": {m}, "token": 0, "outcome": "accepted"}}
+{{"time_ns": {}, "event": "storage", "op": {{"client": "a", "seq": 2}}, "grant": {{"client": "a", "seq": 4294967295}}, "kind": "write", "value": 0, "base": {m}, "token": {m}, "outcome": "accepted"}}
+{{"time_ns": {m}, "event": "exit", "grant": {{"client": "b", "seq": 1}}, "why": "released"}}
+"#,
+        m - 5,
+        m - 4,
+        m - 3,
+        m - 2
+    );
+    let judged = judge::judge(text.as_bytes(), &Overrides::default()).expect("reads");
+    assert_eq!(judged.judged, Validity::Invalid);
+    assert_eq!(judged.verdict.token_order.count, 1, "{:?}", judged.verdict);
+    assert_eq!(judged.verdict.stale_accepted.count, 1);
+    let report = judge::report("x.jsonl", &judged, Validity::Valid);
+    assert!(judge::table(&report).contains("token order"));
+    assert!(!judge::json(&report).is_empty());
+}
