@@ -117,7 +117,8 @@ pub const SIMULATION_ONLY: &[&str] = &[
 ];
 
 /// The JSON of `lockstep judge --format json`: the run report's without
-/// [`SIMULATION_ONLY`], with `history` (the file) and `entries` (the history's entries).
+/// [`SIMULATION_ONLY`], with `history` (the file) and `entries` (the history's entries), and
+/// `outcome` `completed` or `incomplete` (the header's `complete`).
 pub fn json(report: &RunReport) -> String {
     let mut value = serde_json::to_value(report).expect("a report always serialises");
     if let serde_json::Value::Object(map) = &mut value {
@@ -127,6 +128,10 @@ pub fn json(report: &RunReport) -> String {
         map.remove("file");
         map.insert("history".into(), report.file.clone().into());
         map.insert("entries".into(), report.events.into());
+        // A history that stopped early is incomplete, not a run out of events.
+        if report.outcome == "exhausted" {
+            map.insert("outcome".into(), "incomplete".into());
+        }
     }
     value.to_string()
 }

@@ -578,3 +578,36 @@ fn the_largest_numbers_are_judged_without_overflow() {
     assert!(judge::table(&report).contains("token order"));
     assert!(!judge::json(&report).is_empty());
 }
+
+#[test]
+fn an_incomplete_history_is_unknown_at_best() {
+    let text = FOREIGN
+        .replacen(
+            r#""end_ns": 100000}"#,
+            r#""end_ns": 100000, "complete": false}"#,
+            1,
+        )
+        .replace(r#""outcome": "accepted"}"#, r#""outcome": "rejected"}"#);
+    let judged = judge::judge(text.as_bytes(), &Overrides::default()).expect("reads");
+    assert!(!judged.parsed.history.complete);
+    assert_eq!(judged.judged, Validity::Unknown, "{:?}", judged.verdict);
+    let path = temp_dir("incomplete").join("h.jsonl");
+    std::fs::write(&path, &text).expect("write");
+    let p = path.to_str().expect("utf-8");
+    let out = lockstep(&["judge", p, "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "unknown is a miss: {}",
+        stderr(&out)
+    );
+    let j: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(
+        (j["verdict"].as_str(), j["outcome"].as_str()),
+        (Some("unknown"), Some("incomplete"))
+    );
+    assert_eq!(j["miss"], "unknown");
+    let out = lockstep(&["judge", p, "--expect", "unknown"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("incomplete"), "{}", stdout(&out));
+}
