@@ -295,9 +295,21 @@ pub fn parse(text: &[u8]) -> Result<Parsed, Vec<LineError>> {
             header_seen = true;
             continue;
         };
-        let object = match serde_json::from_str::<Value>(raw) {
-            Ok(Value::Object(map)) => map,
-            Ok(other) => {
+        let object = match read_json(raw) {
+            Ok((Value::Object(map), twice)) => {
+                if !twice.is_empty() {
+                    let twice: Vec<String> =
+                        twice.iter().map(|k| format!("`{}`", cut(k))).collect();
+                    reader.error(
+                        line,
+                        format!("a key given twice in one object: {}", twice.join(", ")),
+                    );
+                    header_seen = true;
+                    continue;
+                }
+                map
+            }
+            Ok((other, _)) => {
                 reader.error(
                     line,
                     format!("expected a JSON object {{...}}, got {}", shown(&other)),
@@ -899,6 +911,87 @@ fn cut_to(s: &str, max: usize) -> String {
         out.push_str("...");
     }
     out
+}
+
+/// One line of JSON, and the keys given twice in one of its objects (`serde_json` keeps the
+/// last silently; a history that says two things of one key is refused instead).
+fn read_json(text: &str) -> Result<(Value, Vec<String>), serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let twice = std::cell::RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Strict(&twice).deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, twice.into_inner()))
+}
+
+/// A [`Value`] read as serde_json reads it, noting the keys an object repeats.
+struct Strict<'a>(&'a std::cell::RefCell<Vec<String>>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Strict<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strict<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(Strict(self.0))? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(Strict(self.0))?;
+            if object.insert(key.clone(), value).is_some() {
+                self.0.borrow_mut().push(key);
+            }
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 /// A JSON syntax error in words, with its column.

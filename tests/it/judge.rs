@@ -214,6 +214,8 @@ fn every_problem_of_a_malformed_history_is_named_with_its_line() {
             r#"{"time_ns": 60, "event": "exit", "grant": {"client": "client-1", "seq": 1}, "why": "bored"}"#,
             r#"[1, 2]"#,
             r#"{"event": "request", "client": 7}"#,
+            r#"{"time_ns": 70, "time_ns": 80, "event": "request", "client": "client-1"}"#,
+            r#"{"time_ns": 90, "event": "exit", "grant": {"client": "client-1", "seq": 1, "seq": 2}, "why": "lost"}"#,
         ],
     );
     let expect = [
@@ -228,6 +230,8 @@ fn every_problem_of_a_malformed_history_is_named_with_its_line() {
         ":10: expected a JSON object {...}, got a list",
         ":11: `client` must be a node name (a string), got 7",
         ":11: missing `time_ns`",
+        ":12: a key given twice in one object: `time_ns`",
+        ":13: a key given twice in one object: `seq`",
     ];
     for e in expect {
         assert!(
