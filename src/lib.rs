@@ -8,7 +8,7 @@
 //! on the worker threads of [`pool`]),
 //! a scenario over a grid of its parameters ([`sweepmap`]), designs compared side by side
 //! ([`report`]), shrinking a failing fault schedule ([`shrink`]) and hunting for one
-//! ([`hunt`]), and the
+//! ([`hunt`]), judging a history file ([`judge`]), and the
 //! command line (the `lockstep` binary). The simulator, the models, the checker and the
 //! reports are the crates `lockstep-sim`, `lockstep-models`, `lockstep-check` and
 //! `lockstep-reports`; the map and the rules between them are in ARCHITECTURE.md.
@@ -18,6 +18,7 @@ pub mod chaos;
 pub mod expect;
 pub mod families;
 pub mod hunt;
+pub mod judge;
 pub mod junit;
 pub mod pool;
 pub mod report;

@@ -40,6 +40,10 @@ enum Command {
     /// reproduce command.
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
+    /// Judge a history file (JSON Lines, docs/history.md), recorded by `run --history` or by
+    /// a real system: the verdict and explanations of `run`, without seed or trace hash.
+    #[command(after_help = JUDGE_EXIT_CODES)]
+    Judge(JudgeArgs),
     /// Check every scenario under the paths over its seeds against its [expect]: a summary
     /// table, JSON or JUnit XML for CI.
     #[command(after_help = EXIT_CODES)]
@@ -73,6 +77,55 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+const JUDGE_EXIT_CODES: &str = "\
+Exit codes:
+  0  the verdict of the property is the one expected (--expect, valid by default)
+  1  it is not (an invalid or unknown verdict when valid is expected)
+  2  a malformed history (each problem as FILE:LINE: problem), or bad usage";
+
+#[derive(Debug, clap::Args)]
+struct JudgeArgs {
+    /// The history file (JSON Lines, docs/history.md); `-` reads it from standard input.
+    file: PathBuf,
+    /// The property to judge; defaults to the header's `property`, else resource.
+    #[arg(long, value_enum)]
+    property: Option<PropertyArg>,
+    /// The verdict expected of the property; any other exits 1.
+    #[arg(long, value_enum, default_value_t = ExpectArg::Valid)]
+    expect: ExpectArg,
+    /// Check that fencing tokens increase in grant order, whatever the header says.
+    #[arg(long)]
+    tokens_monotonic: bool,
+    /// Measure leadership (terms, two leaders, failover), whatever the header says.
+    #[arg(long)]
+    leadership: bool,
+    /// True time (ns) from which no fault is in force, to measure recovery; overrides the
+    /// header's `quiet_from_ns`.
+    #[arg(long, value_name = "NS")]
+    quiet_from_ns: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PropertyArg {
+    /// The protected data was not harmed.
+    Resource,
+    /// No two holders acted at once, and the data was not harmed.
+    MutualExclusion,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ExpectArg {
+    /// No violation in a complete history.
+    Valid,
+    /// At least one violation.
+    Invalid,
+    /// No violation, but the history is incomplete.
+    Unknown,
 }
 
 const REPORT_EXIT_CODES: &str = "\
@@ -162,6 +215,10 @@ struct RunArgs {
     /// Run the seed twice and compare the trace hashes; a difference exits 1.
     #[arg(long)]
     check_determinism: bool,
+    /// Also write the run's history to FILE (JSON Lines, docs/history.md, what `lockstep
+    /// judge` reads; replaced whole, never left half-written).
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -235,6 +292,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => cmd_run(&args),
+        Command::Judge(args) => cmd_judge(&args),
         Command::Check(args) => cmd_check(&args),
         Command::Hunt(args) => cmd_hunt(&args),
         Command::Sweep(args) => cmd_sweep(&args),
@@ -307,7 +365,27 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let history_out = match args
+        .history
+        .as_deref()
+        .map(|f| Output::check(f, "history", &[&args.file]))
+        .transpose()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = run(scenario, seed, args.trace);
+    if let Some(out) = &history_out {
+        let judging =
+            lockstep_check::jsonl::Judging::of(&scenario.check_options, scenario.expect.property);
+        if let Err(e) = out.write(&lockstep_check::jsonl::write(&result.history, &judging)) {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
     let determinism = args
         .check_determinism
         .then(|| lockstep::run::rerun_matches(scenario, &result, args.trace));
@@ -347,6 +425,66 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
     // A closed pipe (`| head`) is not an error of the run.
     drop(written);
     if result.expected() && determinism.is_none_or(|d| d.is_ok()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn cmd_judge(args: &JudgeArgs) -> ExitCode {
+    use lockstep::judge::{self, Overrides};
+    use lockstep_check::{Property, Validity};
+    let (name, text) = if args.file == Path::new("-") {
+        let mut text = Vec::new();
+        match std::io::Read::read_to_end(&mut std::io::stdin(), &mut text) {
+            Ok(_) => ("<stdin>".to_string(), text),
+            Err(e) => {
+                eprintln!("<stdin>: cannot read the history: {}", io_reason(&e));
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        let name = args.file.display().to_string();
+        match std::fs::read(&args.file) {
+            Ok(t) => (name, t),
+            Err(e) => {
+                eprintln!("{name}: cannot read the history: {}", io_reason(&e));
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let overrides = Overrides {
+        property: args.property.map(|p| match p {
+            PropertyArg::Resource => Property::Resource,
+            PropertyArg::MutualExclusion => Property::MutualExclusion,
+        }),
+        tokens_monotonic: args.tokens_monotonic,
+        leadership: args.leadership,
+        quiet_from_ns: args.quiet_from_ns,
+    };
+    let judged = match judge::judge(&text, &overrides) {
+        Ok(j) => j,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{}", e.in_file(&name));
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let expect = match args.expect {
+        ExpectArg::Valid => Validity::Valid,
+        ExpectArg::Invalid => Validity::Invalid,
+        ExpectArg::Unknown => Validity::Unknown,
+    };
+    let report = judge::report(&name, &judged, expect);
+    let mut out = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Table => write!(out, "{}", judge::table(&report)),
+        Format::Json => writeln!(out, "{}", judge::json(&report)),
+    };
+    // A closed pipe (`| head`) is not an error of the judging.
+    drop(written);
+    if judged.judged == expect {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -17,6 +17,7 @@
 mod checker;
 mod explain;
 pub mod history;
+pub mod jsonl;
 mod text;
 pub mod verdict;
 

@@ -29,7 +29,8 @@
 //! loaded and how many were refused, and fails listing the first offending files (their text,
 //! escaped) with what was wrong.
 //!
-//! `judge`'s history parser (issue 16) gets a target of its own here when it lands.
+//! `judge`'s history parser has a target of its own here, after the scenario loader's:
+//! `malformed_histories_are_read_or_refused_by_line_and_never_panic` (the same variables).
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -1052,4 +1053,319 @@ fn the_most_negative_drift_is_out_of_range_not_an_overflow() {
             "{e}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `lockstep judge`'s history parser (check/src/jsonl.rs, docs/history.md).
+//
+// The generator starts from the first lines of catalogue histories (seed 1, written by
+// `jsonl::write`) and applies one to four changes: a key deleted, renamed or given another
+// value (wrong types, extreme numbers, hostile or unknown names, a grant id broken), a line
+// deleted, repeated or swapped with another, the text truncated or random bytes inserted.
+// Each result is read by `jsonl::parse` and, when it reads, judged by the checker:
+//
+// - nothing panics;
+// - a refusal names, on every line, the file and a line of the text (or the file alone for
+//   a problem of the whole text), with no control character and no Rust type name;
+// - a history that reads is written again and reads back the same, and is judged or refused
+//   by the checker naming the line of an entry.
+//
+// `LOCKSTEP_FUZZ_CASES` and `LOCKSTEP_FUZZ_SEED` work as for the scenario target.
+
+/// Lines of each catalogue history the cases start from.
+const HISTORY_LINES: usize = 40;
+
+#[derive(Clone, Debug)]
+enum HistoryEdit {
+    DeleteKey(Index, Index),
+    RenameKey(Index, Index, String),
+    Replace(Index, Index, serde_json::Value),
+    /// Replace a key of the line's `grant` or `op` object.
+    ReplaceInId(Index, bool, serde_json::Value),
+    DeleteLine(Index),
+    RepeatLine(Index),
+    SwapLines(Index, Index),
+    Truncate(Index),
+    InsertBytes(Index, Vec<u8>),
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{Value as J, json};
+    prop_oneof![
+        Just(J::Null),
+        any::<bool>().prop_map(J::Bool),
+        prop_oneof![
+            Just(json!(-1)),
+            Just(json!(0)),
+            Just(json!(1)),
+            Just(json!(u32::MAX)),
+            Just(json!(u64::from(u32::MAX) + 1)),
+            Just(json!(u64::MAX)),
+            Just(json!(u64::MAX - 1)),
+            Just(json!(i64::MIN)),
+            Just(json!(1.5)),
+            Just(json!(1e300)),
+        ],
+        any::<u64>().prop_map(|n| json!(n)),
+        prop_oneof![
+            Just(json!("")),
+            Just(json!("client-9")),
+            Just(json!("client-1")),
+            Just(json!("storage")),
+            Just(json!("released")),
+            Just(json!("write")),
+            Just(json!("grant")),
+            Just(json!("exit")),
+            Just(json!("storage")),
+            Just(json!("\u{0}\u{1b}[31m\u{202e}\r\n")),
+            Just(json!("x".repeat(300))),
+        ],
+        Just(json!([1, "a", null])),
+        Just(json!({"client": "client-1", "seq": 1})),
+        Just(json!({"client": "client-9", "seq": 7, "extra": true})),
+    ]
+}
+
+fn history_edit() -> impl Strategy<Value = HistoryEdit> {
+    let key = prop_oneof![
+        Just("time_ns".to_string()),
+        Just("event".to_string()),
+        Just("client".to_string()),
+        Just("grant".to_string()),
+        Just("nodes".to_string()),
+        Just("Time_ns".to_string()),
+        Just("lockstep_history".to_string()),
+        "[a-z_]{1,8}",
+    ];
+    prop_oneof![
+        (any::<Index>(), any::<Index>()).prop_map(|(l, k)| HistoryEdit::DeleteKey(l, k)),
+        (any::<Index>(), any::<Index>(), key).prop_map(|(l, k, n)| HistoryEdit::RenameKey(l, k, n)),
+        (any::<Index>(), any::<Index>(), json_value())
+            .prop_map(|(l, k, v)| HistoryEdit::Replace(l, k, v)),
+        (any::<Index>(), any::<bool>(), json_value())
+            .prop_map(|(l, s, v)| HistoryEdit::ReplaceInId(l, s, v)),
+        any::<Index>().prop_map(HistoryEdit::DeleteLine),
+        any::<Index>().prop_map(HistoryEdit::RepeatLine),
+        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| HistoryEdit::SwapLines(a, b)),
+        any::<Index>().prop_map(HistoryEdit::Truncate),
+        (any::<Index>(), proptest::collection::vec(any::<u8>(), 1..6))
+            .prop_map(|(i, b)| HistoryEdit::InsertBytes(i, b)),
+    ]
+}
+
+/// Applies `edit` to the history `lines` (one line of text each, JSON while the key edits
+/// can read it).
+fn apply_history_edit(lines: &mut Vec<Vec<u8>>, edit: &HistoryEdit) {
+    use serde_json::{Map, Value as J};
+    let line = |i: &Index, lines: &Vec<Vec<u8>>| i.index(lines.len().max(1));
+    let object = |bytes: &[u8]| match serde_json::from_slice::<J>(bytes) {
+        Ok(J::Object(m)) => Some(m),
+        _ => None,
+    };
+    let put = |lines: &mut Vec<Vec<u8>>, i: usize, m: Map<String, J>| {
+        lines[i] = J::Object(m).to_string().into_bytes();
+    };
+    if lines.is_empty() {
+        return;
+    }
+    match edit {
+        HistoryEdit::DeleteKey(l, k) => {
+            let i = line(l, lines);
+            if let Some(mut m) = object(&lines[i]) {
+                if let Some(key) = m.keys().nth(k.index(m.len().max(1))).cloned() {
+                    m.remove(&key);
+                }
+                put(lines, i, m);
+            }
+        }
+        HistoryEdit::RenameKey(l, k, name) => {
+            let i = line(l, lines);
+            if let Some(mut m) = object(&lines[i]) {
+                if let Some(key) = m.keys().nth(k.index(m.len().max(1))).cloned() {
+                    let v = m.remove(&key).unwrap_or(J::Null);
+                    m.insert(name.clone(), v);
+                }
+                put(lines, i, m);
+            }
+        }
+        HistoryEdit::Replace(l, k, v) => {
+            let i = line(l, lines);
+            if let Some(mut m) = object(&lines[i]) {
+                if let Some(key) = m.keys().nth(k.index(m.len().max(1))).cloned() {
+                    m.insert(key, v.clone());
+                }
+                put(lines, i, m);
+            }
+        }
+        HistoryEdit::ReplaceInId(l, seq, v) => {
+            let i = line(l, lines);
+            if let Some(mut m) = object(&lines[i]) {
+                for id in ["grant", "op"] {
+                    if let Some(J::Object(inner)) = m.get_mut(id) {
+                        inner.insert(if *seq { "seq" } else { "client" }.into(), v.clone());
+                        break;
+                    }
+                }
+                put(lines, i, m);
+            }
+        }
+        HistoryEdit::DeleteLine(l) => {
+            let i = line(l, lines);
+            lines.remove(i);
+        }
+        HistoryEdit::RepeatLine(l) => {
+            let i = line(l, lines);
+            let copy = lines[i].clone();
+            lines.insert(i, copy);
+        }
+        HistoryEdit::SwapLines(a, b) => {
+            let (a, b) = (line(a, lines), line(b, lines));
+            lines.swap(a, b);
+        }
+        HistoryEdit::Truncate(at) => {
+            let mut text = lines.join(&b'\n');
+            text.truncate(at.index(text.len().max(1)));
+            *lines = text.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+        }
+        HistoryEdit::InsertBytes(at, bytes) => {
+            let mut text = lines.join(&b'\n');
+            let at = at.index(text.len() + 1);
+            text.splice(at..at, bytes.iter().copied());
+            *lines = text.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+        }
+    }
+}
+
+/// What is wrong with the refusal `errors` of a text of `lines` lines, if anything.
+fn history_error_problem(
+    errors: &[lockstep_check::jsonl::LineError],
+    lines: usize,
+) -> Option<String> {
+    const FILE: &str = "fuzzed.jsonl";
+    if errors.is_empty() {
+        return Some("refused with no problem named".to_string());
+    }
+    for e in errors {
+        let text = e.in_file(FILE);
+        if e.line > lines {
+            return Some(format!(
+                "line {} of a text of {lines} lines: {text}",
+                e.line
+            ));
+        }
+        let prefix = match e.line {
+            0 => format!("{FILE}: "),
+            n => format!("{FILE}:{n}: "),
+        };
+        if !text.starts_with(&prefix) || text.len() == prefix.len() {
+            return Some(format!("does not start with the file and line: {text}"));
+        }
+        if text.chars().any(char::is_control) {
+            return Some(format!("a control character: {}", text.escape_debug()));
+        }
+        if let Some(t) = TYPE_NAMES.iter().find(|t| text.contains(*t)) {
+            return Some(format!("a Rust type name `{t}`: {text}"));
+        }
+    }
+    None
+}
+
+/// One fuzzed history: `None` when all is well, else what went wrong.
+fn judge_case(bytes: &[u8]) -> Option<String> {
+    use lockstep::judge::{Overrides, judge};
+    use lockstep_check::jsonl;
+    let lines = bytes.split(|&b| b == b'\n').count();
+    let parsed = match caught(|| jsonl::parse(bytes)) {
+        Err(panic) => return Some(format!("the parser panicked: {panic}")),
+        Ok(Err(errors)) => return history_error_problem(&errors, lines),
+        Ok(Ok(parsed)) => parsed,
+    };
+    let again = jsonl::write(&parsed.history, &parsed.judging);
+    match jsonl::parse(again.as_bytes()) {
+        Ok(p) if p.history == parsed.history && p.judging == parsed.judging => {}
+        Ok(_) => return Some("written again, it reads back differently".to_string()),
+        Err(e) => return Some(format!("written again, it is refused: {e:?}")),
+    }
+    match caught(|| {
+        judge(bytes, &Overrides::default()).map(|j| j.verdict.explain(&j.parsed.history).len())
+    }) {
+        Err(panic) => Some(format!("the checker panicked: {panic}")),
+        Ok(Err(errors)) => history_error_problem(&errors, lines),
+        Ok(Ok(_)) => None,
+    }
+}
+
+#[test]
+fn malformed_histories_are_read_or_refused_by_line_and_never_panic() {
+    quiet_panics_of_cases();
+    let cases = env_u64("LOCKSTEP_FUZZ_CASES").map_or(DEFAULT_CASES, |n| n as u32);
+    let seed = env_u64("LOCKSTEP_FUZZ_SEED").unwrap_or(16);
+    let bases: Vec<Vec<Vec<u8>>> = scenario_files("scenarios/catalogue")
+        .iter()
+        .map(|path| {
+            let s = lockstep::load(path).expect("a catalogue scenario").scenario;
+            let r = lockstep::run(&s, 1, false);
+            let judging = lockstep_check::jsonl::Judging::of(&s.check_options, r.property);
+            let text = lockstep_check::jsonl::write(&r.history, &judging);
+            text.lines()
+                .take(HISTORY_LINES)
+                .map(|l| l.as_bytes().to_vec())
+                .collect()
+        })
+        .collect();
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    let strategy = (
+        any::<Index>(),
+        proptest::collection::vec(history_edit(), 1..5),
+    );
+    let tally = RefCell::new((0u64, 0u64, Vec::<String>::new()));
+    runner
+        .run(&strategy, |(base, edits)| {
+            let mut lines = bases[base.index(bases.len())].clone();
+            for e in &edits {
+                apply_history_edit(&mut lines, e);
+            }
+            let bytes = lines.join(&b'\n');
+            let read = lockstep_check::jsonl::parse(&bytes).is_ok();
+            let mut t = tally.borrow_mut();
+            match judge_case(&bytes) {
+                None if read => t.0 += 1,
+                None => t.1 += 1,
+                Some(what) => t.2.push(format!(
+                    "{what}\n  {edits:?}\n  text: {}",
+                    String::from_utf8_lossy(&bytes)
+                        .chars()
+                        .take(2_000)
+                        .collect::<String>()
+                        .escape_debug()
+                )),
+            }
+            Ok(())
+        })
+        .expect("the cases never fail in the runner");
+    let (read, refused, bad) = tally.into_inner();
+    eprintln!(
+        "fuzz: {cases} histories from seed {seed}: {read} read and judged, {refused} refused, {} bad",
+        bad.len()
+    );
+    assert!(
+        read > 0 && refused > 0,
+        "both kinds: {read} read, {refused} refused"
+    );
+    assert!(
+        bad.is_empty(),
+        "{} of {cases} cases went wrong; the first:\n{}",
+        bad.len(),
+        bad.iter().take(3).cloned().collect::<Vec<_>>().join("\n\n")
+    );
 }

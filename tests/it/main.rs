@@ -9,6 +9,7 @@ mod cli;
 mod fault_keys;
 mod fuzz;
 mod hunt;
+mod judge;
 mod kubernetes_keys;
 mod leadership;
 mod outputs;

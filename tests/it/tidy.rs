@@ -44,6 +44,11 @@ fn every_flag_of_run_is_in_the_readme() {
 }
 
 #[test]
+fn every_flag_of_judge_is_in_the_readme() {
+    flags_are_in_the_readme("judge", &["--property", "--expect", "--format"]);
+}
+
+#[test]
 fn every_flag_of_map_is_in_the_readme() {
     flags_are_in_the_readme("map", &["--out", "--jobs", "--format"]);
 }
@@ -327,7 +332,7 @@ fn every_readme_command_parses_and_names_paths_that_exist() {
         // An example writes where nothing is tracked or left lying about.
         for w in args
             .windows(2)
-            .filter(|w| ["--out", "--junit"].contains(&w[0].as_str()))
+            .filter(|w| ["--out", "--junit", "--history"].contains(&w[0].as_str()))
         {
             assert!(
                 w[1].starts_with("target/") || w[1].starts_with("/tmp/"),
