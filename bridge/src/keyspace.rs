@@ -226,3 +226,62 @@ impl Keyspace {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ks: &mut Keyspace, now: u64, args: &[&str]) -> Effect {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        ks.exec(now, &args)
+    }
+
+    #[test]
+    fn set_nx_px_expires_past_its_deadline_millisecond() {
+        let mut ks = Keyspace::new();
+        let e = run(&mut ks, 0, &["SET", "k", "7", "NX", "PX", "100"]);
+        assert_eq!(e.issued, Some(b"7".to_vec()));
+        assert_eq!(
+            run(&mut ks, 100, &["SET", "k", "8", "NX", "PX", "100"]).reply,
+            Reply::Bulk(None)
+        );
+        assert_eq!(
+            run(&mut ks, 100, &["GET", "k"]).reply,
+            Reply::Bulk(Some(b"7".to_vec()))
+        );
+        assert_eq!(run(&mut ks, 101, &["GET", "k"]).reply, Reply::Bulk(None));
+        let e = run(&mut ks, 101, &["SET", "k", "8", "NX", "PX", "100"]);
+        assert_eq!(e.issued, Some(b"8".to_vec()));
+    }
+
+    #[test]
+    fn scripts_are_recognised_by_their_text_and_others_refused() {
+        let mut ks = Keyspace::new();
+        run(&mut ks, 0, &["SET", "k", "v", "NX", "PX", "100"]);
+        let spaced = COMPARE_AND_PEXPIRE.replace(' ', "\n  ");
+        assert_eq!(
+            run(&mut ks, 50, &["EVAL", &spaced, "1", "k", "v", "1000"]).reply,
+            Reply::Integer(1)
+        );
+        assert_eq!(
+            run(&mut ks, 500, &["EVAL", COMPARE_AND_DELETE, "1", "k", "w"]).reply,
+            Reply::Integer(0)
+        );
+        assert_eq!(
+            run(&mut ks, 500, &["EVAL", COMPARE_AND_DELETE, "1", "k", "v"]).reply,
+            Reply::Integer(1)
+        );
+        assert!(matches!(
+            run(&mut ks, 0, &["EVAL", "return 1", "0"]).reply,
+            Reply::Error(_)
+        ));
+        assert!(matches!(
+            run(&mut ks, 0, &["FLUSHALL"]).reply,
+            Reply::Error(_)
+        ));
+        assert_eq!(run(&mut ks, 0, &["INCR", "n"]).reply, Reply::Integer(1));
+        assert_eq!(run(&mut ks, 0, &["DEL", "n", "x"]).reply, Reply::Integer(1));
+        assert_eq!(ticket_of(b"42"), 42);
+        assert_ne!(ticket_of(b"abc"), ticket_of(b"abd"));
+    }
+}

@@ -120,3 +120,45 @@ pub fn parse_reply(line: &str) -> Result<StorageReply, String> {
         result,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_round_trip_and_bad_lines_are_named() {
+        let client = NodeId(2);
+        let req = StorageRequest {
+            op: OpId { client, seq: 4 },
+            grant: GrantId { client, seq: 3 },
+            token: Some(17),
+            kind: RequestKind::Write { value: 6, base: 5 },
+        };
+        let line = request_line(&req);
+        assert_eq!(line, "WRITE 2.4 2.3 17 6 5\n");
+        assert_eq!(parse_request(line.trim_end()), Ok(req));
+        let read = StorageRequest {
+            token: None,
+            kind: RequestKind::Read,
+            ..req
+        };
+        assert_eq!(parse_request(request_line(&read).trim_end()), Ok(read));
+        let reply = StorageReply {
+            op: req.op,
+            result: StorageResult::Read(9),
+        };
+        assert_eq!(parse_reply(reply_line(&reply).trim_end()), Ok(reply));
+        assert_eq!(
+            parse_request("DROP 1.1 1.1 -").unwrap_err(),
+            "unknown request `DROP` (READ, WRITE or CLAIM)"
+        );
+        assert_eq!(
+            parse_request("READ 1 1.1 -").unwrap_err(),
+            "op `1` is not node.seq"
+        );
+        assert_eq!(
+            parse_request("WRITE 1.1 1.1 - 5").unwrap_err(),
+            "missing base"
+        );
+    }
+}

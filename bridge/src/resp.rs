@@ -129,3 +129,29 @@ pub fn decode_reply(buf: &[u8]) -> Decoded<Reply> {
         _ => return Err("unknown RESP2 reply type".to_string()),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_and_replies_round_trip_in_pieces() {
+        let cmd = encode_command(&[b"SET", b"k", b"v\r\nx"]);
+        for cut in 0..cmd.len() {
+            assert_eq!(decode_command(&cmd[..cut]), Ok(None), "cut at {cut}");
+        }
+        let args = vec![b"SET".to_vec(), b"k".to_vec(), b"v\r\nx".to_vec()];
+        assert_eq!(decode_command(&cmd), Ok(Some((args, cmd.len()))));
+        for reply in [
+            Reply::Simple("OK".into()),
+            Reply::Error("ERR x".into()),
+            Reply::Integer(-3),
+            Reply::Bulk(None),
+            Reply::Bulk(Some(b"a\r\nb".to_vec())),
+        ] {
+            let bytes = encode_reply(&reply);
+            assert_eq!(decode_reply(&bytes), Ok(Some((reply, bytes.len()))));
+        }
+        assert!(decode_command(b"PING\r\n").is_err());
+    }
+}
