@@ -298,3 +298,46 @@ fn the_redis_host_serves_the_go_lock_over_resp_with_expiry_on_its_clock() {
         "every SET NX that took the key, by its value"
     );
 }
+
+#[test]
+fn crashes_restarts_and_held_partitions_run_and_are_recorded() {
+    let faults = r#"
+[[fault]]
+at_ms = 2_000
+crash = { node = "client-1", restart_after_ms = 1_000 }
+
+[[fault]]
+at_ms = 5_000
+partition = { groups = [["client-2"], ["redis", "storage"]], mode = "hold", for_ms = 2_000 }
+
+[[fault]]
+at_ms = 8_000
+crash = { node = "redis", restart_after_ms = 500 }
+"#;
+    let path = write_scenario("crash-hold.toml", &format!("{BASE}{faults}"));
+    let (scenario, plan) = Plan::load(&path).expect("plannable");
+    let history = run(&plan, 3).expect("run").history;
+    let faults: Vec<(u64, String)> = history
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Fault(f) => Some((e.time_ns / 1_000_000, f.detail.clone())),
+            _ => None,
+        })
+        .collect();
+    let want = [
+        (2_000, "crash client-1"),
+        (3_000, "restart client-1"),
+        (5_000, "partition client-2, redis, storage (hold)"),
+        (7_000, "heal"),
+        (8_000, "crash redis"),
+        (8_500, "restart redis"),
+    ];
+    let want: Vec<(u64, String)> = want.iter().map(|(t, d)| (*t, d.to_string())).collect();
+    assert_eq!(faults, want);
+    // The restarted client works again: it requests the lock after its restart.
+    let client1 = NodeId(2);
+    assert!(history.entries.iter().any(|e| e.time_ns > 3_000_000_000
+        && matches!(e.event, Event::Request { client } if client == client1)));
+    lockstep_check::check(&history, &scenario.check_options).expect("a well-formed history");
+}
