@@ -135,8 +135,16 @@ impl Storage {
         from: NodeId,
         req: StorageRequest,
     ) {
+        let (kind, result) = self.apply(req);
+        self.answer(ctx, from, &req, kind, result);
+    }
+
+    /// Decides one operation: the operation as the history records it and the reply. Pure
+    /// (no host): the simulated storage node and the bridge's storage host
+    /// (`lockstep-bridge`) both decide through it, so every fencing mode means one thing.
+    pub fn apply(&mut self, req: StorageRequest) -> (OpKind, StorageResult) {
         if self.mode == StorageMode::CasToken {
-            return self.on_cas_request(ctx, from, req);
+            return self.apply_cas(req);
         }
         let checked = match (self.mode, req.kind) {
             (StorageMode::Unfenced | StorageMode::CasToken, _)
@@ -167,7 +175,6 @@ impl Storage {
             (RequestKind::Claim, true) => (OpKind::Claim, StorageResult::Claimed),
             (RequestKind::Claim, false) => (OpKind::Claim, StorageResult::Rejected),
         };
-        self.answer(ctx, from, &req, kind, result);
         if checked && accepted {
             // Paired assertion: an admitted token is the highest seen, never below it. The
             // checker re-derives the same property from the history.
@@ -176,16 +183,12 @@ impl Storage {
                 "fenced storage accepted a stale token"
             );
         }
+        (kind, result)
     }
 
     /// Compare-and-set on the owner's token: claims always take, writes need the claim.
-    fn on_cas_request<M, T>(
-        &mut self,
-        ctx: &mut impl Host<Msg<M>, T>,
-        from: NodeId,
-        req: StorageRequest,
-    ) {
-        let (kind, result) = match req.kind {
+    fn apply_cas(&mut self, req: StorageRequest) -> (OpKind, StorageResult) {
+        match req.kind {
             RequestKind::Read => (
                 OpKind::Read { value: self.value },
                 StorageResult::Read(self.value),
@@ -203,8 +206,7 @@ impl Storage {
                     (OpKind::Write { value, base }, StorageResult::Rejected)
                 }
             }
-        };
-        self.answer(ctx, from, &req, kind, result);
+        }
     }
 
     /// Records the operation as handled and replies.

@@ -14,6 +14,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "reports",
         &["lockstep-check", "serde", "serde_json", "tabled"],
     ),
+    (
+        "bridge",
+        &[
+            "lockstep",
+            "lockstep-check",
+            "lockstep-models",
+            "lockstep-sim",
+            "toml",
+            "turmoil",
+            "tokio",
+        ],
+    ),
 ];
 
 fn dependencies(manifest: &str) -> Vec<String> {
@@ -49,6 +61,37 @@ fn sim_and_check_know_nothing_of_each_other_or_of_locks() {
 }
 
 #[test]
+fn no_lockstep_crate_depends_on_the_bridge() {
+    // The bridge sits on top (`bridge` → `lockstep`, `models`, `sim`, `check`); nothing
+    // below may reach back up to it, nor to an async runtime.
+    for manifest in [
+        "Cargo.toml",
+        "sim/Cargo.toml",
+        "check/Cargo.toml",
+        "models/Cargo.toml",
+        "reports/Cargo.toml",
+    ] {
+        for dep in dependencies(manifest) {
+            assert!(
+                !["lockstep-bridge", "turmoil", "tokio", "madsim"].contains(&dep.as_str()),
+                "{manifest} must not depend on {dep} (ARCHITECTURE.md)"
+            );
+        }
+    }
+    // The async runtimes are optional: the bridge builds without them.
+    let text = std::fs::read_to_string(root().join("bridge/Cargo.toml")).expect("manifest");
+    let doc: toml::Table = text.parse().expect("valid manifest");
+    for runtime in ["turmoil", "tokio"] {
+        let optional = doc["dependencies"][runtime].get("optional");
+        assert_eq!(
+            optional.and_then(|o| o.as_bool()),
+            Some(true),
+            "bridge: {runtime} must sit behind a feature"
+        );
+    }
+}
+
+#[test]
 fn only_the_binary_touches_the_process_environment() {
     // Library code of every crate: no exit codes, no environment, no stdout.
     for dir in [
@@ -57,6 +100,7 @@ fn only_the_binary_touches_the_process_environment() {
         "models/src",
         "reports/src",
         "src/scenario",
+        "bridge/src",
     ] {
         for entry in walk(&root().join(dir)) {
             let text = std::fs::read_to_string(&entry).expect("source");

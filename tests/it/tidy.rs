@@ -71,6 +71,7 @@ fn the_architecture_page_maps_every_crate() {
         "lockstep-check",
         "lockstep-models",
         "lockstep-reports",
+        "lockstep-bridge",
         "`src/`",
     ] {
         assert!(

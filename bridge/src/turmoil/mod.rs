@@ -1,0 +1,323 @@
+//! The turmoil runtime: a scenario's nodes as turmoil hosts, its faults as turmoil's calls.
+//!
+//! [`run`] builds a `turmoil::Sim` seeded with the run's seed, starts the Redis host, the
+//! storage host and one host per workload client running the example client, then steps
+//! the simulation one tick (1 ms) at a time until the scenario's duration, applying the
+//! plan's faults between steps: partitions as `partition`/`repair` (drop) or
+//! `hold`/`release` (hold), one-way ones as `partition_oneway`/`repair_oneway`, crashes
+//! as `crash`, restarts as `bounce`, delays as a link latency. A fault triggered at a mark
+//! is handed to the driver by the client that reaches the mark, which then yields one tick
+//! so the fault is in place before its next step. A client's pause at a mark is a sleep
+//! there ([`Marks::reach`]): turmoil cannot freeze a host.
+
+mod client;
+mod hosts;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use lockstep_check::{FaultKind, History};
+use lockstep_models::Storage;
+use lockstep_sim::rng::Rng;
+use lockstep_sim::time::Dur;
+
+pub use client::{LOCK_KEY, RedisConn, RedisLock, StorageConn, workload};
+pub use hosts::{REDIS_PORT, STORAGE_PORT, redis_host, storage_host};
+
+use crate::plan::{Action, Effect, Plan};
+use crate::recorder::Recorder;
+
+/// turmoil's step: every host runs this much simulated time per step.
+pub const TICK: Duration = Duration::from_millis(1);
+
+fn std_dur(d: Dur) -> Duration {
+    Duration::from_nanos(d.as_nanos())
+}
+
+/// The marks clients reach: counts per node and mark, the plan's triggers, and the faults
+/// they fired for the driver to apply.
+#[derive(Clone, Debug)]
+pub struct Marks {
+    inner: Rc<RefCell<MarksInner>>,
+}
+
+#[derive(Debug)]
+struct MarksInner {
+    plan: Rc<Plan>,
+    reached: BTreeMap<(String, String), u32>,
+    fired: Vec<bool>,
+    pending: Vec<Effect>,
+    recorder: Recorder,
+}
+
+impl Marks {
+    fn new(plan: Rc<Plan>, recorder: Recorder) -> Marks {
+        let fired = vec![false; plan.on_mark.len()];
+        Marks {
+            inner: Rc::new(RefCell::new(MarksInner {
+                plan,
+                reached: BTreeMap::new(),
+                fired,
+                pending: Vec::new(),
+                recorder,
+            })),
+        }
+    }
+
+    /// `node` reached `mark`: a pause placed there is slept here; any other fault placed
+    /// there goes to the driver, and the client yields one tick so it is in place first.
+    pub async fn reach(&self, node: &str, mark: &str) {
+        let (pause, handed) = {
+            let mut inner = self.inner.borrow_mut();
+            let count = inner
+                .reached
+                .entry((node.to_string(), mark.to_string()))
+                .or_insert(0);
+            *count += 1;
+            let count = *count;
+            let now = inner.recorder.now_ns();
+            let plan = inner.plan.clone();
+            let mut pause = Duration::ZERO;
+            let mut handed = false;
+            for (i, t) in plan.on_mark.iter().enumerate() {
+                let lapsed = t.before.is_some_and(|b| now > b.as_nanos());
+                if inner.fired[i]
+                    || t.node != node
+                    || t.mark != mark
+                    || t.occurrence != count
+                    || lapsed
+                {
+                    continue;
+                }
+                inner.fired[i] = true;
+                match &t.what {
+                    Ok(p) => pause += std_dur(p.duration),
+                    Err(effect) => {
+                        inner.pending.push(effect.clone());
+                        handed = true;
+                    }
+                }
+            }
+            (pause, handed)
+        };
+        if handed {
+            tokio::time::sleep(TICK).await;
+        }
+        if !pause.is_zero() {
+            let recorder = self.inner.borrow().recorder.clone();
+            let id = recorder.node(node).into_iter().collect::<Vec<_>>();
+            let ms = pause.as_millis();
+            let at = recorder.now_ns();
+            recorder.fault_at(
+                at,
+                FaultKind::Pause,
+                id.clone(),
+                format!("pause {node} for {ms} ms (a sleep at {mark})"),
+            );
+            tokio::time::sleep(pause).await;
+            let at = recorder.now_ns();
+            recorder.fault_at(at, FaultKind::Resume, id, format!("resume {node}"));
+        }
+    }
+
+    fn take_pending(&self) -> Vec<Effect> {
+        std::mem::take(&mut self.inner.borrow_mut().pending)
+    }
+
+    /// Triggers that never fired (by their index in the plan's `on_mark`).
+    pub fn unfired(&self) -> Vec<usize> {
+        let inner = self.inner.borrow();
+        inner
+            .fired
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !**f)
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// What one run under turmoil produced.
+#[derive(Debug)]
+pub struct TurmoilRun {
+    /// The history, judged by `lockstep_check::check` as any other.
+    pub history: History,
+    /// Mark triggers that never fired (indices into the plan's `on_mark`).
+    pub unfired: Vec<usize>,
+}
+
+/// Runs `plan` under turmoil with `seed` (turmoil's rng seed and every client's draws).
+pub fn run(plan: &Plan, seed: u64) -> Result<TurmoilRun, String> {
+    let plan = Rc::new(plan.clone());
+    let (lo, hi) = (std_dur(plan.latency.0), std_dur(plan.latency.1));
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(std_dur(plan.duration) + Duration::from_secs(3600))
+        .tick_duration(TICK)
+        .min_message_latency(lo)
+        .max_message_latency(hi)
+        .rng_seed(seed)
+        .build();
+    let recorder = Recorder::new(|| {
+        turmoil::sim_elapsed().map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    });
+    for name in &plan.names {
+        recorder.register(name);
+    }
+    let marks = Marks::new(plan.clone(), recorder.clone());
+
+    let r = recorder.clone();
+    sim.host(plan.redis.as_str(), move || redis_host(r.clone()));
+    let storage = Rc::new(RefCell::new(Storage::new(plan.storage_mode)));
+    let r = recorder.clone();
+    sim.host(plan.storage.as_str(), move || {
+        storage_host(storage.clone(), r.clone())
+    });
+    for name in &plan.clients {
+        let (p, r, m, n) = (plan.clone(), recorder.clone(), marks.clone(), name.clone());
+        let starts = Rc::new(RefCell::new(0u32));
+        sim.host(name.as_str(), move || {
+            // A restarted client draws from a new stream, as a new process would.
+            *starts.borrow_mut() += 1;
+            let rng = Rng::fork(seed, &format!("bridge/{n}/{}", starts.borrow()));
+            workload(p.clone(), n.clone(), r.clone(), m.clone(), rng)
+        });
+    }
+
+    // Timed work: (time, order) → actions, with the fault to record when it starts.
+    let mut queue: BTreeMap<(u64, usize), (Vec<Action>, Option<Effect>)> = BTreeMap::new();
+    let mut order = 0;
+    for (at, effect) in &plan.timed {
+        queue.insert(
+            (at.as_nanos(), order),
+            (effect.start.clone(), Some(effect.clone())),
+        );
+        order += 1;
+    }
+    let mut cuts: Vec<Action> = Vec::new();
+    let end = plan.duration.as_nanos();
+    loop {
+        let now = u64::try_from(sim.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if now >= end {
+            break;
+        }
+        for effect in marks.take_pending() {
+            queue.insert((now, order), (effect.start.clone(), Some(effect)));
+            order += 1;
+        }
+        while let Some(entry) = queue.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let (actions, started) = entry.remove();
+            if let Some(effect) = &started {
+                let nodes = effect
+                    .nodes
+                    .iter()
+                    .filter_map(|n| recorder.node(n))
+                    .collect();
+                recorder.fault_at(now, effect.kind, nodes, effect.detail.clone());
+                if let Some((after, undo)) = &effect.end {
+                    queue.insert(
+                        (now.saturating_add(after.as_nanos()), order),
+                        (undo.clone(), None),
+                    );
+                    order += 1;
+                }
+            } else if actions.iter().any(|a| matches!(a, Action::Heal { .. })) {
+                recorder.fault_at(now, FaultKind::Heal, Vec::new(), "heal".to_string());
+            }
+            for action in actions {
+                apply(&mut sim, &plan, &action, &mut cuts, &recorder, now);
+            }
+        }
+        sim.step().map_err(|e| format!("turmoil: {e}"))?;
+    }
+    Ok(TurmoilRun {
+        history: recorder.history(end, true),
+        unfired: marks.unfired(),
+    })
+}
+
+fn apply(
+    sim: &mut turmoil::Sim<'_>,
+    plan: &Plan,
+    action: &Action,
+    cuts: &mut Vec<Action>,
+    recorder: &Recorder,
+    now: u64,
+) {
+    match action {
+        Action::Cut {
+            pairs,
+            hold,
+            one_way,
+        } => {
+            for (a, b) in pairs {
+                match (hold, one_way) {
+                    (true, _) => sim.hold(a.as_str(), b.as_str()),
+                    (false, true) => sim.partition_oneway(a.as_str(), b.as_str()),
+                    (false, false) => sim.partition(a.as_str(), b.as_str()),
+                }
+            }
+            cuts.push(action.clone());
+        }
+        Action::Heal {
+            pairs,
+            hold,
+            one_way,
+        } => {
+            for (a, b) in pairs {
+                match (hold, one_way) {
+                    (true, _) => sim.release(a.as_str(), b.as_str()),
+                    (false, true) => sim.repair_oneway(a.as_str(), b.as_str()),
+                    (false, false) => sim.repair(a.as_str(), b.as_str()),
+                }
+            }
+        }
+        Action::HealAll => {
+            for cut in std::mem::take(cuts) {
+                if let Action::Cut {
+                    pairs,
+                    hold,
+                    one_way,
+                } = cut
+                {
+                    apply(
+                        sim,
+                        plan,
+                        &Action::Heal {
+                            pairs,
+                            hold,
+                            one_way,
+                        },
+                        &mut Vec::new(),
+                        recorder,
+                        now,
+                    );
+                }
+            }
+        }
+        Action::Crash(n) => sim.crash(n.as_str()),
+        Action::Restart(n) => {
+            sim.bounce(n.as_str());
+            let id = recorder.node(n).into_iter().collect();
+            recorder.fault_at(now, FaultKind::Restart, id, format!("restart {n}"));
+        }
+        Action::Delay { pairs, extra } => {
+            let (lo, hi) = (std_dur(plan.latency.0), std_dur(plan.latency.1));
+            for (a, b) in pairs {
+                match extra {
+                    Some(extra) => {
+                        sim.set_link_latency(a.as_str(), b.as_str(), hi + std_dur(*extra))
+                    }
+                    None => {
+                        sim.set_link_latency(a.as_str(), b.as_str(), lo);
+                        sim.set_link_max_message_latency(a.as_str(), b.as_str(), hi);
+                    }
+                }
+            }
+        }
+    }
+}

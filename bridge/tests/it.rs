@@ -1,0 +1,343 @@
+//! The bridge under turmoil: agreement with the native engine on the catalogue's Redis
+//! scenarios, determinism, the hosts over their protocols, and faults refused by name.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+use lockstep_bridge::Plan;
+use lockstep_bridge::Recorder;
+use lockstep_bridge::turmoil::{RedisLock, StorageConn, redis_host, run, storage_host};
+use lockstep_check::{Event, GrantId, NodeId, OpKind, OpOutcome};
+use lockstep_models::storage::{RequestKind, StorageRequest, StorageResult};
+use lockstep_models::{Storage, StorageMode};
+
+fn catalogue(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/catalogue")
+        .join(file)
+}
+
+/// Runs `file` natively and under turmoil for seeds 1..=`seeds`: on every seed both meet
+/// the scenario's expectation and judge its property alike.
+fn agree(file: &str, seeds: u64) {
+    let (scenario, plan) = Plan::load(&catalogue(file)).expect("plannable");
+    let mut misses = Vec::new();
+    for seed in 1..=seeds {
+        let native = lockstep::run(&scenario, seed, false);
+        assert!(
+            native.unmet.is_empty(),
+            "{file} seed {seed} natively: {:?}",
+            native.unmet
+        );
+        let ran = run(&plan, seed).expect("turmoil run");
+        assert!(
+            ran.unfired.is_empty(),
+            "{file} seed {seed}: a mark trigger never fired"
+        );
+        let verdict = lockstep_check::check(&ran.history, &scenario.check_options)
+            .expect("a well-formed history");
+        let unmet = scenario.expect.unmet(&verdict, None);
+        if !unmet.is_empty() || verdict.get(native.property) != native.judged {
+            misses.push((seed, unmet));
+        }
+    }
+    assert!(
+        misses.is_empty(),
+        "{file}: turmoil disagrees on {} seeds: {misses:?}",
+        misses.len()
+    );
+}
+
+#[test]
+fn k1_gc_pause_unfenced_is_invalid_under_turmoil_as_natively() {
+    agree("k1-gc-pause-unfenced.toml", 100);
+}
+
+#[test]
+fn k2_gc_pause_fenced_is_valid_for_the_resource_under_turmoil_as_natively() {
+    agree("k2-gc-pause-fenced.toml", 100);
+}
+
+#[test]
+fn k3_delayed_write_is_invalid_under_turmoil_as_natively() {
+    agree("k3-delayed-write.toml", 100);
+}
+
+#[test]
+fn naive_del_release_is_invalid_and_its_fix_valid_under_turmoil_as_natively() {
+    agree("redis-naive-del-release.toml", 100);
+    agree("redis-naive-del-release-fixed.toml", 100);
+}
+
+#[test]
+fn a_seed_reproduces_its_history_and_another_seed_differs() {
+    let (_, plan) = Plan::load(&catalogue("k1-gc-pause-unfenced.toml")).expect("plannable");
+    let a = run(&plan, 7).expect("run").history;
+    let b = run(&plan, 7).expect("run").history;
+    let c = run(&plan, 8).expect("run").history;
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    assert!(a.entries.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    assert_eq!(a.names, ["redis", "storage", "client-1", "client-2"]);
+}
+
+fn write_scenario(name: &str, text: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&path, text).expect("temp file");
+    path
+}
+
+const BASE: &str = r#"
+[scenario]
+name = "bridge-refusal"
+duration_ms = 10_000
+[model]
+kind = "redis"
+ttl_ms = 1_000
+[workload]
+clients = 2
+[storage]
+mode = "unfenced"
+"#;
+
+#[test]
+fn faults_turmoil_cannot_express_are_errors_naming_them() {
+    let cases = [
+        (
+            "[[fault]]\nat_ms = 100\nclock_step = { node = \"redis\", delta_ms = 5_000 }\n",
+            "fault[0]: clock fault on redis: turmoil has no per-host clock",
+        ),
+        (
+            "[[fault]]\nat_ms = 100\npause = { node = \"redis\", for_ms = 5_000 }\n",
+            "fault[0]: pause of redis at a time: turmoil cannot freeze a host",
+        ),
+        (
+            "[[fault]]\non = { node = \"client-1\", mark = \"granted\" }\npause = { node = \"client-2\", for_ms = 5_000 }\n",
+            "fault[0]: pause of client-2: turmoil cannot freeze a host",
+        ),
+    ];
+    for (i, (fault, want)) in cases.iter().enumerate() {
+        let path = write_scenario(&format!("refusal-{i}.toml"), &format!("{BASE}{fault}"));
+        let err = Plan::load(&path).expect_err("refused");
+        assert!(err.problem.starts_with(want), "{err}");
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+    }
+    // The catalogue's own clock-step scenario is refused the same way.
+    let err = Plan::load(&catalogue("redis-server-clock-step.toml")).expect_err("refused");
+    assert!(err.problem.contains("no per-host clock"), "{err}");
+}
+
+#[test]
+fn plans_translate_partitions_and_mark_faults() {
+    let (_, plan) = Plan::load(&catalogue("redis-naive-del-release.toml")).expect("plannable");
+    assert_eq!(plan.timed.len(), 1);
+    assert!(plan.lock.release_del);
+    assert_eq!(plan.on_mark.len(), 1);
+    assert_eq!(plan.on_mark[0].mark, "work-done");
+    let (_, k3) = Plan::load(&catalogue("k3-delayed-write.toml")).expect("plannable");
+    assert!(
+        k3.on_mark[0].what.is_err(),
+        "a delay at a mark goes to the driver"
+    );
+}
+
+/// Runs `client` as the only turmoil client against a storage host in `mode` and a Redis
+/// host; returns the recorded history's entries.
+fn with_hosts<F, Fut>(mode: StorageMode, client: F) -> Vec<lockstep_check::Entry>
+where
+    F: FnOnce(Recorder) -> Fut,
+    Fut: std::future::Future<Output = turmoil::Result> + 'static,
+{
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    let recorder = Recorder::new(|| turmoil::sim_elapsed().map(|d| d.as_nanos() as u64));
+    for name in ["redis", "client-1", "storage"] {
+        recorder.register(name);
+    }
+    let r = recorder.clone();
+    sim.host("redis", move || redis_host(r.clone()));
+    let storage = Rc::new(RefCell::new(Storage::new(mode)));
+    let r = recorder.clone();
+    sim.host("storage", move || storage_host(storage.clone(), r.clone()));
+    sim.client("client-1", client(recorder.clone()));
+    sim.run().expect("the client's assertions hold");
+    recorder.history(0, true).entries
+}
+
+fn req(seq: u32, token: Option<u64>, kind: RequestKind) -> StorageRequest {
+    let client = NodeId(1);
+    StorageRequest {
+        op: lockstep_check::OpId { client, seq },
+        grant: GrantId { client, seq: 1 },
+        token,
+        kind,
+    }
+}
+
+#[test]
+fn the_storage_host_fences_in_every_mode_and_records_where_ops_land() {
+    let write = |value| RequestKind::Write {
+        value,
+        base: value - 1,
+    };
+    // Per mode: a write with token 5, then a write with token 3, then a read with token 3.
+    let cases = [
+        (StorageMode::Unfenced, [true, true, true]),
+        (StorageMode::FencedWrites, [true, false, true]),
+        (StorageMode::FencedAll, [true, false, false]),
+    ];
+    for (mode, want) in cases {
+        let entries = with_hosts(mode, move |_| async move {
+            let mut s = StorageConn::new("storage");
+            let t = Duration::from_secs(1);
+            let got = [
+                s.op(req(1, Some(5), write(1)), t).await,
+                s.op(req(2, Some(3), write(2)), t).await,
+                s.op(req(3, Some(3), RequestKind::Read), t).await,
+            ];
+            let accepted: Vec<bool> = got
+                .iter()
+                .map(|r| !matches!(r, Some(StorageResult::Rejected) | None))
+                .collect();
+            assert_eq!(accepted, want, "{mode:?}");
+            Ok(())
+        });
+        let outcomes: Vec<bool> = entries
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::Storage(op) => Some(op.outcome == OpOutcome::Accepted),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(outcomes, want, "{mode:?} recorded");
+    }
+    // Compare-and-set: a write needs the last claim's token.
+    let entries = with_hosts(StorageMode::CasToken, |_| async {
+        let mut s = StorageConn::new("storage");
+        let t = Duration::from_secs(1);
+        assert_eq!(
+            s.op(req(1, Some(9), RequestKind::Claim), t).await,
+            Some(StorageResult::Claimed)
+        );
+        assert_eq!(
+            s.op(req(2, Some(8), RequestKind::Write { value: 1, base: 0 }), t)
+                .await,
+            Some(StorageResult::Rejected)
+        );
+        assert_eq!(
+            s.op(req(3, Some(9), RequestKind::Write { value: 1, base: 0 }), t)
+                .await,
+            Some(StorageResult::Written)
+        );
+        assert_eq!(
+            s.op(req(4, Some(8), RequestKind::Read), t).await,
+            Some(StorageResult::Read(1))
+        );
+        Ok(())
+    });
+    let kinds: Vec<OpKind> = entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Storage(op) => Some(op.kind),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds.len(), 4);
+    assert_eq!(kinds[3], OpKind::Read { value: 1 });
+}
+
+#[test]
+fn the_redis_host_serves_the_go_lock_over_resp_with_expiry_on_its_clock() {
+    let entries = with_hosts(StorageMode::Unfenced, |_| async {
+        let ttl = Duration::from_millis(1_000);
+        let mut a = RedisLock::new("redis", ttl, Duration::from_millis(500));
+        let mut b = RedisLock::new("redis", ttl, Duration::from_millis(500));
+        assert!(a.try_acquire(11).await, "a free key is taken");
+        assert!(!b.try_acquire(22).await, "a held key is not");
+        assert!(a.renew().await, "the holder renews");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert!(!b.try_acquire(22).await, "renewed: still held 700 ms later");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(
+            b.try_acquire(22).await,
+            "expired on the host's clock after its TTL"
+        );
+        assert!(
+            !a.renew().await,
+            "the old holder cannot renew another's key"
+        );
+        assert!(!a.release().await, "nor delete it by script");
+        assert_eq!(b.token().await, Some(1));
+        assert_eq!(b.token().await, Some(2));
+        assert!(a.try_acquire(33).await.eq(&false));
+        assert!(b.release().await, "the holder deletes its own key");
+        assert!(a.try_acquire(33).await);
+        assert!(
+            b.release_by_del().await,
+            "a plain DEL deletes whoever's key"
+        );
+        Ok(())
+    });
+    let issued: Vec<u64> = entries
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::Issued {
+                client: NodeId(1),
+                ticket,
+            } => Some(ticket),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        issued,
+        [11, 22, 33],
+        "every SET NX that took the key, by its value"
+    );
+}
+
+#[test]
+fn crashes_restarts_and_held_partitions_run_and_are_recorded() {
+    let faults = r#"
+[[fault]]
+at_ms = 2_000
+crash = { node = "client-1", restart_after_ms = 1_000 }
+
+[[fault]]
+at_ms = 5_000
+partition = { groups = [["client-2"], ["redis", "storage"]], mode = "hold", for_ms = 2_000 }
+
+[[fault]]
+at_ms = 8_000
+crash = { node = "redis", restart_after_ms = 500 }
+"#;
+    let path = write_scenario("crash-hold.toml", &format!("{BASE}{faults}"));
+    let (scenario, plan) = Plan::load(&path).expect("plannable");
+    let history = run(&plan, 3).expect("run").history;
+    let faults: Vec<(u64, String)> = history
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Fault(f) => Some((e.time_ns / 1_000_000, f.detail.clone())),
+            _ => None,
+        })
+        .collect();
+    let want = [
+        (2_000, "crash client-1"),
+        (3_000, "restart client-1"),
+        (5_000, "partition client-2, redis, storage (hold)"),
+        (7_000, "heal"),
+        (8_000, "crash redis"),
+        (8_500, "restart redis"),
+    ];
+    let want: Vec<(u64, String)> = want.iter().map(|(t, d)| (*t, d.to_string())).collect();
+    assert_eq!(faults, want);
+    // The restarted client works again: it requests the lock after its restart.
+    let client1 = NodeId(2);
+    assert!(history.entries.iter().any(|e| e.time_ns > 3_000_000_000
+        && matches!(e.event, Event::Request { client } if client == client1)));
+    lockstep_check::check(&history, &scenario.check_options).expect("a well-formed history");
+}
