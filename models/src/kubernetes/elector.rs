@@ -3,8 +3,9 @@
 //!
 //! - `tryAcquireOrRenew`: the leader's fast path (it leads by its observed record and
 //!   `observedTime + leaseDurationSeconds > now`: `Update` with the cached object), then the
-//!   slow path: `Get`; 404 → `Create`; a record different from the observed one becomes the
-//!   observed record, with `observedTime` = now on the elector's MONO clock; held by another and
+//!   slow path: `Get`; 404 → `Create`; a record whose JSON differs from the last one read
+//!   (`observedRawRecord`, [`raw`]) becomes the observed record, with `observedTime` = now on
+//!   the elector's MONO clock; held by another and
 //!   not expired by that rule → fail; else `Update` (a new holder adds one to
 //!   `leaseTransitions`). `now` is read once at the start, as client-go does.
 //! - `acquire` runs the candidate loop, `wait.JitterUntil(RetryPeriod, 1.2, sliding)`: the next
@@ -174,6 +175,9 @@ pub struct Elector {
     /// The API server it talks to (index).
     api: usize,
     observed: Option<LeaseRecord>,
+    /// `observedRawRecord`: the record of the last `Get` as its JSON compares ([`raw`]); only
+    /// `Get` sets it, as in client-go (its own writes set `observedRecord` alone).
+    observed_raw: Option<LeaseRecord>,
     observed_time: LocalTime,
     /// `ll.lease`: the object of the last successful call.
     cached: Option<LeaseObject>,
@@ -202,6 +206,7 @@ impl Elector {
             me: None,
             api: 0,
             observed: None,
+            observed_raw: None,
             observed_time: LocalTime::default(),
             cached: None,
             stage: Stage::Idle,
@@ -356,8 +361,10 @@ impl Elector {
                 None
             }
             (CallKind::Get(mut record), Some(ApiReply::Lease(obj))) => {
-                if self.observed != Some(obj.record) {
+                // `bytes.Equal(le.observedRawRecord, oldLeaderElectionRawRecord)`.
+                if self.observed_raw != Some(raw(obj.record)) {
                     self.set_observed(env, obj.record);
+                    self.observed_raw = Some(raw(obj.record));
                     env.observe(Observation::Count("record-observed"));
                 }
                 let now = self.try_now;
@@ -496,6 +503,18 @@ impl Elector {
             renew_us: wall,
             transitions: self.observed.map_or(0, |r| r.transitions),
         }
+    }
+}
+
+/// A record as `observedRawRecord` compares it: `LeaseLock.Get` marshals
+/// `LeaseSpecToLeaderElectionRecord(&lease.Spec)` (`resourcelock/leaselock.go`), whose
+/// `acquireTime` and `renewTime` are `metav1.Time`, written as RFC 3339 without fractions
+/// (apimachinery `pkg/apis/meta/v1/time.go`, `MarshalJSON`): whole seconds.
+pub fn raw(record: LeaseRecord) -> LeaseRecord {
+    LeaseRecord {
+        acquire_us: record.acquire_us / 1_000_000 * 1_000_000,
+        renew_us: record.renew_us / 1_000_000 * 1_000_000,
+        ..record
     }
 }
 
