@@ -15,16 +15,18 @@
 //!   `wait.PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate)`: a poll starts at
 //!   once and RetryPeriod after each success; within a poll, a failed attempt is retried
 //!   RetryPeriod later; when RenewDeadline passes since the poll started, the request in flight
-//!   is cancelled and the elector stops leading (`Lost`; `OnStoppedLeading`), with a release
-//!   first under `ReleaseOnCancel`.
+//!   is cancelled and the elector stops leading (`Lost`; `OnStoppedLeading`); under
+//!   `ReleaseOnCancel` only after `release()` returned (`renew` releases before it returns).
 //! - Every HTTP call has a timeout: the client's `Timeout`, which kube-controller-manager sets
 //!   to RenewDeadline (`cmd/kube-controller-manager/app/options/options.go`, `Config`:
 //!   `config.Timeout = s.Generic.LeaderElection.RenewDeadline.Duration`), and no later than
 //!   the poll's deadline. After a timeout or a 5xx the elector moves to the next API server
 //!   (a load balancer in front of them).
 //! - `release` cancels the leading context; under `ReleaseOnCancel` (off by default, as in
-//!   client-go) it writes holder "" with `leaseDurationSeconds` 1 (`release()`), and the
-//!   release is done when that answers.
+//!   client-go) `release()`/`tryRelease()` run under a deadline of RenewDeadline: `Get` (the
+//!   cached object only), and if the observed record names the elector, `Update` to holder ""
+//!   with `leaseDurationSeconds` 1 and the `leaseTransitions` read; on a 409, `tryRelease`
+//!   again. The release is done when that returns.
 //! - A crash forgets everything; the restarted process has a new identity (kube-controller-
 //!   manager adds a fresh UUID to its host name), so it waits a full lease like any candidate.
 //! - It reaches the mark `renewed` after each successful write of its own record (the
@@ -145,8 +147,10 @@ enum Stage {
     Idle,
     Candidate,
     Leader,
-    /// Waiting for the release's answer; `notify` when the workload asked for it.
-    Releasing { notify: bool },
+    /// In `release()`: `notify` when the workload asked for it (`Released` at the end),
+    /// `lost` when the renew loop gave up (`Lost` at the end: `Run` cancels the leading
+    /// context and calls `OnStoppedLeading` only after `renew` returns, release included).
+    Releasing { notify: bool, lost: bool },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +159,8 @@ enum CallKind {
     Get(LeaseRecord),
     Create(LeaseRecord),
     SlowUpdate(LeaseRecord),
+    /// `tryRelease`'s `Get`.
+    ReleaseGet,
     Release(LeaseRecord),
 }
 
@@ -190,6 +196,8 @@ pub struct Elector {
     generation: u64,
     /// The renew poll's deadline (MONO).
     poll_deadline: LocalTime,
+    /// `release()`'s deadline: RenewDeadline after it started (MONO).
+    release_deadline: LocalTime,
     /// The last term it won: its `leaseTransitions` and the resourceVersion of the write that
     /// won it (a grant with the same `leaseTransitions` re-enters that term).
     term: Option<(u64, u64)>,
@@ -215,6 +223,7 @@ impl Elector {
             try_now: LocalTime::default(),
             generation: 0,
             poll_deadline: LocalTime::default(),
+            release_deadline: LocalTime::default(),
             term: None,
             holding: false,
         }
@@ -225,9 +234,13 @@ impl Elector {
         &self.config
     }
 
-    /// Whether it leads now (the renew loop has not given up).
+    /// Whether it leads now: the renew loop has not given up, or it has and `release()` has
+    /// not returned yet (the leading context is still live).
     pub fn leading(&self) -> bool {
-        self.stage == Stage::Leader
+        matches!(
+            self.stage,
+            Stage::Leader | Stage::Releasing { lost: true, .. }
+        )
     }
 
     /// Its observed record and `observedTime`.
@@ -281,7 +294,7 @@ impl Elector {
 
     fn send(&mut self, env: &mut impl Host<Msg, ElectorTimer>, kind: CallKind) {
         let req = match kind {
-            CallKind::Get(_) => ApiRequest::Get,
+            CallKind::Get(_) | CallKind::ReleaseGet => ApiRequest::Get,
             CallKind::Create(record) => ApiRequest::Create(record),
             CallKind::FastUpdate(record)
             | CallKind::SlowUpdate(record)
@@ -295,8 +308,14 @@ impl Elector {
         self.call = Some(InFlight { id, kind });
         let t = self.timing();
         let mut timeout = t.renew_deadline;
-        if self.stage == Stage::Leader {
-            timeout = timeout.min(self.poll_deadline.saturating_since(env.mono()));
+        match self.stage {
+            Stage::Leader => {
+                timeout = timeout.min(self.poll_deadline.saturating_since(env.mono()));
+            }
+            Stage::Releasing { .. } => {
+                timeout = timeout.min(self.release_deadline.saturating_since(env.mono()));
+            }
+            Stage::Idle | Stage::Candidate => {}
         }
         let to = self.config.apiservers[self.api];
         env.send(to, Msg::Api { id, req });
@@ -387,15 +406,57 @@ impl Elector {
             (CallKind::Get(_) | CallKind::Create(_) | CallKind::SlowUpdate(_), _) => {
                 self.try_done(env, false, LeaseObject::default())
             }
-            (CallKind::Release(record), reply) => {
-                if let Some(ApiReply::Lease(_)) = reply {
-                    self.set_observed(env, record);
-                }
-                let notify = self.stage == Stage::Releasing { notify: true };
-                self.stage = Stage::Idle;
-                notify.then_some(LockSignal::Released)
+            // `tryRelease`: the record read (it does not become the observed one); not the
+            // leader by the observed record → done; else holder "", one second, the
+            // transitions read.
+            (CallKind::ReleaseGet, Some(ApiReply::Lease(obj))) if self.is_leader() => {
+                let wall = wall_us(env);
+                let record = LeaseRecord {
+                    holder: 0,
+                    lease_duration_s: 1,
+                    acquire_us: wall,
+                    renew_us: wall,
+                    transitions: obj.record.transitions,
+                };
+                self.send(env, CallKind::Release(record));
+                None
             }
+            (CallKind::ReleaseGet, _) => self.release_done(),
+            (CallKind::Release(record), Some(ApiReply::Lease(_))) => {
+                self.set_observed(env, record);
+                self.release_done()
+            }
+            // A conflict (a renewal cancelled in flight had applied): `tryRelease` again,
+            // within the same deadline.
+            (CallKind::Release(_), Some(ApiReply::Conflict))
+                if self.release_deadline > env.mono() =>
+            {
+                self.send(env, CallKind::ReleaseGet);
+                None
+            }
+            (CallKind::Release(_), _) => self.release_done(),
         }
+    }
+
+    /// `release()`: `tryRelease` under a context of RenewDeadline
+    /// (`leaderelection.go`, `release`/`tryRelease`).
+    fn start_release(&mut self, env: &mut impl Host<Msg, ElectorTimer>, notify: bool, lost: bool) {
+        self.stage = Stage::Releasing { notify, lost };
+        self.release_deadline = env.mono() + self.timing().renew_deadline;
+        self.send(env, CallKind::ReleaseGet);
+    }
+
+    /// `release()` returned.
+    fn release_done(&mut self) -> Option<LockSignal> {
+        let Stage::Releasing { notify, lost } = self.stage else {
+            return None;
+        };
+        self.stage = Stage::Idle;
+        if lost {
+            let holding = std::mem::take(&mut self.holding);
+            return holding.then_some(LockSignal::Lost);
+        }
+        notify.then_some(LockSignal::Released)
     }
 
     /// `tryAcquireOrRenew` returned `ok` (with the object written when it did).
@@ -480,29 +541,18 @@ impl Elector {
         self.start_try(env);
     }
 
-    /// The renew poll ran out: stop leading, release under `ReleaseOnCancel`.
+    /// The renew poll ran out: stop leading. Under `ReleaseOnCancel`, `renew` releases
+    /// before it returns, and the workload learns it lost the lease only then.
     fn give_up(&mut self, env: &mut impl Host<Msg, ElectorTimer>) -> Option<LockSignal> {
         self.generation += 1;
         self.call = None;
         self.stage = Stage::Idle;
-        if self.config.release_on_cancel && self.is_leader() && self.cached.is_some() {
-            self.stage = Stage::Releasing { notify: false };
-            let record = self.release_record(env);
-            self.send(env, CallKind::Release(record));
+        if self.config.release_on_cancel {
+            self.start_release(env, false, true);
+            return None;
         }
         let holding = std::mem::take(&mut self.holding);
         holding.then_some(LockSignal::Lost)
-    }
-
-    fn release_record(&self, env: &impl Host<Msg, ElectorTimer>) -> LeaseRecord {
-        let wall = wall_us(env);
-        LeaseRecord {
-            holder: 0,
-            lease_duration_s: 1,
-            acquire_us: wall,
-            renew_us: wall,
-            transitions: self.observed.map_or(0, |r| r.transitions),
-        }
     }
 }
 
@@ -550,17 +600,15 @@ impl LockClient for Elector {
         self.generation += 1;
         self.call = None;
         self.stage = Stage::Idle;
-        if self.config.release_on_cancel && self.is_leader() && self.cached.is_some() {
-            self.stage = Stage::Releasing { notify: true };
-            let record = self.release_record(env);
-            self.send(env, CallKind::Release(record));
+        if self.config.release_on_cancel {
+            self.start_release(env, true, false);
             return None;
         }
         Some(LockSignal::Released)
     }
 
     fn valid(&self, _: &impl Host<Msg, ElectorTimer>) -> bool {
-        self.stage == Stage::Leader
+        self.leading()
     }
 
     fn reset(&mut self) {

@@ -483,3 +483,59 @@ fn a_sub_second_retry_period_hides_renewals_in_the_records_whole_seconds() {
     );
     assert!(taken >= 5, "{taken} of 10");
 }
+
+/// client-go's `renew` calls `release()` under `ReleaseOnCancel` after its poll gave up and
+/// before it returns (`leaderelection.go:308-311`), with a context of RenewDeadline
+/// (`:319-324`); `Run` cancels the leading context and calls `OnStoppedLeading` only then
+/// (`:211-221`, deferred). A leader cut off from the API server so keeps its leading context
+/// for RetryPeriod + 2 × RenewDeadline after its last renewal, past the lease others wait out.
+#[test]
+fn under_release_on_cancel_a_cut_off_leader_stops_only_when_its_release_gives_up() {
+    let t = timing(15, 10, 2);
+    let mut spec = kube_spec(t, 3);
+    spec.family.elector.release_on_cancel = true;
+    let api = node_id(&spec, "apiserver-1");
+    let mut two = 0;
+    for seed in 1..=10 {
+        let old = leader_at(&spec, seed, 30_000);
+        let cut = at(
+            30_000,
+            Fault::Partition {
+                shape: Shape::Split {
+                    groups: vec![vec![old], vec![api]],
+                },
+                mode: PartitionMode::Drop,
+                duration: Some(secs(40)),
+            },
+        );
+        let r = run(&spec, seed, 80, vec![cut]);
+        let lost = r
+            .world
+            .history()
+            .iter()
+            .find(|e| {
+                e.node == old
+                    && matches!(
+                        e.event,
+                        Event::Exit {
+                            why: ExitReason::Lost,
+                            ..
+                        }
+                    )
+            })
+            .map(|e| e.time)
+            .unwrap_or_else(|| panic!("seed {seed}: the cut-off leader never gave up"));
+        let renewed = *counts(&r.world, old, "renewed")
+            .iter()
+            .rfind(|&&o| o < lost)
+            .expect("renewed");
+        assert_eq!(
+            since(lost, renewed),
+            t.retry_period + t.renew_deadline * 2,
+            "seed {seed}"
+        );
+        two += u64::from(r.verdict.mutual_exclusion == Validity::Invalid);
+    }
+    println!("ReleaseOnCancel, leader cut off: two holders in {two} of 10 seeds");
+    assert!(two >= 5, "{two} of 10");
+}
