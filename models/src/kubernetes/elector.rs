@@ -13,8 +13,10 @@
 //!   succeeds: `Granted`, with `leaseTransitions` as ticket.
 //! - Then the renew loop, `wait.UntilWithContext(RetryPeriod)` around
 //!   `wait.PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate)`: a poll starts at
-//!   once and RetryPeriod after each success; within a poll, a failed attempt is retried
-//!   RetryPeriod later; when RenewDeadline passes since the poll started, the request in flight
+//!   once and RetryPeriod after each success; within a poll, attempts follow a ticker of
+//!   RetryPeriod from the poll's start (not sliding: `loopConditionUntilContext(..., false,
+//!   ...)` in apimachinery `pkg/util/wait/poll.go`), so a failed attempt that outlasted a tick
+//!   is retried at once; when RenewDeadline passes since the poll started, the request in flight
 //!   is cancelled and the elector stops leading (`Lost`; `OnStoppedLeading`); under
 //!   `ReleaseOnCancel` only after `release()` returned (`renew` releases before it returns).
 //! - Every HTTP call has a timeout: the client's `Timeout`, which kube-controller-manager sets
@@ -196,6 +198,10 @@ pub struct Elector {
     generation: u64,
     /// The renew poll's deadline (MONO).
     poll_deadline: LocalTime,
+    /// When the renew poll started (MONO): its ticker's origin.
+    poll_start: LocalTime,
+    /// The poll's ticks (RetryPeriod apart from `poll_start`) consumed or dropped so far.
+    poll_ticks: u64,
     /// `release()`'s deadline: RenewDeadline after it started (MONO).
     release_deadline: LocalTime,
     /// The last term it won: its `leaseTransitions` and the resourceVersion of the write that
@@ -223,6 +229,8 @@ impl Elector {
             try_now: LocalTime::default(),
             generation: 0,
             poll_deadline: LocalTime::default(),
+            poll_start: LocalTime::default(),
+            poll_ticks: 0,
             release_deadline: LocalTime::default(),
             term: None,
             holding: false,
@@ -514,13 +522,22 @@ impl Elector {
                 self.poll_deadline = LocalTime::from_nanos(i64::MAX);
                 None
             }
+            // The poll's next attempt is its ticker's: a tick that passed during the attempt
+            // is pending (Go's ticker keeps one and drops the rest), so at once; else at the
+            // next tick.
             Stage::Leader => {
+                let now = env.mono();
+                let rp = t.retry_period;
+                let passed = now.saturating_since(self.poll_start).as_nanos() / rp.as_nanos();
+                let delay = if passed > self.poll_ticks {
+                    self.poll_ticks = passed;
+                    Dur::ZERO
+                } else {
+                    self.poll_ticks += 1;
+                    (self.poll_start + rp * self.poll_ticks).saturating_since(now)
+                };
                 let generation = self.generation;
-                env.set_timer(
-                    ClockKind::Mono,
-                    t.retry_period,
-                    ElectorTimer::Next { generation },
-                );
+                env.set_timer(ClockKind::Mono, delay, ElectorTimer::Next { generation });
                 None
             }
             Stage::Idle | Stage::Releasing { .. } => None,
@@ -532,6 +549,8 @@ impl Elector {
         self.generation += 1;
         let generation = self.generation;
         let rd = self.timing().renew_deadline;
+        self.poll_start = env.mono();
+        self.poll_ticks = 0;
         self.poll_deadline = env.mono() + rd;
         env.set_timer(
             ClockKind::Mono,

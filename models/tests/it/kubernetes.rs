@@ -539,3 +539,59 @@ fn under_release_on_cancel_a_cut_off_leader_stops_only_when_its_release_gives_up
     println!("ReleaseOnCancel, leader cut off: two holders in {two} of 10 seeds");
     assert!(two >= 5, "{two} of 10");
 }
+
+/// client-go's renew poll is `wait.PollUntilContextTimeout`, whose interval is a ticker from
+/// the poll's start, not a wait after each attempt (apimachinery `pkg/util/wait/poll.go`,
+/// `loopConditionUntilContext(..., Backoff{Duration: interval}.Timer(), immediate, false,
+/// ...)`: not sliding): an attempt that took longer than RetryPeriod is followed at once.
+/// Here (15/12/2 s) the API server loses etcd for 11.5 s from a second after the leader's last
+/// renewal: the poll's first attempt gets two 503s (5 s each), returns 10 s into the poll and
+/// is followed at once; etcd is back 10.5 s into the poll and that attempt renews before the
+/// 12 s deadline. Retrying RetryPeriod after the failed attempt would come past the deadline.
+#[test]
+fn the_renew_poll_ticks_from_its_start_so_a_slow_failed_attempt_is_retried_at_once() {
+    let t = timing(15, 12, 2);
+    let spec = kube_spec(t, 3);
+    let api = node_id(&spec, "apiserver-1");
+    let etcd: Vec<NodeId> = ["etcd-1", "etcd-2", "etcd-3"]
+        .iter()
+        .map(|n| node_id(&spec, n))
+        .collect();
+    for seed in 1..=10 {
+        let mut w = world(&spec, seed, 30, |_| {});
+        w.run();
+        let old = holder(&w).unwrap_or_else(|| panic!("seed {seed}: nobody leads at 30 s"));
+        let last = *counts(&w, old, "renewed").last().expect("renewed");
+        let from = last.as_nanos() / 1_000_000 + 1_000;
+        let cut = at(
+            from,
+            Fault::Partition {
+                shape: Shape::Split {
+                    groups: vec![vec![api], etcd.clone()],
+                },
+                mode: PartitionMode::Drop,
+                duration: Some(ms(11_500)),
+            },
+        );
+        let r = run(&spec, seed, from / 1000 + 30, vec![cut]);
+        let lost = r.world.history().iter().any(|e| {
+            e.node == old
+                && matches!(
+                    e.event,
+                    Event::Exit {
+                        why: ExitReason::Lost,
+                        ..
+                    }
+                )
+        });
+        assert!(!lost, "seed {seed}: the leader gave up");
+        assert_eq!(holder(&r.world), Some(old), "seed {seed}");
+        let renewed = counts(&r.world, old, "renewed");
+        let gap = renewed
+            .windows(2)
+            .map(|p| since(p[1], p[0]))
+            .max()
+            .expect("renewals");
+        assert!(gap > secs(12), "seed {seed}: the longest gap {gap}");
+    }
+}
