@@ -19,10 +19,9 @@
 //!   is retried at once; when RenewDeadline passes since the poll started, the request in flight
 //!   is cancelled and the elector stops leading (`Lost`; `OnStoppedLeading`); under
 //!   `ReleaseOnCancel` only after `release()` returned (`renew` releases before it returns).
-//! - Every HTTP call has a timeout: the client's `Timeout`, which kube-controller-manager sets
-//!   to RenewDeadline (`cmd/kube-controller-manager/app/options/options.go`, `Config`:
-//!   `config.Timeout = s.Generic.LeaderElection.RenewDeadline.Duration`), and no later than
-//!   the poll's deadline. After a timeout or a 5xx the elector moves to the next API server
+//! - Every HTTP call has a timeout: the client's `Timeout`, max(1 s, RenewDeadline / 2) as
+//!   `resourcelock.NewFromKubeconfig` sets it ([`http_timeout`]), and no later than the
+//!   poll's (or the release's) deadline. After a timeout or a 5xx the elector moves to the next API server
 //!   (a load balancer in front of them).
 //! - `release` cancels the leading context; under `ReleaseOnCancel` (off by default, as in
 //!   client-go) `release()`/`tryRelease()` run under a deadline of RenewDeadline: `Get` (the
@@ -315,7 +314,7 @@ impl Elector {
         let id = self.next_id;
         self.call = Some(InFlight { id, kind });
         let t = self.timing();
-        let mut timeout = t.renew_deadline;
+        let mut timeout = http_timeout(t.renew_deadline);
         match self.stage {
             Stage::Leader => {
                 timeout = timeout.min(self.poll_deadline.saturating_since(env.mono()));
@@ -585,6 +584,15 @@ pub fn raw(record: LeaseRecord) -> LeaseRecord {
         renew_us: record.renew_us / 1_000_000 * 1_000_000,
         ..record
     }
+}
+
+/// The leader-election client's HTTP `Timeout`: `resourcelock.NewFromKubeconfig` sets
+/// `max(1 s, RenewDeadline / 2)` (`resourcelock/interface.go`, "Timeout set for a client used
+/// to contact to Kubernetes should be lower than RenewDeadline to keep a single hung request
+/// from forcing a leader loss"), which kube-controller-manager and kube-scheduler use
+/// (`cmd/kube-controller-manager/app/controllermanager.go`, `leaderElectAndRun`).
+pub fn http_timeout(renew_deadline: Dur) -> Dur {
+    (renew_deadline / 2).max(Dur::from_secs(1))
 }
 
 /// `N` of a node named `client-N`.
