@@ -642,3 +642,66 @@ fn a_hung_request_times_out_at_half_the_renew_deadline_and_the_other_apiserver_r
         );
     }
 }
+
+/// `tryRelease` reads the Lease before it writes (`leaderelection.go:326-359`): a renewal
+/// whose answer never came (held here until the renew poll gave up) changed the
+/// resourceVersion, and a release written with the cached one would be refused (409), leaving
+/// the record held (its holder re-enters the same term, others wait a full lease). With the
+/// `Get` the release applies, and the next grant starts a new term.
+#[test]
+fn the_release_reads_the_lease_first_so_a_renewal_whose_answer_was_lost_does_not_block_it() {
+    let t = timing(15, 10, 2);
+    let mut spec = kube_spec(t, 3);
+    spec.family.elector.release_on_cancel = true;
+    let api = node_id(&spec, "apiserver-1");
+    for seed in 1..=10 {
+        let mut w = world(&spec, seed, 30, |_| {});
+        w.run();
+        let old = holder(&w).unwrap_or_else(|| panic!("seed {seed}: nobody leads at 30 s"));
+        let last = *counts(&w, old, "renewed").last().expect("renewed");
+        let from = last.as_nanos() / 1_000_000 + 1;
+        // The next renewal applies; its answer, and the poll's `Get`'s, wait past the deadline.
+        let hold = at(
+            from,
+            Fault::Partition {
+                shape: Shape::OneWay {
+                    from: vec![api],
+                    to: vec![old],
+                },
+                mode: PartitionMode::Hold,
+                duration: Some(ms(12_500)),
+            },
+        );
+        let r = run(&spec, seed, from / 1000 + 40, vec![hold]);
+        let lost = r
+            .world
+            .history()
+            .iter()
+            .find(|e| {
+                e.node == old
+                    && matches!(
+                        e.event,
+                        Event::Exit {
+                            why: ExitReason::Lost,
+                            ..
+                        }
+                    )
+            })
+            .map(|e| e.time)
+            .unwrap_or_else(|| panic!("seed {seed}: the leader never gave up"));
+        let all = grants(&r.world);
+        let before = all.iter().rfind(|g| g.0 < lost).expect("the old grant").2;
+        let &(g, _, ticket) = all
+            .iter()
+            .find(|(t, _, _)| *t > lost)
+            .expect("a new leader");
+        // The record was released: whoever acquires next (the old leader's workload asks
+        // again at once) starts a new term; a refused release would let it re-enter its own.
+        assert!(ticket > before, "seed {seed}: {before:?} then {ticket:?}");
+        assert!(
+            since(g, lost) < t.retry_period.mul_div(22, 10) + ms(100),
+            "seed {seed}: the next grant {} after the loss",
+            since(g, lost)
+        );
+    }
+}
