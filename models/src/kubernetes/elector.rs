@@ -3,8 +3,9 @@
 //!
 //! - `tryAcquireOrRenew`: the leader's fast path (it leads by its observed record and
 //!   `observedTime + leaseDurationSeconds > now`: `Update` with the cached object), then the
-//!   slow path: `Get`; 404 → `Create`; a record different from the observed one becomes the
-//!   observed record, with `observedTime` = now on the elector's MONO clock; held by another and
+//!   slow path: `Get`; 404 → `Create`; a record whose JSON differs from the last one read
+//!   (`observedRawRecord`, [`raw`]) becomes the observed record, with `observedTime` = now on
+//!   the elector's MONO clock; held by another and
 //!   not expired by that rule → fail; else `Update` (a new holder adds one to
 //!   `leaseTransitions`). `now` is read once at the start, as client-go does.
 //! - `acquire` runs the candidate loop, `wait.JitterUntil(RetryPeriod, 1.2, sliding)`: the next
@@ -12,18 +13,21 @@
 //!   succeeds: `Granted`, with `leaseTransitions` as ticket.
 //! - Then the renew loop, `wait.UntilWithContext(RetryPeriod)` around
 //!   `wait.PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate)`: a poll starts at
-//!   once and RetryPeriod after each success; within a poll, a failed attempt is retried
-//!   RetryPeriod later; when RenewDeadline passes since the poll started, the request in flight
-//!   is cancelled and the elector stops leading (`Lost`; `OnStoppedLeading`), with a release
-//!   first under `ReleaseOnCancel`.
-//! - Every HTTP call has a timeout: the client's `Timeout`, which kube-controller-manager sets
-//!   to RenewDeadline (`cmd/kube-controller-manager/app/options/options.go`, `Config`:
-//!   `config.Timeout = s.Generic.LeaderElection.RenewDeadline.Duration`), and no later than
-//!   the poll's deadline. After a timeout or a 5xx the elector moves to the next API server
+//!   once and RetryPeriod after each success; within a poll, attempts follow a ticker of
+//!   RetryPeriod from the poll's start (not sliding: `loopConditionUntilContext(..., false,
+//!   ...)` in apimachinery `pkg/util/wait/poll.go`), so a failed attempt that outlasted a tick
+//!   is retried at once; when RenewDeadline passes since the poll started, the request in flight
+//!   is cancelled and the elector stops leading (`Lost`; `OnStoppedLeading`); under
+//!   `ReleaseOnCancel` only after `release()` returned (`renew` releases before it returns).
+//! - Every HTTP call has a timeout: the client's `Timeout`, max(1 s, RenewDeadline / 2) as
+//!   `resourcelock.NewFromKubeconfig` sets it ([`http_timeout`]), and no later than the
+//!   poll's (or the release's) deadline. After a timeout or a 5xx the elector moves to the next API server
 //!   (a load balancer in front of them).
 //! - `release` cancels the leading context; under `ReleaseOnCancel` (off by default, as in
-//!   client-go) it writes holder "" with `leaseDurationSeconds` 1 (`release()`), and the
-//!   release is done when that answers.
+//!   client-go) `release()`/`tryRelease()` run under a deadline of RenewDeadline: `Get` (the
+//!   cached object only), and if the observed record names the elector, `Update` to holder ""
+//!   with `leaseDurationSeconds` 1 and the `leaseTransitions` read; on a 409, `tryRelease`
+//!   again. The release is done when that returns.
 //! - A crash forgets everything; the restarted process has a new identity (kube-controller-
 //!   manager adds a fresh UUID to its host name), so it waits a full lease like any candidate.
 //! - It reaches the mark `renewed` after each successful write of its own record (the
@@ -144,8 +148,10 @@ enum Stage {
     Idle,
     Candidate,
     Leader,
-    /// Waiting for the release's answer; `notify` when the workload asked for it.
-    Releasing { notify: bool },
+    /// In `release()`: `notify` when the workload asked for it (`Released` at the end),
+    /// `lost` when the renew loop gave up (`Lost` at the end: `Run` cancels the leading
+    /// context and calls `OnStoppedLeading` only after `renew` returns, release included).
+    Releasing { notify: bool, lost: bool },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +160,8 @@ enum CallKind {
     Get(LeaseRecord),
     Create(LeaseRecord),
     SlowUpdate(LeaseRecord),
+    /// `tryRelease`'s `Get`.
+    ReleaseGet,
     Release(LeaseRecord),
 }
 
@@ -174,6 +182,9 @@ pub struct Elector {
     /// The API server it talks to (index).
     api: usize,
     observed: Option<LeaseRecord>,
+    /// `observedRawRecord`: the record of the last `Get` as its JSON compares ([`raw`]); only
+    /// `Get` sets it, as in client-go (its own writes set `observedRecord` alone).
+    observed_raw: Option<LeaseRecord>,
     observed_time: LocalTime,
     /// `ll.lease`: the object of the last successful call.
     cached: Option<LeaseObject>,
@@ -186,6 +197,12 @@ pub struct Elector {
     generation: u64,
     /// The renew poll's deadline (MONO).
     poll_deadline: LocalTime,
+    /// When the renew poll started (MONO): its ticker's origin.
+    poll_start: LocalTime,
+    /// The poll's ticks (RetryPeriod apart from `poll_start`) consumed or dropped so far.
+    poll_ticks: u64,
+    /// `release()`'s deadline: RenewDeadline after it started (MONO).
+    release_deadline: LocalTime,
     /// The last term it won: its `leaseTransitions` and the resourceVersion of the write that
     /// won it (a grant with the same `leaseTransitions` re-enters that term).
     term: Option<(u64, u64)>,
@@ -202,6 +219,7 @@ impl Elector {
             me: None,
             api: 0,
             observed: None,
+            observed_raw: None,
             observed_time: LocalTime::default(),
             cached: None,
             stage: Stage::Idle,
@@ -210,6 +228,9 @@ impl Elector {
             try_now: LocalTime::default(),
             generation: 0,
             poll_deadline: LocalTime::default(),
+            poll_start: LocalTime::default(),
+            poll_ticks: 0,
+            release_deadline: LocalTime::default(),
             term: None,
             holding: false,
         }
@@ -220,9 +241,13 @@ impl Elector {
         &self.config
     }
 
-    /// Whether it leads now (the renew loop has not given up).
+    /// Whether it leads now: the renew loop has not given up, or it has and `release()` has
+    /// not returned yet (the leading context is still live).
     pub fn leading(&self) -> bool {
-        self.stage == Stage::Leader
+        matches!(
+            self.stage,
+            Stage::Leader | Stage::Releasing { lost: true, .. }
+        )
     }
 
     /// Its observed record and `observedTime`.
@@ -276,7 +301,7 @@ impl Elector {
 
     fn send(&mut self, env: &mut impl Host<Msg, ElectorTimer>, kind: CallKind) {
         let req = match kind {
-            CallKind::Get(_) => ApiRequest::Get,
+            CallKind::Get(_) | CallKind::ReleaseGet => ApiRequest::Get,
             CallKind::Create(record) => ApiRequest::Create(record),
             CallKind::FastUpdate(record)
             | CallKind::SlowUpdate(record)
@@ -289,9 +314,15 @@ impl Elector {
         let id = self.next_id;
         self.call = Some(InFlight { id, kind });
         let t = self.timing();
-        let mut timeout = t.renew_deadline;
-        if self.stage == Stage::Leader {
-            timeout = timeout.min(self.poll_deadline.saturating_since(env.mono()));
+        let mut timeout = http_timeout(t.renew_deadline);
+        match self.stage {
+            Stage::Leader => {
+                timeout = timeout.min(self.poll_deadline.saturating_since(env.mono()));
+            }
+            Stage::Releasing { .. } => {
+                timeout = timeout.min(self.release_deadline.saturating_since(env.mono()));
+            }
+            Stage::Idle | Stage::Candidate => {}
         }
         let to = self.config.apiservers[self.api];
         env.send(to, Msg::Api { id, req });
@@ -356,8 +387,10 @@ impl Elector {
                 None
             }
             (CallKind::Get(mut record), Some(ApiReply::Lease(obj))) => {
-                if self.observed != Some(obj.record) {
+                // `bytes.Equal(le.observedRawRecord, oldLeaderElectionRawRecord)`.
+                if self.observed_raw != Some(raw(obj.record)) {
                     self.set_observed(env, obj.record);
+                    self.observed_raw = Some(raw(obj.record));
                     env.observe(Observation::Count("record-observed"));
                 }
                 let now = self.try_now;
@@ -380,15 +413,57 @@ impl Elector {
             (CallKind::Get(_) | CallKind::Create(_) | CallKind::SlowUpdate(_), _) => {
                 self.try_done(env, false, LeaseObject::default())
             }
-            (CallKind::Release(record), reply) => {
-                if let Some(ApiReply::Lease(_)) = reply {
-                    self.set_observed(env, record);
-                }
-                let notify = self.stage == Stage::Releasing { notify: true };
-                self.stage = Stage::Idle;
-                notify.then_some(LockSignal::Released)
+            // `tryRelease`: the record read (it does not become the observed one); not the
+            // leader by the observed record → done; else holder "", one second, the
+            // transitions read.
+            (CallKind::ReleaseGet, Some(ApiReply::Lease(obj))) if self.is_leader() => {
+                let wall = wall_us(env);
+                let record = LeaseRecord {
+                    holder: 0,
+                    lease_duration_s: 1,
+                    acquire_us: wall,
+                    renew_us: wall,
+                    transitions: obj.record.transitions,
+                };
+                self.send(env, CallKind::Release(record));
+                None
             }
+            (CallKind::ReleaseGet, _) => self.release_done(),
+            (CallKind::Release(record), Some(ApiReply::Lease(_))) => {
+                self.set_observed(env, record);
+                self.release_done()
+            }
+            // A conflict (a renewal cancelled in flight had applied): `tryRelease` again,
+            // within the same deadline.
+            (CallKind::Release(_), Some(ApiReply::Conflict))
+                if self.release_deadline > env.mono() =>
+            {
+                self.send(env, CallKind::ReleaseGet);
+                None
+            }
+            (CallKind::Release(_), _) => self.release_done(),
         }
+    }
+
+    /// `release()`: `tryRelease` under a context of RenewDeadline
+    /// (`leaderelection.go`, `release`/`tryRelease`).
+    fn start_release(&mut self, env: &mut impl Host<Msg, ElectorTimer>, notify: bool, lost: bool) {
+        self.stage = Stage::Releasing { notify, lost };
+        self.release_deadline = env.mono() + self.timing().renew_deadline;
+        self.send(env, CallKind::ReleaseGet);
+    }
+
+    /// `release()` returned.
+    fn release_done(&mut self) -> Option<LockSignal> {
+        let Stage::Releasing { notify, lost } = self.stage else {
+            return None;
+        };
+        self.stage = Stage::Idle;
+        if lost {
+            let holding = std::mem::take(&mut self.holding);
+            return holding.then_some(LockSignal::Lost);
+        }
+        notify.then_some(LockSignal::Released)
     }
 
     /// `tryAcquireOrRenew` returned `ok` (with the object written when it did).
@@ -446,13 +521,22 @@ impl Elector {
                 self.poll_deadline = LocalTime::from_nanos(i64::MAX);
                 None
             }
+            // The poll's next attempt is its ticker's: a tick that passed during the attempt
+            // is pending (Go's ticker keeps one and drops the rest), so at once; else at the
+            // next tick.
             Stage::Leader => {
+                let now = env.mono();
+                let rp = t.retry_period;
+                let passed = now.saturating_since(self.poll_start).as_nanos() / rp.as_nanos();
+                let delay = if passed > self.poll_ticks {
+                    self.poll_ticks = passed;
+                    Dur::ZERO
+                } else {
+                    self.poll_ticks += 1;
+                    (self.poll_start + rp * self.poll_ticks).saturating_since(now)
+                };
                 let generation = self.generation;
-                env.set_timer(
-                    ClockKind::Mono,
-                    t.retry_period,
-                    ElectorTimer::Next { generation },
-                );
+                env.set_timer(ClockKind::Mono, delay, ElectorTimer::Next { generation });
                 None
             }
             Stage::Idle | Stage::Releasing { .. } => None,
@@ -464,6 +548,8 @@ impl Elector {
         self.generation += 1;
         let generation = self.generation;
         let rd = self.timing().renew_deadline;
+        self.poll_start = env.mono();
+        self.poll_ticks = 0;
         self.poll_deadline = env.mono() + rd;
         env.set_timer(
             ClockKind::Mono,
@@ -473,30 +559,40 @@ impl Elector {
         self.start_try(env);
     }
 
-    /// The renew poll ran out: stop leading, release under `ReleaseOnCancel`.
+    /// The renew poll ran out: stop leading. Under `ReleaseOnCancel`, `renew` releases
+    /// before it returns, and the workload learns it lost the lease only then.
     fn give_up(&mut self, env: &mut impl Host<Msg, ElectorTimer>) -> Option<LockSignal> {
         self.generation += 1;
         self.call = None;
         self.stage = Stage::Idle;
-        if self.config.release_on_cancel && self.is_leader() && self.cached.is_some() {
-            self.stage = Stage::Releasing { notify: false };
-            let record = self.release_record(env);
-            self.send(env, CallKind::Release(record));
+        if self.config.release_on_cancel {
+            self.start_release(env, false, true);
+            return None;
         }
         let holding = std::mem::take(&mut self.holding);
         holding.then_some(LockSignal::Lost)
     }
+}
 
-    fn release_record(&self, env: &impl Host<Msg, ElectorTimer>) -> LeaseRecord {
-        let wall = wall_us(env);
-        LeaseRecord {
-            holder: 0,
-            lease_duration_s: 1,
-            acquire_us: wall,
-            renew_us: wall,
-            transitions: self.observed.map_or(0, |r| r.transitions),
-        }
+/// A record as `observedRawRecord` compares it: `LeaseLock.Get` marshals
+/// `LeaseSpecToLeaderElectionRecord(&lease.Spec)` (`resourcelock/leaselock.go`), whose
+/// `acquireTime` and `renewTime` are `metav1.Time`, written as RFC 3339 without fractions
+/// (apimachinery `pkg/apis/meta/v1/time.go`, `MarshalJSON`): whole seconds.
+pub fn raw(record: LeaseRecord) -> LeaseRecord {
+    LeaseRecord {
+        acquire_us: record.acquire_us / 1_000_000 * 1_000_000,
+        renew_us: record.renew_us / 1_000_000 * 1_000_000,
+        ..record
     }
+}
+
+/// The leader-election client's HTTP `Timeout`: `resourcelock.NewFromKubeconfig` sets
+/// `max(1 s, RenewDeadline / 2)` (`resourcelock/interface.go`, "Timeout set for a client used
+/// to contact to Kubernetes should be lower than RenewDeadline to keep a single hung request
+/// from forcing a leader loss"), which kube-controller-manager and kube-scheduler use
+/// (`cmd/kube-controller-manager/app/controllermanager.go`, `leaderElectAndRun`).
+pub fn http_timeout(renew_deadline: Dur) -> Dur {
+    (renew_deadline / 2).max(Dur::from_secs(1))
 }
 
 /// `N` of a node named `client-N`.
@@ -531,17 +627,15 @@ impl LockClient for Elector {
         self.generation += 1;
         self.call = None;
         self.stage = Stage::Idle;
-        if self.config.release_on_cancel && self.is_leader() && self.cached.is_some() {
-            self.stage = Stage::Releasing { notify: true };
-            let record = self.release_record(env);
-            self.send(env, CallKind::Release(record));
+        if self.config.release_on_cancel {
+            self.start_release(env, true, false);
             return None;
         }
         Some(LockSignal::Released)
     }
 
     fn valid(&self, _: &impl Host<Msg, ElectorTimer>) -> bool {
-        self.stage == Stage::Leader
+        self.leading()
     }
 
     fn reset(&mut self) {

@@ -447,3 +447,261 @@ fn a_restarted_leader_has_a_new_identity_and_waits_a_full_lease_like_any_candida
     }
     println!("the restarted process won {restarted_won} of 20 seeds");
 }
+
+/// Leaders of a fault-free run whose electors retry every 400 ms (LD 1 s, RD 600 ms) and whose
+/// leader works on for good: (holders, two holders at once).
+fn sub_second(seed: u64) -> (usize, bool) {
+    let t = Timing {
+        renew_deadline: ms(600),
+        retry_period: ms(400),
+        ..timing(1, 1, 1)
+    };
+    let spec = kube_spec(t, 3);
+    let r = run(&spec, seed, 60, Vec::new());
+    let holders: std::collections::BTreeSet<NodeId> =
+        grants(&r.world).iter().map(|g| g.1).collect();
+    (
+        holders.len(),
+        r.verdict.mutual_exclusion == Validity::Invalid,
+    )
+}
+
+/// client-go compares the raw record (`bytes.Equal(le.observedRawRecord, ...)`,
+/// `leaderelection.go:487`) as JSON, whose `renewTime` has whole seconds: a leader renewing
+/// more than once a second writes records a candidate cannot tell apart, and a candidate that
+/// sees none change for a lease takes over a live leader.
+#[test]
+fn a_sub_second_retry_period_hides_renewals_in_the_records_whole_seconds() {
+    let (mut taken, mut two) = (0, 0);
+    for seed in 1..=10 {
+        let (holders, overlap) = sub_second(seed);
+        taken += u64::from(holders > 1);
+        two += u64::from(overlap);
+    }
+    println!(
+        "RP 400 ms: a live leader was taken over in {taken} of 10 seeds, {two} with two holders"
+    );
+    assert!(taken >= 5, "{taken} of 10");
+}
+
+/// client-go's `renew` calls `release()` under `ReleaseOnCancel` after its poll gave up and
+/// before it returns (`leaderelection.go:308-311`), with a context of RenewDeadline
+/// (`:319-324`); `Run` cancels the leading context and calls `OnStoppedLeading` only then
+/// (`:211-221`, deferred). A leader cut off from the API server so keeps its leading context
+/// for RetryPeriod + 1.5 × RenewDeadline after its last renewal (its release's `Get` times
+/// out), past the lease others wait out.
+#[test]
+fn under_release_on_cancel_a_cut_off_leader_stops_only_when_its_release_gives_up() {
+    let t = timing(15, 10, 2);
+    let mut spec = kube_spec(t, 3);
+    spec.family.elector.release_on_cancel = true;
+    let api = node_id(&spec, "apiserver-1");
+    let mut two = 0;
+    for seed in 1..=10 {
+        let old = leader_at(&spec, seed, 30_000);
+        let cut = at(
+            30_000,
+            Fault::Partition {
+                shape: Shape::Split {
+                    groups: vec![vec![old], vec![api]],
+                },
+                mode: PartitionMode::Drop,
+                duration: Some(secs(40)),
+            },
+        );
+        let r = run(&spec, seed, 80, vec![cut]);
+        let lost = r
+            .world
+            .history()
+            .iter()
+            .find(|e| {
+                e.node == old
+                    && matches!(
+                        e.event,
+                        Event::Exit {
+                            why: ExitReason::Lost,
+                            ..
+                        }
+                    )
+            })
+            .map(|e| e.time)
+            .unwrap_or_else(|| panic!("seed {seed}: the cut-off leader never gave up"));
+        let renewed = *counts(&r.world, old, "renewed")
+            .iter()
+            .rfind(|&&o| o < lost)
+            .expect("renewed");
+        // The poll's deadline, then the release's `Get` times out (max(1 s, RD / 2)).
+        assert_eq!(
+            since(lost, renewed),
+            t.retry_period + t.renew_deadline + t.renew_deadline / 2,
+            "seed {seed}"
+        );
+        two += u64::from(r.verdict.mutual_exclusion == Validity::Invalid);
+    }
+    // Candidates take over 15 s to 19.4 s after they saw the last renewal: some before 17 s.
+    println!("ReleaseOnCancel, leader cut off: two holders in {two} of 10 seeds");
+    assert!(two >= 1, "{two} of 10");
+}
+
+/// client-go's renew poll is `wait.PollUntilContextTimeout`, whose interval is a ticker from
+/// the poll's start, not a wait after each attempt (apimachinery `pkg/util/wait/poll.go`,
+/// `loopConditionUntilContext(..., Backoff{Duration: interval}.Timer(), immediate, false,
+/// ...)`: not sliding): an attempt that took longer than RetryPeriod is followed at once.
+/// Here (15/12/2 s) the API server loses etcd for 11.5 s from a second after the leader's last
+/// renewal: the poll's first attempt gets two 503s (5 s each), returns 10 s into the poll and
+/// is followed at once; etcd is back 10.5 s into the poll and that attempt renews before the
+/// 12 s deadline. Retrying RetryPeriod after the failed attempt would come past the deadline.
+#[test]
+fn the_renew_poll_ticks_from_its_start_so_a_slow_failed_attempt_is_retried_at_once() {
+    let t = timing(15, 12, 2);
+    let spec = kube_spec(t, 3);
+    let api = node_id(&spec, "apiserver-1");
+    let etcd: Vec<NodeId> = ["etcd-1", "etcd-2", "etcd-3"]
+        .iter()
+        .map(|n| node_id(&spec, n))
+        .collect();
+    for seed in 1..=10 {
+        let mut w = world(&spec, seed, 30, |_| {});
+        w.run();
+        let old = holder(&w).unwrap_or_else(|| panic!("seed {seed}: nobody leads at 30 s"));
+        let last = *counts(&w, old, "renewed").last().expect("renewed");
+        let from = last.as_nanos() / 1_000_000 + 1_000;
+        let cut = at(
+            from,
+            Fault::Partition {
+                shape: Shape::Split {
+                    groups: vec![vec![api], etcd.clone()],
+                },
+                mode: PartitionMode::Drop,
+                duration: Some(ms(11_500)),
+            },
+        );
+        let r = run(&spec, seed, from / 1000 + 30, vec![cut]);
+        let lost = r.world.history().iter().any(|e| {
+            e.node == old
+                && matches!(
+                    e.event,
+                    Event::Exit {
+                        why: ExitReason::Lost,
+                        ..
+                    }
+                )
+        });
+        assert!(!lost, "seed {seed}: the leader gave up");
+        assert_eq!(holder(&r.world), Some(old), "seed {seed}");
+        let renewed = counts(&r.world, old, "renewed");
+        let gap = renewed
+            .windows(2)
+            .map(|p| since(p[1], p[0]))
+            .max()
+            .expect("renewals");
+        assert!(gap > secs(12), "seed {seed}: the longest gap {gap}");
+    }
+}
+
+/// The leader-election client times a request out after max(1 s, RenewDeadline / 2)
+/// (`resourcelock.NewFromKubeconfig`, `resourcelock/interface.go:141-153`, which
+/// kube-controller-manager's `leaderElectAndRun` uses), "to keep a single hung request from
+/// forcing a leader loss": a leader cut off from one of two API servers times out there after
+/// 5 s, renews through the other within its 10 s deadline, and keeps leading.
+#[test]
+fn a_hung_request_times_out_at_half_the_renew_deadline_and_the_other_apiserver_renews() {
+    let t = timing(15, 10, 2);
+    let mut spec = kube_spec(t, 3);
+    spec.family.apiservers = 2;
+    let api = node_id(&spec, "apiserver-1");
+    for seed in 1..=10 {
+        let old = leader_at(&spec, seed, 30_000);
+        let cut = at(
+            30_000,
+            Fault::Partition {
+                shape: Shape::Split {
+                    groups: vec![vec![old], vec![api]],
+                },
+                mode: PartitionMode::Drop,
+                duration: Some(secs(40)),
+            },
+        );
+        let r = run(&spec, seed, 80, vec![cut]);
+        assert_eq!(r.verdict.mutual_exclusion, Validity::Valid, "seed {seed}");
+        assert_eq!(
+            holder(&r.world),
+            Some(old),
+            "seed {seed}: the leader kept leading"
+        );
+        let renewed = counts(&r.world, old, "renewed");
+        let gap = renewed
+            .windows(2)
+            .map(|p| since(p[1], p[0]))
+            .max()
+            .expect("renewals");
+        // RetryPeriod, then the 5 s timeout, then a request to apiserver-2.
+        assert!(
+            gap >= t.retry_period + secs(5) && gap < t.retry_period + secs(6),
+            "seed {seed}: the longest gap {gap}"
+        );
+    }
+}
+
+/// `tryRelease` reads the Lease before it writes (`leaderelection.go:326-359`): a renewal
+/// whose answer never came (held here until the renew poll gave up) changed the
+/// resourceVersion, and a release written with the cached one would be refused (409), leaving
+/// the record held (its holder re-enters the same term, others wait a full lease). With the
+/// `Get` the release applies, and the next grant starts a new term.
+#[test]
+fn the_release_reads_the_lease_first_so_a_renewal_whose_answer_was_lost_does_not_block_it() {
+    let t = timing(15, 10, 2);
+    let mut spec = kube_spec(t, 3);
+    spec.family.elector.release_on_cancel = true;
+    let api = node_id(&spec, "apiserver-1");
+    for seed in 1..=10 {
+        let mut w = world(&spec, seed, 30, |_| {});
+        w.run();
+        let old = holder(&w).unwrap_or_else(|| panic!("seed {seed}: nobody leads at 30 s"));
+        let last = *counts(&w, old, "renewed").last().expect("renewed");
+        let from = last.as_nanos() / 1_000_000 + 1;
+        // The next renewal applies; its answer, and the poll's `Get`'s, wait past the deadline.
+        let hold = at(
+            from,
+            Fault::Partition {
+                shape: Shape::OneWay {
+                    from: vec![api],
+                    to: vec![old],
+                },
+                mode: PartitionMode::Hold,
+                duration: Some(ms(12_500)),
+            },
+        );
+        let r = run(&spec, seed, from / 1000 + 40, vec![hold]);
+        let lost = r
+            .world
+            .history()
+            .iter()
+            .find(|e| {
+                e.node == old
+                    && matches!(
+                        e.event,
+                        Event::Exit {
+                            why: ExitReason::Lost,
+                            ..
+                        }
+                    )
+            })
+            .map(|e| e.time)
+            .unwrap_or_else(|| panic!("seed {seed}: the leader never gave up"));
+        let all = grants(&r.world);
+        let before = all.iter().rfind(|g| g.0 < lost).expect("the old grant").2;
+        let &(g, _, ticket) = all
+            .iter()
+            .find(|(t, _, _)| *t > lost)
+            .expect("a new leader");
+        // The record was released: whoever acquires next (the old leader's workload asks
+        // again at once) starts a new term; a refused release would let it re-enter its own.
+        assert!(ticket > before, "seed {seed}: {before:?} then {ticket:?}");
+        assert!(
+            since(g, lost) < t.retry_period.mul_div(22, 10) + ms(100),
+            "seed {seed}: the next grant {} after the loss",
+            since(g, lost)
+        );
+    }
+}
