@@ -76,7 +76,8 @@ pub enum TokenFrom {
     None,
     /// The term's `leaseTransitions`.
     Transitions,
-    /// The resourceVersion of the write that won the term.
+    /// The resourceVersion of the write that made it leader: a new one at every acquisition,
+    /// a re-entry into its own term included, so each critical section has its own token.
     ResourceVersion,
 }
 
@@ -203,9 +204,6 @@ pub struct Elector {
     poll_ticks: u64,
     /// `release()`'s deadline: RenewDeadline after it started (MONO).
     release_deadline: LocalTime,
-    /// The last term it won: its `leaseTransitions` and the resourceVersion of the write that
-    /// won it (a grant with the same `leaseTransitions` re-enters that term).
-    term: Option<(u64, u64)>,
     /// The workload holds a grant.
     holding: bool,
 }
@@ -231,7 +229,6 @@ impl Elector {
             poll_start: LocalTime::default(),
             poll_ticks: 0,
             release_deadline: LocalTime::default(),
-            term: None,
             holding: false,
         }
     }
@@ -479,13 +476,10 @@ impl Elector {
                 env.observe(Observation::Count("renewed"));
                 env.mark("renewed");
                 let record = obj.record;
-                if self.term.map(|(t, _)| t) != Some(record.transitions) {
-                    self.term = Some((record.transitions, obj.rv));
-                }
                 let token = match self.config.fencing {
                     TokenFrom::None => None,
                     TokenFrom::Transitions => Some(record.transitions),
-                    TokenFrom::ResourceVersion => self.term.map(|(_, rv)| rv),
+                    TokenFrom::ResourceVersion => Some(obj.rv),
                 };
                 self.stage = Stage::Leader;
                 self.holding = true;

@@ -170,7 +170,7 @@ impl Family for Kubernetes {
         },
         Fencing {
             name: "resource-version",
-            what: "the resourceVersion of the write that won the holder's term",
+            what: "the resourceVersion of the write that made the holder leader",
             ordered: true,
         },
     ];
