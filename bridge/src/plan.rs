@@ -9,12 +9,14 @@ use std::fmt;
 use std::path::Path;
 
 use lockstep::Scenario;
+use lockstep::chaos::Chaos;
 use lockstep_check::FaultKind;
 use lockstep_models::family::{Role, Tokens};
 use lockstep_models::{StorageMode, WorkloadConfig};
 use lockstep_sim::dist::Distribution;
 use lockstep_sim::fault::{Fault, ScheduledFault, When};
 use lockstep_sim::net::{PartitionMode, Shape};
+use lockstep_sim::rng::Rng;
 use lockstep_sim::time::Dur;
 
 /// Why a scenario cannot run under the bridge.
@@ -109,6 +111,9 @@ pub struct OnMark {
     pub before: Option<Dur>,
     /// A pause of the node itself, or the fault's actions.
     pub what: Result<MarkPause, Effect>,
+    /// Drawn by the chaos profile: it may not fire (the run ended first, or the mark is
+    /// not reached), as a native run's chaos triggers may not.
+    pub optional: bool,
 }
 
 /// The Redis lock client's settings, from the scenario's `[model]`.
@@ -155,6 +160,10 @@ pub struct Plan {
     pub timed: Vec<(Dur, Effect)>,
     /// Faults at marks.
     pub on_mark: Vec<OnMark>,
+    /// The scenario's chaos profile, drawn per seed by [`Plan::at_seed`].
+    pub chaos: Option<Chaos>,
+    /// The `[[fault]]` entries, so the chaos faults of a seed are numbered after them.
+    pub file_faults: usize,
 }
 
 const MODEL_KEYS: [&str; 8] = [
@@ -313,8 +322,8 @@ impl Plan {
                 ));
             }
         }
-        if scenario.chaos.is_some() {
-            return Err("chaos: chaos profiles are not translated yet".into());
+        if let Some(chaos) = &scenario.chaos {
+            expressible(chaos)?;
         }
 
         let mut plan = Plan {
@@ -330,12 +339,33 @@ impl Plan {
             latency,
             timed: Vec::new(),
             on_mark: Vec::new(),
+            chaos: scenario.chaos.clone(),
+            file_faults: scenario.faults.len(),
         };
         if plan.workload.is_leader() {
             return Err("workload.kind: the example client runs the counter workload".into());
         }
         for (index, sf) in scenario.faults.iter().enumerate() {
-            plan.add(index, sf)?;
+            plan.add(index, sf, None)?;
+        }
+        Ok(plan)
+    }
+
+    /// The plan of the run with `seed`: the file's faults and what the chaos profile draws
+    /// for that seed (`Chaos::generate`, the draw of a native run with the same seed),
+    /// numbered after the file's. A random partition shape (majority/minority, bridge,
+    /// ring) is resolved from the stream `bridge/chaos-shapes` of the seed, as the world
+    /// resolves it from its own fault stream when it applies one. Without a profile, the
+    /// plan itself.
+    pub fn at_seed(&self, seed: u64) -> Result<Plan, String> {
+        let mut plan = self.clone();
+        let Some(chaos) = &self.chaos else {
+            return Ok(plan);
+        };
+        let mut rng = Rng::fork(seed, "bridge/chaos-shapes");
+        for (i, sf) in chaos.generate(seed).iter().enumerate() {
+            plan.add(self.file_faults + i, sf, Some(&mut rng))
+                .map_err(|e| format!("chaos (seed {seed}): {e}"))?;
         }
         Ok(plan)
     }
@@ -344,7 +374,14 @@ impl Plan {
         self.names[node.0 as usize].clone()
     }
 
-    fn add(&mut self, index: usize, sf: &ScheduledFault) -> Result<(), String> {
+    /// Plans one fault; `rng` (a chaos fault's) resolves a random partition shape.
+    fn add(
+        &mut self,
+        index: usize,
+        sf: &ScheduledFault,
+        rng: Option<&mut Rng>,
+    ) -> Result<(), String> {
+        let optional = rng.is_some();
         let at = format!("fault[{index}]");
         let no = |why: &str| Err(format!("{at}: {why}"));
         let pairs = |from: &[lockstep_sim::NodeId], to: &[lockstep_sim::NodeId]| {
@@ -388,6 +425,7 @@ impl Plan {
                 what: Ok(MarkPause {
                     duration: *duration,
                 }),
+                optional,
             });
             return Ok(());
         }
@@ -474,11 +512,19 @@ impl Plan {
                         }
                         (pairs(from, to), true)
                     }
-                    _ => {
-                        return no(
-                            "this partition shape is drawn at random by the world; give the \
-                             groups",
-                        );
+                    random => {
+                        let Some(rng) = rng else {
+                            return no(
+                                "this partition shape is drawn at random by the world; give \
+                                 the groups",
+                            );
+                        };
+                        if hold {
+                            // Refused before any run (chaos.hold); kept as a backstop.
+                            return no("a random partition in hold mode: turmoil holds both ways");
+                        }
+                        let links = random.resolve(self.names.len(), rng).links;
+                        (pairs_of(&links, |a, b| (self.name(a), self.name(b))), true)
                     }
                 };
                 let mut nodes: Vec<String> = pairs
@@ -549,8 +595,52 @@ impl Plan {
                 occurrence: *occurrence,
                 before: before.map(|t| Dur::from_nanos(t.as_nanos())),
                 what: Err(effect),
+                optional,
             }),
         }
         Ok(())
     }
+}
+
+fn pairs_of(
+    links: &[(lockstep_sim::NodeId, lockstep_sim::NodeId)],
+    name: impl Fn(lockstep_sim::NodeId, lockstep_sim::NodeId) -> (String, String),
+) -> Vec<(String, String)> {
+    links.iter().map(|&(a, b)| name(a, b)).collect()
+}
+
+/// Refuses, before any run, a chaos profile that can draw a fault turmoil cannot express,
+/// naming the key that turns it off.
+fn expressible(chaos: &Chaos) -> Result<(), String> {
+    let w = &chaos.weights;
+    if w.clock > 0 {
+        return Err(
+            "chaos.weights.clock: the profile steps, slews and drifts clocks; turmoil has no \
+             per-host clock (set it to 0)"
+                .into(),
+        );
+    }
+    if w.network > 0 {
+        return Err(
+            "chaos.weights.network: the profile's slow links include lossy ones (loss and \
+             duplication), which TCP under turmoil cannot have (set it to 0)"
+                .into(),
+        );
+    }
+    if w.pause > 0 && chaos.on_mark_ppm < 1_000_000 {
+        return Err(
+            "chaos.weights.pause: the profile pauses processes at random times; turmoil cannot \
+             freeze a host, only a client can sleep at its own mark (set it to 0, or \
+             chaos.on_mark = 1 so that every fault waits for a client's mark)"
+                .into(),
+        );
+    }
+    if w.partition > 0 && chaos.hold_ppm > 0 {
+        return Err(
+            "chaos.hold: the profile holds some partitions one way; turmoil holds a link both \
+             ways (set it to 0: partitions then drop)"
+                .into(),
+        );
+    }
+    Ok(())
 }

@@ -341,3 +341,123 @@ crash = { node = "redis", restart_after_ms = 500 }
         && matches!(e.event, Event::Request { client } if client == client1)));
     lockstep_check::check(&history, &scenario.check_options).expect("a well-formed history");
 }
+
+const CHAOS: &str = r#"
+[scenario]
+name = "bridge-chaos"
+duration_ms = 60_000
+[model]
+kind = "redis"
+ttl_ms = 2_000
+[workload]
+clients = 3
+[storage]
+mode = "unfenced"
+[chaos]
+profile = "default"
+"#;
+
+#[test]
+fn a_chaos_profile_turmoil_cannot_express_is_refused_naming_the_key_that_turns_it_off() {
+    let steps = [
+        ("", "chaos.weights.clock: "),
+        ("weights = { clock = 0 }\n", "chaos.weights.network: "),
+        (
+            "weights = { clock = 0, network = 0 }\n",
+            "chaos.weights.pause: ",
+        ),
+        (
+            "weights = { clock = 0, network = 0, pause = 0 }\n",
+            "chaos.hold: ",
+        ),
+    ];
+    for (i, (keys, want)) in steps.iter().enumerate() {
+        let path = write_scenario(
+            &format!("chaos-refusal-{i}.toml"),
+            &format!("{CHAOS}{keys}"),
+        );
+        let err = Plan::load(&path).expect_err("refused");
+        assert!(err.problem.starts_with(want), "{err}");
+    }
+    // Every pause at a client's own mark is a sleep there: expressible.
+    let path = write_scenario(
+        "chaos-on-mark-pauses.toml",
+        &format!("{CHAOS}weights = {{ clock = 0, network = 0 }}\non_mark = 1\nhold = 0\n"),
+    );
+    let (_, plan) = Plan::load(&path).expect("plannable");
+    let seeded = plan.at_seed(1).expect("seed 1");
+    assert!(seeded.timed.is_empty(), "every fault waits for a mark");
+    assert!(seeded.on_mark.iter().all(|t| t.optional));
+    assert!(
+        seeded.on_mark.iter().any(|t| t.what.is_ok()),
+        "a client's sleep"
+    );
+}
+
+/// The seeds' drawn schedules, played under turmoil: every timed fault the profile drew is
+/// applied and recorded at its time, every marked one fires or is reported unfired, random
+/// partition shapes are resolved into cuts, and a seed replays its history.
+#[test]
+fn a_chaos_profile_is_drawn_per_seed_and_played_at_its_times() {
+    let path = write_scenario(
+        "chaos-played.toml",
+        &format!("{CHAOS}weights = {{ clock = 0, network = 0, pause = 0 }}\nhold = 0\n"),
+    );
+    let (scenario, plan) = Plan::load(&path).expect("plannable");
+    assert!(plan.timed.is_empty() && plan.on_mark.is_empty());
+    let mut random_shapes = 0;
+    let mut fired_on_marks = 0;
+    for seed in 1..=20 {
+        let drawn = scenario.schedule(seed).faults;
+        let seeded = plan.at_seed(seed).expect("plannable seed");
+        assert_eq!(seeded.timed.len() + seeded.on_mark.len(), drawn.len());
+        for sf in &drawn {
+            if let lockstep_sim::fault::Fault::Partition { shape, .. } = &sf.fault {
+                random_shapes += usize::from(!matches!(
+                    shape,
+                    lockstep_sim::net::Shape::Isolate { .. }
+                        | lockstep_sim::net::Shape::Split { .. }
+                        | lockstep_sim::net::Shape::OneWay { .. }
+                ));
+            }
+        }
+        let ran = run(&plan, seed).expect("turmoil run");
+        let recorded: Vec<(u64, String)> = ran
+            .history
+            .entries
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::Fault(f) => Some((e.time_ns, f.detail.clone())),
+                _ => None,
+            })
+            .collect();
+        for (at, effect) in &seeded.timed {
+            let tick = Duration::from_millis(1).as_nanos() as u64;
+            assert!(
+                recorded
+                    .iter()
+                    .any(|(t, d)| *d == effect.detail && t.abs_diff(at.as_nanos()) <= tick),
+                "seed {seed}: `{}` at {} ns not recorded: {recorded:?}",
+                effect.detail,
+                at.as_nanos()
+            );
+        }
+        fired_on_marks += seeded.on_mark.len() - ran.unfired.len();
+        for i in 0..seeded.on_mark.len() {
+            if let (false, Err(effect)) = (ran.unfired.contains(&i), &seeded.on_mark[i].what) {
+                assert!(
+                    recorded.iter().any(|(_, d)| *d == effect.detail),
+                    "seed {seed}: a fired mark trigger's `{}` not recorded",
+                    effect.detail
+                );
+            }
+        }
+        lockstep_check::check(&ran.history, &scenario.check_options)
+            .expect("a well-formed history");
+        if seed == 1 {
+            assert_eq!(ran.history, run(&plan, 1).expect("again").history);
+        }
+    }
+    assert!(random_shapes > 0, "20 seeds drew no random partition shape");
+    assert!(fired_on_marks > 0, "20 seeds fired no marked fault");
+}

@@ -144,13 +144,15 @@ impl Marks {
 pub struct TurmoilRun {
     /// The history, judged by `lockstep_check::check` as any other.
     pub history: History,
-    /// Mark triggers that never fired (indices into the plan's `on_mark`).
+    /// Mark triggers that never fired (indices into the seed's plan's `on_mark`, including
+    /// the chaos profile's, which are `optional`: the run may end before their mark).
     pub unfired: Vec<usize>,
 }
 
-/// Runs `plan` under turmoil with `seed` (turmoil's rng seed and every client's draws).
+/// Runs `plan` under turmoil with `seed` (turmoil's rng seed, every client's draws and the
+/// chaos profile's faults, [`Plan::at_seed`]).
 pub fn run(plan: &Plan, seed: u64) -> Result<TurmoilRun, String> {
-    let plan = Rc::new(plan.clone());
+    let plan = Rc::new(plan.at_seed(seed)?);
     let (lo, hi) = (std_dur(plan.latency.0), std_dur(plan.latency.1));
     let mut sim = turmoil::Builder::new()
         .simulation_duration(std_dur(plan.duration) + Duration::from_secs(3600))
