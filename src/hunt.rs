@@ -2,17 +2,21 @@
 //! standalone scenario that replays it.
 //!
 //! The search runs seeds in order on worker threads (whole runs per thread; nothing inside a
-//! run is shared) and keeps the failing seed with the lowest index, so the seed found does not
-//! depend on the number of threads. The schedule of that seed's run (the file's faults and
-//! what its chaos profile drew) is then shrunk with proptest ([`crate::shrink`]) against the
-//! same seed: fewer faults, smaller magnitudes, a shorter run, as long as the run still
-//! violates the scenario's property. The triggers that did not fire in the shrunk run are left
+//! run is shared) and keeps the first `candidates` failing seeds (3 by default) by index, so
+//! the seeds found do not depend on the number of threads. The schedule of each one's run
+//! (the file's faults and what its chaos profile drew) is then shrunk with proptest
+//! ([`crate::shrink`]) against its seed: fewer faults, smaller magnitudes, a shorter run, as
+//! long as the run still violates the scenario's property; the smallest result is kept
+//! (fewest faults, then shortest run, then earliest seed). One seed's violation may hinge on
+//! the timing of many faults where the next failing seed's needs one: shrinking is a local
+//! search from each seed's schedule, so more starting points give smaller reproductions. The triggers that did not fire in the shrunk run are left
 //! out (a trigger that does not fire changes nothing in a run, and the written file's own
 //! triggers must fire). The result is written back into the original file
 //! ([`crate::scenario::write`]), without its chaos profile, and replayed from that text before
 //! it is handed out: a file `hunt` returns reproduces the violation.
 
 use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lockstep_check::Validity;
@@ -31,8 +35,13 @@ pub struct HuntOptions {
     pub seeds: u64,
     /// Worker threads for the search (1 or more).
     pub jobs: usize,
-    /// Bound on the runs the shrink may make.
+    /// Bound on the runs each shrink may make.
     pub max_tries: u64,
+    /// How many failing seeds to shrink (the first ones, in seed order); the smallest
+    /// schedule is kept. A timing-sensitive violation may need many faults to happen at its
+    /// seed while the next failing seed needs one, so the first failure is not always the
+    /// best reproduction.
+    pub candidates: u64,
 }
 
 /// A violation found and shrunk.
@@ -42,6 +51,8 @@ pub struct Found {
     pub seed: u64,
     /// How many seeds were tried up to and including it.
     pub seeds_tried: u64,
+    /// How many failing seeds were shrunk to choose it (at most `HuntOptions::candidates`).
+    pub candidates: u64,
     /// The schedule of the failing run as the scenario gave it.
     pub original: Schedule,
     /// The shrunk schedule.
@@ -85,16 +96,31 @@ pub fn hunt(
     scenario: &Scenario,
     options: HuntOptions,
 ) -> Result<Hunted, String> {
-    let Some(index) = first_failing(scenario, options) else {
+    let failing = first_failing(scenario, options);
+    let candidates = failing.len() as u64;
+    // Each failing seed shrunk; the fewest faults win, then the shortest run, then the
+    // earliest seed.
+    let mut best: Option<(u64, Schedule, Shrunk)> = None;
+    for index in failing {
+        let seed = options.from.wrapping_add(index);
+        let original = scenario.schedule(seed);
+        let mut fails = |s: &Schedule| violates(&run_schedule(scenario, seed, s, false));
+        let shrunk = shrink_to_fixpoint(&original, options.max_tries, &mut fails)
+            .map_err(|e| format!("seed {seed}: {e} (harness bug)"))?;
+        let size = |s: &Shrunk| (s.schedule.faults.len(), s.schedule.duration);
+        if best
+            .as_ref()
+            .is_none_or(|(_, _, b)| size(&shrunk) < size(b))
+        {
+            best = Some((index, original, shrunk));
+        }
+    }
+    let Some((index, original, mut shrunk)) = best else {
         return Ok(Hunted::Clean {
             seeds: options.seeds,
         });
     };
     let seed = options.from.wrapping_add(index);
-    let original = scenario.schedule(seed);
-    let mut fails = |s: &Schedule| violates(&run_schedule(scenario, seed, s, false));
-    let mut shrunk = shrink_to_fixpoint(&original, options.max_tries, &mut fails)
-        .map_err(|e| format!("seed {seed}: {e} (harness bug)"))?;
     let unfired = run_schedule(scenario, seed, &shrunk.schedule, false).unfired;
     let mut place = 0;
     shrunk.schedule.faults.retain(|_| {
@@ -142,6 +168,7 @@ pub fn hunt(
     Ok(Hunted::Found(Box::new(Found {
         seed,
         seeds_tried: index + 1,
+        candidates,
         original,
         shrunk: shrunk.schedule,
         tries: shrunk.tries,
@@ -182,20 +209,29 @@ fn shrink_to_fixpoint(
     }
 }
 
-/// The lowest index (from `options.from`) whose run violates the property, searched on
-/// `options.jobs` threads; the same answer for any number of threads.
-fn first_failing(scenario: &Scenario, options: HuntOptions) -> Option<u64> {
+/// The lowest `options.candidates` indices (from `options.from`) whose runs violate the
+/// property, in order, searched on `options.jobs` threads; the same answer for any number of
+/// threads (every index below the last one returned is run).
+fn first_failing(scenario: &Scenario, options: HuntOptions) -> Vec<u64> {
+    let want = usize::try_from(options.candidates.max(1)).unwrap_or(usize::MAX);
     let next = AtomicU64::new(0);
-    let best = AtomicU64::new(u64::MAX);
+    // The failing indices found so far, and the `want`-th smallest of them once there are
+    // that many: an index past it cannot be among the first `want`.
+    let found: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    let bound = AtomicU64::new(u64::MAX);
     let worker = || {
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
-            // Indices past a failure found already cannot be the first.
-            if i >= options.seeds || i >= best.load(Ordering::Relaxed) {
+            if i >= options.seeds || i >= bound.load(Ordering::Relaxed) {
                 return;
             }
             if violates(&run(scenario, options.from.wrapping_add(i), false)) {
-                best.fetch_min(i, Ordering::Relaxed);
+                let mut found = found.lock().expect("no worker panics while holding it");
+                found.push(i);
+                found.sort_unstable();
+                if found.len() >= want {
+                    bound.fetch_min(found[want - 1], Ordering::Relaxed);
+                }
             }
         }
     };
@@ -205,8 +241,9 @@ fn first_failing(scenario: &Scenario, options: HuntOptions) -> Option<u64> {
         }
         worker();
     });
-    let best = best.into_inner();
-    (best != u64::MAX).then_some(best)
+    let mut found = found.into_inner().expect("no worker panicked");
+    found.truncate(want);
+    found
 }
 
 /// The text without `[expect] recovers`, which needs the chaos profile the written file no

@@ -193,10 +193,15 @@ struct HuntArgs {
     /// Replace the file's [[fault]] list and [chaos] section with this chaos profile.
     #[arg(long, value_name = "PROFILE")]
     chaos: Option<String>,
-    /// Bound on the runs the shrink may make.
+    /// Bound on the runs each shrink may make.
     #[arg(long, value_name = "N", default_value_t = 2_000,
           value_parser = clap::value_parser!(u64).range(1..))]
     max_tries: u64,
+    /// How many failing seeds to shrink (the first ones found); the smallest reproduction is
+    /// written.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u64).range(1..=100))]
+    candidates: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -977,6 +982,7 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
         seeds: args.seeds,
         jobs,
         max_tries: args.max_tries,
+        candidates: args.candidates,
     };
     let profile = args
         .chaos
@@ -1012,8 +1018,19 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
     let _ = writeln!(o, "hunt     {}{profile}", scenario.name);
     let _ = writeln!(
         o,
-        "found    seed {} (seed {} of the search): {} {}",
-        found.seed, found.seeds_tried, scenario.expect.property, found.replay.judged
+        "found    seed {} (seed {} of the search): {} {}{}",
+        found.seed,
+        found.seeds_tried,
+        scenario.expect.property,
+        found.replay.judged,
+        if found.candidates > 1 {
+            format!(
+                ", the smallest of {} failing seeds shrunk",
+                found.candidates
+            )
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         o,
@@ -1254,6 +1271,7 @@ fn kind(k: lockstep_sim::TraceKind) -> &'static str {
         K::Mark => "mark",
         K::Record => "history",
         K::Start => "start",
+        K::Reset => "reset",
     }
 }
 

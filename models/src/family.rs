@@ -114,6 +114,11 @@ pub trait Service: Clone + Debug + Eq {
     fn on_crash(&mut self);
     /// The process starts again after a crash, from what [`Service::on_crash`] kept.
     fn on_restart(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>);
+    /// The connection to `peer` was reset (`lockstep_sim::Process::on_reset`): it crashed,
+    /// or refused a message. By default nothing happens.
+    fn on_reset(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>, peer: NodeId) {
+        let _ = (env, peer);
+    }
 }
 
 /// The resource kept by the lock service itself, for family `F`'s lock client.

@@ -65,6 +65,17 @@ pub trait LockClient: Clone + Debug + Eq {
         from: NodeId,
         msg: Self::Msg,
     ) -> Option<LockSignal>;
+    /// The connection to `peer` was reset (`lockstep_sim::Process::on_reset`): it crashed,
+    /// or refused a request, which will not be answered. By default nothing happens: the
+    /// client waits for its own timeouts.
+    fn on_reset(
+        &mut self,
+        env: &mut impl Host<Self::Msg, Self::Timer>,
+        peer: NodeId,
+    ) -> Option<LockSignal> {
+        let _ = (env, peer);
+        None
+    }
     /// A timer of the client fired.
     fn on_timer(
         &mut self,

@@ -181,4 +181,16 @@ impl<F: Family> Process for Node<F> {
             Node::Storage(_) => {}
         }
     }
+
+    fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
+        match self {
+            Node::Service(s) => s.on_reset(&mut ServiceEnv::<_, F>::new(env), peer),
+            Node::Client(c) => {
+                let signal = c.lock_mut().on_reset(&mut LockEnv::<_, F>::new(env), peer);
+                c.on_signal(env, signal);
+            }
+            // Storage is durable and answers requests; it holds no state per connection.
+            Node::Storage(_) => {}
+        }
+    }
 }

@@ -112,6 +112,9 @@ pub enum TraceKind {
     Record,
     /// A process started or restarted.
     Start,
+    /// A connection to a crashed process was reset: the peer learns it (a FIN or RST from
+    /// the dead process's host, or a refused connect).
+    Reset,
 }
 
 /// One readable trace line (kept only when tracing is on).

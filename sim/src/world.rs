@@ -73,6 +73,14 @@ pub trait Process: Sized {
     fn on_crash(&mut self);
     /// The node starts again after a crash, from what [`Process::on_crash`] kept.
     fn on_restart(&mut self, env: &mut impl EnvOf<Self>);
+    /// This node's connection to `peer` was reset: `peer`'s process crashed (its host's FIN
+    /// or RST arrived), or a message to it was refused because it is down or restarted since
+    /// (a connect refused, a stale connection). Every link is a TCP connection; a pause or a
+    /// partition resets nothing. Requests in flight to `peer` will not be answered. By default
+    /// nothing happens: the node learns only from its own timeouts.
+    fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
+        let _ = (env, peer);
+    }
 }
 
 /// A timer, as returned by [`Env::set_timer`]; used to cancel it.
@@ -395,6 +403,9 @@ impl<P: Process> World<P> {
             links,
             held: BTreeMap::new(),
             released_until: BTreeMap::new(),
+            connected: vec![false; n * n],
+            held_resets: Vec::new(),
+            reset_rng: Rng::fork(config.seed, "network/resets"),
             timed: Vec::new(),
             next_id: 0,
             sends: 0,
@@ -539,6 +550,14 @@ impl<P: Process> World<P> {
             }
             // An event unless the end is stale (see `end_timed`).
             Action::End { id } => self.end_timed(id),
+            Action::Reset {
+                from,
+                to,
+                to_incarnation,
+            } => {
+                self.core.events += 1;
+                self.reset_arrives(from, to, to_incarnation);
+            }
         }
     }
 
@@ -576,7 +595,7 @@ impl<P: Process> World<P> {
     /// state is not counted, nor the readable trace (keeping it must not change a run).
     pub fn memory_estimate(&self) -> u64 {
         let c = &self.core;
-        let held: usize = c.held.values().map(VecDeque::len).sum();
+        let held: usize = c.held.values().map(VecDeque::len).sum::<usize>() + c.held_resets.len();
         let deferred: usize = c.nodes.iter().map(|n| n.deferred.len()).sum();
         let n = |len: usize, bytes: u64| (len as u64).saturating_mul(bytes);
         n(c.queue.len(), memory::EVENT)

@@ -16,6 +16,7 @@ fn options(seeds: u64, jobs: usize) -> HuntOptions {
         seeds,
         jobs,
         max_tries: 2_000,
+        candidates: 3,
     }
 }
 
@@ -100,8 +101,13 @@ fn the_command_writes_a_file_that_run_replays_and_exits_1() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("found    seed 11 "), "{text}");
-    assert!(text.contains("shrunk   11 faults -> "), "{text}");
+    // Seeds 11, 13 and 20 fail; seed 11's violation (a restart race) needs five faults,
+    // seed 20's one pause: the smallest of the three is written.
+    assert!(
+        text.contains("found    seed 20 (seed 20 of the search): resource invalid, the smallest of 3 failing seeds shrunk"),
+        "{text}"
+    );
+    assert!(text.contains("shrunk   6 faults -> 1, "), "{text}");
     let replay = lockstep(&["run", out.to_str().expect("utf-8")]);
     // The written file keeps K1's [expect] (invalid), which the replay meets.
     assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));

@@ -55,7 +55,7 @@ fn every_flag_of_map_is_in_the_readme() {
 
 #[test]
 fn every_flag_of_hunt_is_in_the_readme() {
-    flags_are_in_the_readme("hunt", &["--out", "--chaos", "--max-tries"]);
+    flags_are_in_the_readme("hunt", &["--out", "--chaos", "--max-tries", "--candidates"]);
 }
 
 #[test]

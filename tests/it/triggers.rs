@@ -370,6 +370,7 @@ fn hunt_writes_no_trigger_that_did_not_fire() {
         seeds: 10,
         jobs: 1,
         max_tries: 1,
+        candidates: 1,
     };
     let found = match lockstep::hunt::hunt(&text, &file, &scenario, options) {
         Ok(lockstep::hunt::Hunted::Found(found)) => found,

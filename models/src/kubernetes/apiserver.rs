@@ -70,8 +70,10 @@ struct Call {
     client: NodeId,
     client_id: u64,
     req: ApiRequest,
-    /// The etcd request id of the current attempt.
+    /// The etcd request id of the current attempt (0 while it waits to try again).
     attempt: u64,
+    /// The member the current attempt went to.
+    member: NodeId,
     /// When the API server gives up (MONO).
     deadline: LocalTime,
 }
@@ -131,6 +133,7 @@ impl ApiServer {
                 client_id,
                 req,
                 attempt: 0,
+                member: self.members[self.target],
                 deadline: env.mono() + REQUEST_TIMEOUT,
             },
         );
@@ -149,7 +152,10 @@ impl ApiServer {
         let req = c.req;
         self.next += 1;
         let attempt = self.next;
-        self.calls.get_mut(&call).expect("live call").attempt = attempt;
+        let to = self.members[self.target];
+        let c = self.calls.get_mut(&call).expect("live call");
+        c.attempt = attempt;
+        c.member = to;
         let request = match req {
             ApiRequest::Get => Request::Get(prefix()),
             ApiRequest::Create(record) => Request::Txn(Txn {
@@ -173,7 +179,6 @@ impl ApiServer {
                 failure: vec![Op::Get(prefix())],
             }),
         };
-        let to = self.members[self.target];
         env.send(
             to,
             Msg::Etcd(etcd::Msg::Request {
@@ -186,6 +191,27 @@ impl ApiServer {
             ATTEMPT_TIMEOUT,
             Timer::Api(ApiTimer::Attempt { attempt }),
         );
+    }
+
+    /// The connection to etcd member `peer` was reset (it crashed, or refused a request):
+    /// the attempts in flight there fail at once and go to the next member, as after an
+    /// attempt's timeout but without the wait (gRPC sees the broken connection).
+    pub(super) fn on_reset(&mut self, env: &mut impl Host<Msg, Timer>, peer: NodeId) {
+        let lost: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.attempt != 0 && c.member == peer)
+            .map(|(&k, _)| k)
+            .collect();
+        if lost.is_empty() {
+            return;
+        }
+        if self.members[self.target] == peer {
+            self.target = (self.target + 1) % self.members.len();
+        }
+        for call in lost {
+            self.attempt(env, call);
+        }
     }
 
     fn call_of(&self, attempt: u64) -> Option<u64> {

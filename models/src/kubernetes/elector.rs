@@ -651,6 +651,22 @@ impl LockClient for Elector {
         self.on_answer(env, call.kind, Some(reply))
     }
 
+    /// The connection to the API server of the call in flight was reset (it crashed, or
+    /// refused the call): the call fails at once at the transport, as at its timeout, and
+    /// the elector moves to the next API server (an HTTP request on a dead connection, or a
+    /// refused connect, errors without waiting for the client's `Timeout`).
+    fn on_reset(
+        &mut self,
+        env: &mut impl Host<Msg, ElectorTimer>,
+        peer: NodeId,
+    ) -> Option<LockSignal> {
+        let call = self.call?;
+        if self.config.apiservers[self.api] != peer {
+            return None;
+        }
+        self.on_answer(env, call.kind, None)
+    }
+
     fn on_timer(
         &mut self,
         env: &mut impl Host<Msg, ElectorTimer>,

@@ -196,4 +196,12 @@ impl Service for KubeNode {
             KubeNode::ApiServer(_) => {}
         }
     }
+
+    /// An API server's connection to an etcd member was reset; an etcd member does nothing
+    /// (its Raft peers are found again by its own heartbeats and timeouts).
+    fn on_reset(&mut self, env: &mut impl Host<Msg, Timer>, peer: NodeId) {
+        if let KubeNode::ApiServer(a) = self {
+            a.on_reset(env, peer);
+        }
+    }
 }

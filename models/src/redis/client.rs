@@ -603,6 +603,23 @@ impl LockClient for RedisLock {
         self.stale = false;
     }
 
+    /// The connection to the primary was reset (it crashed, or refused the request): the
+    /// request in flight fails now, as it would at its timeout, without the wait (a client's
+    /// command on a dead connection sees EOF at once). A sentinel's reset is ignored: the
+    /// client asked every sentinel and takes the first answer.
+    fn on_reset(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        peer: NodeId,
+    ) -> Option<LockSignal> {
+        if self.server != Some(peer) || matches!(self.state, State::Discovering { .. }) {
+            return None;
+        }
+        let (req, timer) = self.timeout.take()?;
+        ctx.cancel_timer(timer);
+        self.on_timer(ctx, LockTimer::Timeout { req })
+    }
+
     /// A timer of the lock client fired.
     fn on_timer(
         &mut self,

@@ -243,4 +243,12 @@ impl Service for RedisNode {
             RedisNode::Sentinel(s) => s.on_start(ctx),
         }
     }
+
+    /// A sentinel's link to a server closes. A server keeps nothing per connection that
+    /// matters here (a replica reconnects to its primary on its own timer).
+    fn on_reset(&mut self, _ctx: &mut impl Host<Msg, Timer>, peer: NodeId) {
+        if let RedisNode::Sentinel(s) = self {
+            s.on_reset(peer);
+        }
+    }
 }

@@ -163,6 +163,11 @@ pub enum SentinelTimer {
 struct Instance {
     /// When the oldest unanswered ping was sent (`link->act_ping_time`).
     unanswered_since: Option<LocalTime>,
+    /// The link was closed by a reset and not opened again (`link->disconnected`): no
+    /// periodic ping goes out on it.
+    disconnected: bool,
+    /// When the link was last opened again (`link->last_reconn_time`).
+    last_reconnect: Option<LocalTime>,
     last_ping: Option<LocalTime>,
     last_reply: LocalTime,
     role: Option<Role>,
@@ -186,6 +191,8 @@ impl Instance {
     fn new(now: LocalTime, primary: bool) -> Instance {
         Instance {
             unanswered_since: None,
+            disconnected: false,
+            last_reconnect: None,
             last_ping: None,
             last_reply: now,
             role: None,
@@ -206,6 +213,8 @@ impl Instance {
         let fresh = Instance::new(now, primary);
         *self = Instance {
             unanswered_since: self.unanswered_since,
+            disconnected: self.disconnected,
+            last_reconnect: self.last_reconnect,
             last_ping: self.last_ping,
             last_reply: self.last_reply,
             role: self.role,
@@ -307,6 +316,11 @@ impl Sentinel {
         self.tilt_since.is_some()
     }
 
+    /// True while it runs a failover (from `+try-failover` until it ends or is given up).
+    pub fn failing_over(&self) -> bool {
+        self.failover != Failover::None
+    }
+
     pub(crate) fn on_start(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         let now = ctx.wall();
         for &s in &self.config.servers {
@@ -372,10 +386,34 @@ impl Sentinel {
         }
     }
 
-    /// Pings every server once a second and says hello to the others every two seconds.
+    /// The link to `peer` was reset: its process died, or it refused a ping. Sentinel's
+    /// disconnect callback closes the link (`instanceLinkCloseConnection`); a pending ping
+    /// stays pending (`act_ping_time` is kept).
+    pub(crate) fn on_reset(&mut self, peer: NodeId) {
+        if let Some(inst) = self.instances.get_mut(&peer) {
+            inst.disconnected = true;
+        }
+    }
+
+    /// Opens closed links again, at most once a ping period each, and pings at once on the
+    /// new link (`sentinelReconnectInstance`: "Send a PING ASAP when reconnecting"); pings
+    /// every connected server once a second (`sentinelSendPeriodicCommands`, which skips a
+    /// disconnected link); says hello to the others every two seconds.
     fn send_periodic(&mut self, ctx: &mut impl Host<Msg, Timer>, now: LocalTime) {
         for (&s, inst) in self.instances.iter_mut() {
-            if inst
+            if inst.disconnected {
+                if inst
+                    .last_reconnect
+                    .is_some_and(|t| now.saturating_since(t) < PING_PERIOD)
+                {
+                    continue;
+                }
+                inst.last_reconnect = Some(now);
+                inst.disconnected = false;
+                inst.last_ping = Some(now);
+                inst.unanswered_since.get_or_insert(now);
+                ctx.send(s, Msg::Sentinel(SentinelMsg::Ping));
+            } else if inst
                 .last_ping
                 .is_none_or(|t| now.saturating_since(t) >= PING_PERIOD)
             {
@@ -404,11 +442,16 @@ impl Sentinel {
         }
     }
 
+    /// `sentinelCheckSubjectivelyDown`: down when the oldest unanswered ping is older than
+    /// `down_after`, or, with none pending and the link closed, when the last reply is.
     fn sdown(&self, node: NodeId, now: LocalTime) -> bool {
-        self.instances
-            .get(&node)
-            .and_then(|i| i.unanswered_since)
-            .is_some_and(|t| now.saturating_since(t) > self.config.down_after)
+        self.instances.get(&node).is_some_and(|i| {
+            let since = match i.unanswered_since {
+                Some(t) => Some(t),
+                None => i.disconnected.then_some(i.last_reply),
+            };
+            since.is_some_and(|t| now.saturating_since(t) > self.config.down_after)
+        })
     }
 
     /// `sentinelCheckSubjectivelyDown` for every server: note when each goes down.

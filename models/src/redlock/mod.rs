@@ -497,6 +497,25 @@ impl LockClient for RedlockClient {
         self.state = State::Idle;
     }
 
+    /// The connection to instance `peer` was reset (it crashed, or refused the request): its
+    /// request in flight counts as failed now, as at its timeout, and the round moves on (the
+    /// client's command on a dead connection errors at once: redlock-rb rescues the error
+    /// and counts the instance as not locked, redsync's goroutine returns it).
+    fn on_reset(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        peer: NodeId,
+    ) -> Option<LockSignal> {
+        let servers = self.config.servers.clone();
+        let round = self.round_mut()?;
+        let i = servers
+            .iter()
+            .zip(&round.pending)
+            .position(|(&s, p)| s == peer && p.is_some())?;
+        round.pending[i] = None;
+        self.step(ctx)
+    }
+
     fn on_timer(
         &mut self,
         ctx: &mut impl Host<Msg, LockTimer>,

@@ -364,3 +364,67 @@ fn sentinel_reconfigures_no_server_that_went_down_within_the_wait() {
         "redis-1 at {r1:?}"
     );
 }
+
+/// When a sentinel first starts a failover (`+try-failover`) after `fault` hits the primary
+/// of a primary, two replicas and three sentinels (quorum 2, down-after 5 s) at 10 s: seconds
+/// after the fault, to 5 ms.
+fn failover_starts_after(fault: Fault, seed: u64) -> f64 {
+    let mut spec = ha_spec(2, 3);
+    if let Some((_, config)) = &mut spec.family.sentinel {
+        config.down_after = ms(5_000);
+    }
+    let faults = vec![at(10_000, fault)];
+    let mut w = crate::support::world(&spec, seed, 0, |cfg| {
+        cfg.end = Time::from_millis(30_000);
+        cfg.faults = faults;
+    });
+    let sentinels = [NodeId(3), NodeId(4), NodeId(5)];
+    let mut t = 10_000;
+    while t < 30_000 {
+        w.run_until(Time::from_millis(t));
+        let started = sentinels.iter().any(|&s| match w.process(s) {
+            Node::Service(RedisNode::Sentinel(s)) => s.failing_over(),
+            other => panic!("{s:?} is {other:?}"),
+        });
+        if started {
+            return (t - 10_000) as f64 / 1e3;
+        }
+        t += 5;
+    }
+    panic!("seed {seed}: no failover within 20 s");
+}
+
+/// Real Sentinel (redis-server 7.0, down-after 5 s) starts a failover 5.16 s after the
+/// primary is killed (mean of 12) and 5.64 s after it is stopped (SIGSTOP): a kill closes its
+/// connections, the sentinel reconnects within a tick and pings at once, and that refused
+/// ping's time (`act_ping_time`) starts the down-after clock; a stopped primary answers
+/// nothing, and the clock starts at the first ping it left unanswered, up to a second after.
+#[test]
+fn sentinel_fails_over_sooner_after_a_kill_than_after_a_pause_as_the_real_one_does() {
+    let crash = Fault::Crash {
+        node: NodeId(0),
+        restart_after: None,
+    };
+    let pause = Fault::Pause {
+        node: NodeId(0),
+        duration: Some(ms(60_000)),
+    };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let kills: Vec<f64> = (1..=20)
+        .map(|s| failover_starts_after(crash.clone(), s))
+        .collect();
+    let pauses: Vec<f64> = (1..=20)
+        .map(|s| failover_starts_after(pause.clone(), s))
+        .collect();
+    let (k, p) = (mean(&kills), mean(&pauses));
+    eprintln!("kill: mean {k:.3} s {kills:?}\npause: mean {p:.3} s {pauses:?}");
+    assert!(
+        (k - 5.16).abs() / 5.16 < 0.05,
+        "after a kill: mean {k:.3} s, real 5.16 s"
+    );
+    assert!(
+        (p - 5.64).abs() / 5.64 < 0.05,
+        "after a pause: mean {p:.3} s, real 5.64 s"
+    );
+    assert!(kills.iter().all(|&x| (5.0..5.5).contains(&x)), "{kills:?}");
+}

@@ -142,8 +142,9 @@ fn k7_a_claim_after_the_pause_inverts_the_order_instead() {
 }
 
 /// True times (ms) at which client-1 sent the first `SET` of each try, and the time its
-/// acquisition gave up, with every instance down from the start.
-fn tries_against_dead_instances(flavour: Flavour) -> (Vec<u64>, Option<u64>) {
+/// acquisition gave up, with every instance out from the start: crashed (`crashed`: each
+/// request is refused, a round trip later) or paused (silent: each request times out).
+fn tries_against_dead_instances(flavour: Flavour, crashed: bool) -> (Vec<u64>, Option<u64>) {
     let mut spec = redlock_spec(flavour);
     spec.clients = 1;
     // An 8 s TTL: redsync's per-try deadline is 400 ms.
@@ -151,9 +152,19 @@ fn tries_against_dead_instances(flavour: Flavour) -> (Vec<u64>, Option<u64>) {
     if flavour == Flavour::Redsync {
         spec.family.client.timeout = Dur::from_millis(400);
     }
+    let out = |i: u32| {
+        if crashed {
+            crash(i)
+        } else {
+            lockstep_sim::Fault::Pause {
+                node: lockstep_sim::NodeId(i),
+                duration: None,
+            }
+        }
+    };
     let mut world = world(&spec, 9, 60, |cfg| {
         cfg.trace = true;
-        cfg.faults = (0..5).map(|i| at(0, crash(i))).collect();
+        cfg.faults = (0..5).map(|i| at(0, out(i))).collect();
     });
     world.run();
     let trace = world.trace().expect("traced");
@@ -173,7 +184,7 @@ fn tries_against_dead_instances(flavour: Flavour) -> (Vec<u64>, Option<u64>) {
 
 #[test]
 fn redsync_tries_32_times_waiting_out_each_deadline_then_50_to_249_ms() {
-    let (sends, failed) = tries_against_dead_instances(Flavour::Redsync);
+    let (sends, failed) = tries_against_dead_instances(Flavour::Redsync, false);
     let first_failure = failed.expect("gives up");
     let sends: Vec<u64> = sends.into_iter().filter(|&t| t <= first_failure).collect();
     assert_eq!(sends.len(), 32, "{sends:?}");
@@ -187,8 +198,23 @@ fn redsync_tries_32_times_waiting_out_each_deadline_then_50_to_249_ms() {
 }
 
 #[test]
+fn redsync_against_crashed_instances_is_refused_at_once_and_only_sleeps_between_tries() {
+    // Every request is refused a round trip (2-10 ms) after it is sent: a try and its
+    // release take at most 20 ms, then rand.Intn(200) + 50 ms.
+    let (sends, failed) = tries_against_dead_instances(Flavour::Redsync, true);
+    let first_failure = failed.expect("gives up");
+    let sends: Vec<u64> = sends.into_iter().filter(|&t| t <= first_failure).collect();
+    assert_eq!(sends.len(), 32, "{sends:?}");
+    for w in sends.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((50..=270).contains(&gap), "gap {gap} ms in {sends:?}");
+    }
+    assert!(first_failure - sends[31] <= 20);
+}
+
+#[test]
 fn antirez_tries_3_times_one_instance_after_another_and_sleeps_after_the_last() {
-    let (sends, failed) = tries_against_dead_instances(Flavour::Antirez);
+    let (sends, failed) = tries_against_dead_instances(Flavour::Antirez, false);
     let first_failure = failed.expect("gives up");
     let sends: Vec<u64> = sends.into_iter().filter(|&t| t <= first_failure).collect();
     assert_eq!(sends.len(), 3, "{sends:?}");
@@ -199,6 +225,17 @@ fn antirez_tries_3_times_one_instance_after_another_and_sleeps_after_the_last() 
     }
     let after_last = first_failure - sends[2];
     assert!((500..700).contains(&after_last), "{after_last} ms");
+
+    // Crashed instances refuse each request a round trip later: ten sequential requests of
+    // at most 10 ms each, then rand(200) ms.
+    let (sends, failed) = tries_against_dead_instances(Flavour::Antirez, true);
+    let first_failure = failed.expect("gives up");
+    let sends: Vec<u64> = sends.into_iter().filter(|&t| t <= first_failure).collect();
+    assert_eq!(sends.len(), 3, "{sends:?}");
+    for w in sends.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((20..300).contains(&gap), "gap {gap} ms in {sends:?}");
+    }
 }
 
 #[test]

@@ -2,6 +2,13 @@
 //! each copy. At arrival the receiver's incarnation and the link's gate decide: lost, held on
 //! a hold-mode link until a heal releases it in send order, or arrived. A message or timer
 //! that comes due while its node is paused is deferred, and handled at the resume.
+//!
+//! Every link is a TCP connection. A message that arrives at a crashed receiver, or at a
+//! restarted one (it was meant for the old process), is lost and its sender's connection is
+//! reset: a reset travels back one latency later, as a refused connect or an RST would. A
+//! crash resets the dead process's open connections (`faults.rs`). A reset crosses links like
+//! a message: lost on a drop-mode partition, held on a hold-mode one until the heal, deferred
+//! at a paused peer.
 
 use super::queue::{Action, Core, code};
 use super::{NodeId, Process, Status, TimerId, World};
@@ -32,6 +39,7 @@ pub(super) struct Held<M> {
 pub(super) enum Deferred<P: Process> {
     Message { from: NodeId, msg: P::Msg },
     Timer { id: TimerId },
+    Reset { from: NodeId },
 }
 
 /// Why a message was lost, for the trace.
@@ -79,6 +87,44 @@ impl<P: Process> Core<P> {
             msg,
         };
         self.push(at, Action::Deliver(d));
+    }
+
+    /// `from`'s host resets `to`'s connection to it: the reset reaches `to` one latency of
+    /// the link `from → to` later, if `to` is still the same process then.
+    pub(super) fn send_reset(&mut self, from: NodeId, to: NodeId) {
+        let latency = self
+            .links
+            .config(from, to)
+            .latency
+            .sample(&mut self.reset_rng);
+        let at = self
+            .now
+            .saturating_add(latency.saturating_add(self.links.extra(from, to)));
+        let to_incarnation = self.nodes[to.index()].incarnation;
+        self.push(
+            at,
+            Action::Reset {
+                from,
+                to,
+                to_incarnation,
+            },
+        );
+    }
+
+    /// Forgets every connection of `node` (it crashed), returning the peers it had, in
+    /// node order.
+    pub(super) fn disconnect(&mut self, node: NodeId) -> Vec<NodeId> {
+        let n = self.nodes.len();
+        let a = node.index();
+        let mut peers = Vec::new();
+        for b in 0..n {
+            if self.connected[a * n + b] || self.connected[b * n + a] {
+                self.connected[a * n + b] = false;
+                self.connected[b * n + a] = false;
+                peers.push(NodeId(b as u32));
+            }
+        }
+        peers
     }
 
     fn lose(&mut self, from: NodeId, to: NodeId, msg: &P::Msg, why: Loss) {
@@ -141,6 +187,32 @@ impl<P: Process> Core<P> {
             }
             self.released_until.insert((from, to), (at, last_sent));
         }
+        // Resets held on links open again go after the messages held there.
+        let (open, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held_resets)
+            .into_iter()
+            .partition(|&(from, to, _)| self.links.gate(from, to) == Gate::Open);
+        self.held_resets = still;
+        for (from, to, to_incarnation) in open {
+            let latency = self
+                .links
+                .config(from, to)
+                .latency
+                .sample(&mut self.reset_rng);
+            let mut at = self
+                .now
+                .saturating_add(latency.saturating_add(self.links.extra(from, to)));
+            if let Some(&(until, _)) = self.released_until.get(&(from, to)) {
+                at = at.max(until);
+            }
+            self.push(
+                at,
+                Action::Reset {
+                    from,
+                    to,
+                    to_incarnation,
+                },
+            );
+        }
         released
     }
 }
@@ -172,6 +244,16 @@ impl<P: Process> World<P> {
         } = d;
         if !receiver_up {
             self.core.lose(from, to, &msg, Loss::ReceiverCrashed);
+            // The receiver's host answers with a reset (a refused connect, an RST for a
+            // connection its new process never had), if the message got through to it and
+            // its sender is still the process that sent it.
+            let sender = &self.core.nodes[from.index()];
+            if self.core.links.gate(from, to) == Gate::Open
+                && sender.status != Status::Down
+                && sender.incarnation == from_incarnation
+            {
+                self.core.send_reset(to, from);
+            }
             return;
         }
         match self.core.links.gate(from, to) {
@@ -202,8 +284,50 @@ impl<P: Process> World<P> {
         }
     }
 
+    /// A reset reached `to`, meant for its incarnation `to_incarnation`.
+    pub(super) fn reset_arrives(&mut self, from: NodeId, to: NodeId, to_incarnation: u32) {
+        let st = &self.core.nodes[to.index()];
+        if st.status == Status::Down || st.incarnation != to_incarnation {
+            return; // The connection died with the process that had it.
+        }
+        match self.core.links.gate(from, to) {
+            Gate::Drop => {
+                self.core.hash_event(code::DROP, (from, to, "reset"));
+                self.core.trace_line(TraceKind::Drop, to, |c| {
+                    format!("{} -> {} reset lost (Partition)", c.name(from), c.name(to))
+                });
+            }
+            Gate::Hold => {
+                self.core.hash_event(code::HOLD, (from, to, "reset"));
+                self.core.held_resets.push((from, to, to_incarnation));
+            }
+            Gate::Open => self.reset(from, to),
+        }
+    }
+
+    /// `to` learns that its connection to `from` was reset: now, or at its resume.
+    fn reset(&mut self, from: NodeId, to: NodeId) {
+        if self.core.nodes[to.index()].status == Status::Paused {
+            self.core.hash_event(code::DEFER, (from, to, "reset"));
+            self.core.nodes[to.index()]
+                .deferred
+                .push_back(Deferred::Reset { from });
+            return;
+        }
+        let n = self.core.nodes.len();
+        self.core.connected[to.index() * n + from.index()] = false;
+        self.core.connected[from.index() * n + to.index()] = false;
+        self.core.hash_event(code::RESET, (from, to));
+        self.core.trace_line(TraceKind::Reset, to, |c| {
+            format!("{} -> {}: connection reset", c.name(from), c.name(to))
+        });
+        self.dispatch(to, |p, ctx| p.on_reset(ctx, from));
+    }
+
     /// A message reached its receiver's host: handled now, or kept until it resumes.
     fn arrive(&mut self, from: NodeId, to: NodeId, msg: P::Msg) {
+        let n = self.core.nodes.len();
+        self.core.connected[from.index() * n + to.index()] = true;
         if self.core.nodes[to.index()].status == Status::Paused {
             self.core.hash_event(code::DEFER, (from, to, &msg));
             self.core.trace_line(TraceKind::Defer, to, |c| {
@@ -249,6 +373,10 @@ impl<P: Process> World<P> {
             Deferred::Message { from, msg } => {
                 self.core.events += 1;
                 self.arrive(from, node, msg);
+            }
+            Deferred::Reset { from } => {
+                self.core.events += 1;
+                self.reset(from, node);
             }
             Deferred::Timer { id } => {
                 if let Some(s) = self.core.timers.get_mut(id.slot as usize) {

@@ -442,6 +442,12 @@ impl<P: Process> World<P> {
             }
         }
         self.procs[node.index()].on_crash();
+        // Its host closes the dead process's connections: each peer that is up hears of it.
+        for peer in self.core.disconnect(node) {
+            if self.core.nodes[peer.index()].status != Status::Down {
+                self.core.send_reset(node, peer);
+            }
+        }
         if let Some(d) = restart_after {
             let incarnation = self.core.nodes[node.index()].incarnation;
             let id = self

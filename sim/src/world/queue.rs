@@ -66,6 +66,13 @@ pub(super) enum Action<P: Process> {
     End {
         id: u32,
     },
+    /// `to`'s connection to `from` is reset: `from` crashed, or refused a message because it
+    /// is down or a new incarnation. Meant for `to`'s incarnation `to_incarnation`.
+    Reset {
+        from: NodeId,
+        to: NodeId,
+        to_incarnation: u32,
+    },
 }
 
 /// A place in the event queue: when, in what order, and the slot of [`Core::actions`] that
@@ -110,6 +117,15 @@ pub(super) struct Core<P: Process> {
     /// order. A message sent after it that would arrive sooner waits for it, so the stream
     /// stays in order.
     pub(super) released_until: BTreeMap<(NodeId, NodeId), (Time, u64)>,
+    /// Open connections, `n × n` by (node, peer), set both ways when a message arrives:
+    /// a crash resets each of its node's, telling the peer.
+    pub(super) connected: Vec<bool>,
+    /// Resets that reached a blocked hold-mode link, (from, to, to's incarnation), released
+    /// by the heal like held messages.
+    pub(super) held_resets: Vec<(NodeId, NodeId, u32)>,
+    /// The latencies of resets, from a stream of their own, so the rest of the network draws
+    /// the same numbers whether or not a process crashed.
+    pub(super) reset_rng: Rng,
     /// The timed faults in force, in the order they were applied.
     pub(super) timed: Vec<Timed>,
     /// The id of the next timed fault.
@@ -151,6 +167,7 @@ pub(super) mod code {
     pub(in crate::world) const HOLD: u8 = 8;
     pub(in crate::world) const DEFER: u8 = 9;
     pub(in crate::world) const STROBE: u8 = 10;
+    pub(in crate::world) const RESET: u8 = 11;
 }
 
 impl<P: Process> Core<P> {

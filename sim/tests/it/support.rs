@@ -33,6 +33,9 @@ pub(crate) enum Ev {
         durable: u32,
         volatile: u32,
     },
+    Reset {
+        peer: u32,
+    },
 }
 
 /// A configurable test process.
@@ -131,6 +134,10 @@ impl Process for Probe {
     fn on_crash(&mut self) {
         self.next = 0;
         self.sends = 0;
+    }
+
+    fn on_reset(&mut self, ctx: &mut impl EnvOf<Probe>, peer: NodeId) {
+        ctx.record(Ev::Reset { peer: peer.0 });
     }
 
     fn on_restart(&mut self, ctx: &mut impl EnvOf<Probe>) {
