@@ -716,6 +716,34 @@ impl LockClient for EtcdLock {
         self.next_req = next_req;
     }
 
+    /// The connection to member `peer` was reset (it crashed, or refused a request). If it is
+    /// the client's endpoint, gRPC sees the broken connection at once: the unary request in
+    /// flight fails and is tried on the next endpoint, as after its timeout; the keepalive
+    /// stream breaks and its next poll sends to the next endpoint (`retryConnWait`); a watch
+    /// is set up again there at once. A workload operation in flight is left to the
+    /// workload's own timeout.
+    fn on_reset(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        peer: NodeId,
+    ) -> Option<LockSignal> {
+        if self.config.servers[self.endpoint] != peer {
+            return None;
+        }
+        self.next_endpoint();
+        if let SessionState::Open(s) = &mut self.session {
+            s.inflight = None;
+        }
+        if let Some((_, timer)) = self.timeout.take() {
+            ctx.cancel_timer(timer);
+            return self.retry(ctx);
+        }
+        if let Phase::Watching { my_rev, .. } = self.phase.clone() {
+            self.find_predecessor(ctx, my_rev);
+        }
+        None
+    }
+
     fn on_timer(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,

@@ -767,6 +767,21 @@ impl LockClient for ZooKeeperLock {
         }
     }
 
+    /// The connection to server `peer` was reset (it crashed, or refused the connect): if it
+    /// is the server the client is connected or connecting to, the socket read sees EOF and
+    /// the client disconnects and tries the next server (`ClientCnxn`'s `SendThread`:
+    /// `EndOfStreamException`, cleanup, Disconnected).
+    fn on_reset(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        peer: NodeId,
+    ) -> Option<LockSignal> {
+        if self.cnxn == Cnxn::Idle || self.config.servers[self.server] != peer {
+            return None;
+        }
+        self.disconnect(ctx)
+    }
+
     fn resource_op(
         &mut self,
         _: &mut impl Host<Msg, ClientTimer>,

@@ -659,3 +659,60 @@ fn a_restarted_member_answers_only_the_proposals_of_its_new_life() {
     }
     assert!(replayed > 0, "restarted members answer new requests");
 }
+
+/// The member client-1 last sent to before `at_ms` in a fault-free run of `seed`, and, with
+/// `fault` on that member at `at_ms`, how long after it client-1 first reaches another one.
+fn moves_on_after(fault: impl Fn(NodeId) -> Fault, at_ms: u64, seed: u64) -> u64 {
+    let sent_to = |w: &World<Node<Etcd>>, after: u64, before: u64| -> Vec<(u64, String)> {
+        w.trace()
+            .expect("traced")
+            .iter()
+            .filter(|e| e.text.starts_with("client-1 -> etcd-"))
+            .map(|e| (e.time.as_nanos() / 1_000_000, e.text[12..18].to_string()))
+            .filter(|(t, _)| (after..before).contains(t))
+            .collect()
+    };
+    let mut w = world(&etcd_spec(), seed, 30, |cfg| cfg.trace = true);
+    w.run();
+    let (_, member) = sent_to(&w, 0, at_ms)
+        .pop()
+        .expect("client-1 talks to a member");
+    let id = NodeId(member[5..].parse::<u32>().expect("etcd-N") - 1);
+    let mut w = world(&etcd_spec(), seed, 30, |cfg| {
+        cfg.trace = true;
+        cfg.faults = vec![at(at_ms, fault(id))];
+    });
+    w.run();
+    let (t, _) = sent_to(&w, at_ms, 30_000)
+        .into_iter()
+        .find(|(_, m)| *m != member)
+        .expect("client-1 reaches another member");
+    t - at_ms
+}
+
+/// A crashed member's connections are reset: the client's request in flight fails at once,
+/// its keepalive stream breaks, and the next one goes to another endpoint within a poll
+/// (500 ms); a paused member leaves it waiting for its 5 s request timeout.
+#[test]
+fn a_client_leaves_a_crashed_member_at_once_and_a_paused_one_after_its_timeout() {
+    for seed in 1..=5 {
+        let crashed = moves_on_after(
+            |n| Fault::Crash {
+                node: n,
+                restart_after: None,
+            },
+            10_000,
+            seed,
+        );
+        assert!(crashed <= 600, "seed {seed}: {crashed} ms after the crash");
+        let paused = moves_on_after(
+            |n| Fault::Pause {
+                node: n,
+                duration: None,
+            },
+            10_000,
+            seed,
+        );
+        assert!(paused >= 1_500, "seed {seed}: {paused} ms after the pause");
+    }
+}

@@ -714,3 +714,49 @@ fn ping_replies_reaching_a_member_that_no_longer_leads_renew_no_session() {
         "the dead session expired in {expired} of 8 runs"
     );
 }
+
+/// True time (ms) of client-1's first `suspended` mark after `from_ms`, with one client of
+/// 6 s sessions whose servers all suffer `fault` at `from_ms`.
+fn suspended_after(fault: impl Fn(u32) -> Fault, from_ms: u64, seed: u64) -> Option<u64> {
+    let mut spec = zk_spec(1, Watch::Predecessor);
+    spec.family.client.session_timeout = Dur::from_secs(6);
+    let mut w = world(&spec, seed, 30, |cfg| {
+        cfg.trace = true;
+        cfg.faults = (0..3).map(|i| at(from_ms, fault(i))).collect();
+    });
+    w.run();
+    let client = node_id(&spec, "client-1");
+    w.trace()
+        .expect("traced")
+        .iter()
+        .filter(|e| e.node == client && e.text == "mark suspended")
+        .map(|e| e.time.as_nanos() / 1_000_000)
+        .find(|&t| t >= from_ms)
+}
+
+/// A crashed server closes the client's connection: the client is Disconnected (SUSPENDED)
+/// a latency after the crash, where a paused one leaves it waiting for its read timeout
+/// (2T/3 = 4 s of silence).
+#[test]
+fn a_crashed_server_disconnects_its_client_at_once_and_a_paused_one_after_the_read_timeout() {
+    for seed in 1..=5 {
+        let crash = |i: u32| Fault::Crash {
+            node: lockstep_sim::NodeId(i),
+            restart_after: None,
+        };
+        let crashed = suspended_after(crash, 10_000, seed).expect("suspended");
+        assert!(
+            crashed - 10_000 <= 150,
+            "seed {seed}: suspended at {crashed} ms"
+        );
+        let pause = |i: u32| Fault::Pause {
+            node: lockstep_sim::NodeId(i),
+            duration: None,
+        };
+        let paused = suspended_after(pause, 10_000, seed).expect("suspended");
+        assert!(
+            (10_000 + 3_000..=10_000 + 4_300).contains(&paused),
+            "seed {seed}: suspended at {paused} ms"
+        );
+    }
+}
