@@ -428,17 +428,21 @@ impl EtcdLock {
             return;
         }
         self.loops = true;
-        self.keepalive_pass(ctx);
+        self.keepalive_pass(ctx, true);
         ctx.set_timer(ClockKind::Mono, DEADLINE_POLL, ClientTimer::DeadlinePoll);
     }
 
     /// One pass of `sendKeepAliveLoop` (`lease.go:593-625`): a keepalive if `nextKeepAlive`
-    /// is before now, then the next pass `retryConnWait` later.
-    fn keepalive_pass(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
+    /// is before now, then the next pass `retryConnWait` later. The loop's first pass runs
+    /// just after `KeepAlive` set `nextKeepAlive` to its own `time.Now()`, which is then
+    /// before the pass's; in the model both are the same instant, so `first` says so.
+    fn keepalive_pass(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, first: bool) {
         ctx.set_timer(ClockKind::Mono, KEEPALIVE_POLL, ClientTimer::KeepAlivePoll);
         let now = ctx.mono();
         let (lease, first_unanswered) = match &self.session {
-            SessionState::Open(s) if s.next_keepalive < now => (s.lease, s.inflight.is_none()),
+            SessionState::Open(s) if s.next_keepalive < now || (first && s.next_keepalive == now) => {
+                (s.lease, s.inflight.is_none())
+            }
             _ => return,
         };
         let req = self.send(ctx, Request::KeepAlive { lease });
@@ -761,7 +765,7 @@ impl LockClient for EtcdLock {
     ) -> Option<LockSignal> {
         match timer {
             ClientTimer::KeepAlivePoll => {
-                self.keepalive_pass(ctx);
+                self.keepalive_pass(ctx, false);
                 None
             }
             ClientTimer::KeepAliveTimeout { req } => {
