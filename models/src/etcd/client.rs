@@ -2,13 +2,23 @@
 //! the `concurrency.Mutex` (or `Election.Campaign`) recipe on top (docs/semantics.md §3.3,
 //! §3.4).
 //!
-//! - **Session.** `LeaseGrant`, then the keepalive stream: a send loop polls every 500 ms and
-//!   sends when `nextKeepAlive` has passed; each response sets `nextKeepAlive = now + TTL/3`
-//!   and `deadline = now + TTL`, on the client's MONO clock, from the response's *receipt*; a
-//!   deadline loop checks every 1 s and closes the session when the deadline has passed; a
-//!   response with TTL 0 closes it at once. The first deadline is `firstKeepAliveTimeout`
-//!   (5 s without a dial timeout). The client believes it holds the lock while its session is
+//! - **Session.** `LeaseGrant`, then the keepalive stream (`client/v3/lease.go`, lines as in
+//!   docs/semantics.md §3.3). The client's loops start with its first `KeepAlive`, once the
+//!   grant is answered, and run for the client's life (`firstKeepAliveOnce`): the send loop
+//!   makes a pass at once and then every 500 ms (`retryConnWait`), sending a keepalive for a
+//!   lease whose `nextKeepAlive` is before now — whether or not an earlier one was answered,
+//!   since only a response moves it (`sendKeepAliveLoop`, `:593-625`); each response sets
+//!   `nextKeepAlive = now + TTL/3` and `deadline = now + TTL`, on the client's MONO clock, from
+//!   the response's *receipt* (`recvKeepAlive`, `:526-565`); the deadline loop checks every
+//!   1 s from its start and closes the session when the deadline is before now
+//!   (`deadlineLoop`, `:569-590`); a response with TTL 0 closes it at once. The first
+//!   deadline is `firstKeepAliveTimeout` (5 s without a dial timeout). A later session of the
+//!   same client joins the running loops: its first keepalive goes at their next pass. So
+//!   the keepalives follow each response, on the grid of a send loop that started when the
+//!   first grant was answered. The client believes it holds the lock while its session is
 //!   open, which is later than the leader's view (the leader renewed before it replied).
+//!   Not clientv3's: a keepalive unanswered for the request timeout moves the client to the
+//!   next endpoint, standing in for gRPC reconnecting the stream elsewhere.
 //! - **Mutex.** One key per session, `prefix + hex(lease)`. `tryAcquire` is one transaction:
 //!   if the key does not exist, put it with the lease, else get it; in both, get the first
 //!   creator under the prefix. The holder is the key with the smallest create revision. A
@@ -132,7 +142,7 @@ struct Session {
     ttl: Dur,
     deadline: LocalTime,
     next_keepalive: LocalTime,
-    /// A keepalive awaits its response.
+    /// The oldest keepalive that awaits its response, under the request timeout.
     inflight: Option<u64>,
 }
 
@@ -282,6 +292,9 @@ impl EtcdLock {
                     next_keepalive: now,
                     inflight: None,
                 });
+                // `Session` calls `KeepAlive` once granted; the client's first `KeepAlive`
+                // starts its loops, whose first pass sends at once (`lease.go:593-625`).
+                self.start_loops(ctx);
                 return match self.phase {
                     Phase::NeedSession => {
                         self.try_acquire(ctx);
@@ -290,9 +303,9 @@ impl EtcdLock {
                     _ => None,
                 };
             }
-            (SessionState::Open(s), Reply::KeepAlive { lease, ttl })
-                if s.inflight == Some(id) && *lease == s.lease =>
-            {
+            // Any response for the session's lease counts, answering whichever keepalive
+            // (`recvKeepAlive` looks the lease up by id, `lease.go:526-565`).
+            (SessionState::Open(s), Reply::KeepAlive { lease, ttl }) if *lease == s.lease => {
                 s.inflight = None;
                 if *ttl == Dur::ZERO {
                     return self.close_session();
@@ -408,13 +421,43 @@ impl EtcdLock {
         }
     }
 
+    /// Starts the keepalive loops if they do not run yet: the send loop's first pass now,
+    /// the next after 500 ms; the deadline loop's first check after 1 s.
     fn start_loops(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
         if self.loops {
             return;
         }
         self.loops = true;
-        ctx.set_timer(ClockKind::Mono, KEEPALIVE_POLL, ClientTimer::KeepAlivePoll);
+        self.keepalive_pass(ctx, true);
         ctx.set_timer(ClockKind::Mono, DEADLINE_POLL, ClientTimer::DeadlinePoll);
+    }
+
+    /// One pass of `sendKeepAliveLoop` (`lease.go:593-625`): a keepalive if `nextKeepAlive`
+    /// is before now, then the next pass `retryConnWait` later. The loop's first pass runs
+    /// just after `KeepAlive` set `nextKeepAlive` to its own `time.Now()`, which is then
+    /// before the pass's; in the model both are the same instant, so `first` says so.
+    fn keepalive_pass(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, first: bool) {
+        ctx.set_timer(ClockKind::Mono, KEEPALIVE_POLL, ClientTimer::KeepAlivePoll);
+        let now = ctx.mono();
+        let (lease, first_unanswered) = match &self.session {
+            SessionState::Open(s) if s.next_keepalive < now || (first && s.next_keepalive == now) => {
+                (s.lease, s.inflight.is_none())
+            }
+            _ => return,
+        };
+        let req = self.send(ctx, Request::KeepAlive { lease });
+        if first_unanswered {
+            if let SessionState::Open(s) = &mut self.session {
+                s.inflight = Some(req);
+            }
+            // Not clientv3's: a keepalive unanswered this long moves the client to the next
+            // endpoint (standing in for the stream reconnecting elsewhere).
+            ctx.set_timer(
+                ClockKind::Mono,
+                self.config.request_timeout,
+                ClientTimer::KeepAliveTimeout { req },
+            );
+        }
     }
 
     fn grant(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
@@ -667,7 +710,6 @@ impl LockClient for EtcdLock {
 
     fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
-        self.start_loops(ctx);
         match &self.session {
             SessionState::Open(_) => self.try_acquire(ctx),
             SessionState::Granting { .. } => self.phase = Phase::NeedSession,
@@ -751,28 +793,7 @@ impl LockClient for EtcdLock {
     ) -> Option<LockSignal> {
         match timer {
             ClientTimer::KeepAlivePoll => {
-                ctx.set_timer(ClockKind::Mono, KEEPALIVE_POLL, ClientTimer::KeepAlivePoll);
-                let now = ctx.mono();
-                let due = match &self.session {
-                    SessionState::Open(s) => s.inflight.is_none() && s.next_keepalive <= now,
-                    _ => false,
-                };
-                if due {
-                    let SessionState::Open(s) = &self.session else {
-                        unreachable!()
-                    };
-                    let lease = s.lease;
-                    let req = self.send(ctx, Request::KeepAlive { lease });
-                    if let SessionState::Open(s) = &mut self.session {
-                        s.inflight = Some(req);
-                    }
-                    // A keepalive that gets no answer is sent again at a later poll.
-                    ctx.set_timer(
-                        ClockKind::Mono,
-                        self.config.request_timeout,
-                        ClientTimer::KeepAliveTimeout { req },
-                    );
-                }
+                self.keepalive_pass(ctx, false);
                 None
             }
             ClientTimer::KeepAliveTimeout { req } => {
@@ -787,7 +808,8 @@ impl LockClient for EtcdLock {
             ClientTimer::DeadlinePoll => {
                 ctx.set_timer(ClockKind::Mono, DEADLINE_POLL, ClientTimer::DeadlinePoll);
                 let now = ctx.mono();
-                let expired = matches!(&self.session, SessionState::Open(s) if s.deadline <= now);
+                // `ka.deadline.Before(now)` (`lease.go:569-590`).
+                let expired = matches!(&self.session, SessionState::Open(s) if s.deadline < now);
                 if expired {
                     return self.close_session();
                 }

@@ -9,7 +9,11 @@
 //!   does not answer it, and the client's next keepalive after the revoke learns TTL 0.
 //! - The lessor's run loop ticks every 500 ms on the leader, collects up to 500 expired leases
 //!   and proposes their revokes, retrying one not revoked after 7 s
-//!   (`ExpiredLeasesRetryInterval`).
+//!   (`ExpiredLeasesRetryInterval`). Its phase is the member's own: `runLoop` starts when the
+//!   process does and sleeps 500 ms between passes (`lessor.go:620-635`), so where its ticks
+//!   fall against a client's keepalives depends on when the process started. The first tick
+//!   comes at a point of the period drawn from the member's stream, drawn again at a restart,
+//!   as a new process starts its loop afresh.
 //! - When a member's first entry of its own term is applied as leader, its lessor is promoted
 //!   with the election timeout as extension: every lease lives its checkpointed remaining TTL,
 //!   or its full TTL, plus one election timeout. Stepping down demotes it.
@@ -723,7 +727,13 @@ impl Service for EtcdServer {
         // Members do not tick in phase: the first tick comes at a random point of the period.
         let first = Dur::from_nanos(ctx.rng().below(self.config.tick.as_nanos()) + 1);
         ctx.set_timer(ClockKind::Mono, first, ServerTimer::RaftTick);
-        ctx.set_timer(ClockKind::Mono, LESSOR_TICK, ServerTimer::LessorTick);
+        // Nor does the lessor's run loop tick in phase with anything else: it starts with the
+        // process (`lessor.go:620-635`), so its first pass is at a point of its 500 ms period
+        // of the member's own. Without this, every lease's expiry would be checked at the same
+        // point of the client's keepalive grid on every seed (2.41-2.50 s after the last
+        // keepalive of a 2 s lease; the real server spreads it over 2.05-2.44 s).
+        let phase = Dur::from_nanos(ctx.rng().below(LESSOR_TICK.as_nanos()) + 1);
+        ctx.set_timer(ClockKind::Mono, phase, ServerTimer::LessorTick);
         if let Some(every) = self.config.checkpoint {
             ctx.set_timer(ClockKind::Mono, every, ServerTimer::Checkpoint);
         }

@@ -4,9 +4,11 @@
 //! - **Connection** (`ClientCnxn.java`). The client connects to one server at a time, picked
 //!   at random first (`StaticHostProvider` shuffles), then the next in turn, waiting up to
 //!   1 s at random before each reconnect. A connect attempt times out after
-//!   `T / #servers`. When connected it pings once it has sent nothing for about T/3
+//!   `T / #servers`. When connected it pings once it has sent nothing for T/3
 //!   ([`super::ping_interval`]), and when it has heard nothing for `2T/3` it closes the
-//!   socket: **Disconnected**. It learns that its session **Expired** only on reconnecting,
+//!   socket; the socket's cleanup sleeps 100 ms ([`super::CLEANUP_SLEEP`]) before the client
+//!   raises **Disconnected** and goes on to the next server (so for any way a connection
+//!   ends). It learns that its session **Expired** only on reconnecting,
 //!   from the zero timeout of the server's answer. All times are on its MONO clock.
 //! - **Curator** (`ConnectionStateManager`). Disconnected is SUSPENDED; a reconnect to the
 //!   same session is RECONNECTED; Expired, or the negotiated timeout passing while SUSPENDED
@@ -35,7 +37,7 @@ use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 use super::proto::{Op, OpResult, Reply, Request};
 use super::tree::{ErrorCode, EventKind};
 use super::{ClientTimer, Msg};
-use super::{LOCK_PATH, SessionId, Zxid, lock_order, ping_interval, read_timeout};
+use super::{CLEANUP_SLEEP, LOCK_PATH, SessionId, Zxid, lock_order, ping_interval, read_timeout};
 use crate::env::Host;
 use crate::lock::{LockClient, LockSignal, NoResource};
 use crate::observe::Observation;
@@ -331,19 +333,20 @@ impl ZooKeeperLock {
         ctx.set_timer(ClockKind::Mono, attempt, t);
     }
 
-    /// The connection is gone (read timeout, a closed socket, a connect that timed out):
-    /// try the next server, after up to a second unless the handle is fresh.
+    /// The connection is gone (read timeout, a closed socket, a connect that timed out): the
+    /// socket is closed now (what it still brings is dropped, requests in flight on it are
+    /// lost); Disconnected and the move to the next server come after the cleanup's sleep
+    /// ([`Self::after_cleanup`]). `SendThread.run` catches the failure and calls
+    /// `cleanAndNotifyState`, whose `ClientCnxnSocketNIO.cleanup` closes the socket and then
+    /// sleeps 100 ms before the Disconnected event is queued (`ClientCnxn.java:1222-1247`).
     fn disconnect(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         let was_connected = matches!(self.cnxn, Cnxn::Connected { .. });
         self.cnxn = Cnxn::Idle;
-        self.server = (self.server + 1) % self.config.servers.len();
-        if self.fresh {
-            self.connect(ctx);
-        } else {
-            let wait = Dur::from_nanos(ctx.rng().below(Dur::from_secs(1).as_nanos()));
-            let t = ClientTimer::Reconnect { seq: self.conns };
-            ctx.set_timer(ClockKind::Mono, wait, t);
-        }
+        let t = ClientTimer::Cleanup {
+            seq: self.conns,
+            was_connected,
+        };
+        ctx.set_timer(ClockKind::Mono, CLEANUP_SLEEP, t);
         if !was_connected {
             return None;
         }
@@ -373,7 +376,26 @@ impl ZooKeeperLock {
             }
             other => other,
         };
-        if self.curator == Curator::Connected {
+        signal
+    }
+
+    /// The closed socket's cleanup is over: the next server, after up to a second unless the
+    /// handle is fresh; Disconnected (Curator: SUSPENDED) if the connection had been made.
+    fn after_cleanup(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        was_connected: bool,
+    ) -> Option<LockSignal> {
+        self.server = (self.server + 1) % self.config.servers.len();
+        if self.fresh {
+            self.connect(ctx);
+        } else {
+            let wait = Dur::from_nanos(ctx.rng().below(Dur::from_secs(1).as_nanos()));
+            let t = ClientTimer::Reconnect { seq: self.conns };
+            ctx.set_timer(ClockKind::Mono, wait, t);
+        }
+        let mut signal = None;
+        if was_connected && self.curator == Curator::Connected {
             self.curator = Curator::Suspended;
             self.suspensions += 1;
             ctx.mark("suspended");
@@ -851,6 +873,13 @@ impl LockClient for ZooKeeperLock {
             (ClientTimer::ConnectTimeout { conn }, Cnxn::Connecting { conn: c }) if c == conn => {
                 self.disconnect(ctx)
             }
+            (
+                ClientTimer::Cleanup {
+                    seq,
+                    was_connected,
+                },
+                Cnxn::Idle,
+            ) if seq == self.conns => self.after_cleanup(ctx, was_connected),
             (
                 ClientTimer::ReadCheck { conn },
                 Cnxn::Connected {

@@ -760,3 +760,103 @@ fn a_crashed_server_disconnects_its_client_at_once_and_a_paused_one_after_the_re
         );
     }
 }
+
+/// `zk_spec(2, _)` with sessions of `t_ms` whose clients hold the lock (or wait for it) for
+/// longer than the run: once the lock is queued, the connections are idle.
+fn idle_spec(t_ms: u64) -> SystemSpec<ZooKeeper> {
+    let mut spec = zk_spec(2, Watch::Predecessor);
+    spec.family.client.session_timeout = ms(t_ms);
+    spec.workload.work = lockstep_sim::Distribution::Constant(Dur::from_secs(1_000));
+    spec
+}
+
+/// The times client-1's pings reach a server, traced.
+fn pings(w: &World<Node<ZooKeeper>>) -> Vec<Time> {
+    w.trace()
+        .expect("traced")
+        .iter()
+        .filter(|e| e.kind == lockstep_sim::TraceKind::Deliver)
+        .filter(|e| e.text.starts_with("client-1 -> zk-") && e.text.contains("req: Ping"))
+        .map(|e| e.time)
+        .collect()
+}
+
+/// The real 3.8 client, idle, pinged every 2.0 / 5.0 / 13.3 s at T = 6 / 15 / 40 s
+/// (`readTimeout / 2 = T/3`, docs/semantics.md §4.3): within 5 % on every seed, over 50
+/// seeds. The intervals are between deliveries, so they carry 1-5 ms of link jitter.
+#[test]
+fn an_idle_client_pings_every_third_of_the_session_timeout() {
+    for (t_ms, real_ms) in [(6_000u64, 2_000u64), (15_000, 5_000), (40_000, 13_333)] {
+        let secs = 20 + 5 * t_ms / 1_000;
+        let mut all = Vec::new();
+        for seed in 1..=50 {
+            let mut w = world(&idle_spec(t_ms), seed, secs, |cfg| cfg.trace = true);
+            w.run();
+            let p = pings(&w);
+            assert!(
+                p.len() >= 4,
+                "T = {t_ms} ms, seed {seed}: {} pings",
+                p.len()
+            );
+            for pair in p.windows(2) {
+                let gap = (pair[1].as_nanos() - pair[0].as_nanos()) / 1_000_000;
+                assert!(
+                    gap.abs_diff(real_ms) * 20 <= real_ms,
+                    "T = {t_ms} ms, seed {seed}: a ping {gap} ms after the last, real {real_ms}"
+                );
+                all.push(gap);
+            }
+        }
+        let mean = all.iter().sum::<u64>() / all.len() as u64;
+        eprintln!(
+            "T = {t_ms} ms: {} ping intervals, {}..={} ms, mean {mean} ms (real {real_ms})",
+            all.len(),
+            all.iter().min().unwrap(),
+            all.iter().max().unwrap()
+        );
+    }
+}
+
+/// Disconnected (Curator: SUSPENDED) comes 100 ms after the read timeout 2T/3 passes without
+/// a receive (the socket cleanup's sleep): measured 4.10-4.12 s after the last receive on
+/// the real client at T = 6 s. Client-1, idle, is cut off from every server; from the last
+/// message it received to its `suspended` mark, over 50 seeds.
+#[test]
+fn a_client_cut_off_is_disconnected_a_tenth_of_a_second_after_its_read_timeout() {
+    let servers = vec![ZK_1, ZK_2, ZK_3];
+    let client_1 = lockstep_sim::NodeId(4);
+    for seed in 1..=50 {
+        let cut_at = 10_000 + seed * 37;
+        let mut w = world(&idle_spec(6_000), seed, 20, |cfg| cfg.trace = true);
+        w.schedule(at(
+            cut_at,
+            Fault::Partition {
+                shape: Shape::Split {
+                    groups: vec![vec![client_1], servers.clone()],
+                },
+                mode: PartitionMode::Drop,
+                duration: None,
+            },
+        ));
+        w.run();
+        let trace = w.trace().expect("traced");
+        let last_heard = trace
+            .iter()
+            .filter(|e| e.kind == lockstep_sim::TraceKind::Deliver && e.node == client_1)
+            .filter(|e| e.text.starts_with("zk-"))
+            .map(|e| e.time)
+            .next_back()
+            .expect("client-1 heard from a server");
+        let suspended = trace
+            .iter()
+            .find(|e| e.node == client_1 && e.text == "mark suspended")
+            .expect("client-1 is Disconnected")
+            .time;
+        let after = (suspended.as_nanos() - last_heard.as_nanos()) / 1_000_000;
+        assert!(
+            (4_095..=4_120).contains(&after),
+            "seed {seed}: Disconnected {after} ms after the last receive"
+        );
+        assert!(last_heard <= Time::from_millis(cut_at), "seed {seed}");
+    }
+}
