@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use lockstep_bridge::Plan;
+use lockstep_bridge::{Plan, Runtime};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -20,7 +20,7 @@ fn main() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../scenarios/catalogue/k1-gc-pause-unfenced.toml")
     });
-    let (scenario, plan) = match Plan::load(&file) {
+    let (scenario, plan) = match Plan::load(&file, Runtime::Turmoil) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("{e}");
