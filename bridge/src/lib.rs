@@ -6,22 +6,33 @@
 //! Runtime-neutral pieces sit at the top ([`recorder`], [`protocol`], [`resp`],
 //! [`keyspace`], [`plan`]; with a runtime, the example client and the hosts written once
 //! against [`sim::Sim`]); each runtime has its module behind its feature: `turmoil`
-//! (`--features turmoil`). A `madsim` module is meant to sit beside it. See docs/bridge.md.
+//! (`--features turmoil`) and `madsim` (`--features madsim`, built with
+//! `RUSTFLAGS="--cfg madsim"`). See docs/bridge.md.
 
 #![deny(missing_docs)]
 
-#[cfg(feature = "turmoil")]
+// (Not in doctests: rustdoc reads RUSTDOCFLAGS, not RUSTFLAGS; the crate has no doctest.)
+#[cfg(all(feature = "madsim", not(madsim), not(doctest)))]
+compile_error!(
+    "the `madsim` feature simulates only when the whole build has `--cfg madsim`; build it in \
+     its own target directory: RUSTFLAGS=\"--cfg madsim\" cargo test -p lockstep-bridge \
+     --features madsim --target-dir target/madsim"
+);
+
+#[cfg(any(feature = "turmoil", all(feature = "madsim", madsim)))]
 pub mod client;
-#[cfg(feature = "turmoil")]
+#[cfg(any(feature = "turmoil", all(feature = "madsim", madsim)))]
 pub mod hosts;
 pub mod keyspace;
-#[cfg(feature = "turmoil")]
+#[cfg(all(feature = "madsim", madsim))]
+pub mod madsim;
+#[cfg(any(feature = "turmoil", all(feature = "madsim", madsim)))]
 pub mod marks;
 pub mod plan;
 pub mod protocol;
 pub mod recorder;
 pub mod resp;
-#[cfg(feature = "turmoil")]
+#[cfg(any(feature = "turmoil", all(feature = "madsim", madsim)))]
 pub mod sim;
 #[cfg(feature = "turmoil")]
 pub mod turmoil;

@@ -66,15 +66,7 @@ fn faults_turmoil_cannot_express_are_errors_naming_them() {
             "fault[0]: pause of client-2: turmoil cannot freeze a host",
         ),
     ];
-    for (i, (fault, want)) in cases.iter().enumerate() {
-        let path = write_scenario(&format!("refusal-{i}.toml"), &format!("{BASE}{fault}"));
-        let err = Plan::load(&path, Runtime::Turmoil).expect_err("refused");
-        assert!(err.problem.starts_with(want), "{err}");
-        assert!(
-            err.to_string().contains(&path.display().to_string()),
-            "{err}"
-        );
-    }
+    common::refused(Runtime::Turmoil, &cases);
     // The catalogue's own clock-step scenario is refused the same way.
     let err = Plan::load(&catalogue("redis-server-clock-step.toml"), Runtime::Turmoil)
         .expect_err("refused");

@@ -84,6 +84,21 @@ clients = 2
 mode = "unfenced"
 "#;
 
+/// Each `(fault, problem)`: [`BASE`] with the fault is refused under `runtime`, with an
+/// error naming the file and starting with the problem.
+pub(crate) fn refused(runtime: Runtime, cases: &[(&str, &str)]) {
+    for (i, (fault, want)) in cases.iter().enumerate() {
+        let name = format!("refusal-{}-{i}.toml", runtime.name());
+        let path = write_scenario(&name, &format!("{BASE}{fault}"));
+        let err = Plan::load(&path, runtime).expect_err("refused");
+        assert!(err.problem.starts_with(want), "{err}");
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+    }
+}
+
 /// The fault entries of a history: (ms, detail).
 pub(crate) fn faults(history: &History) -> Vec<(u64, String)> {
     history
