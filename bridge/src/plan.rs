@@ -2,8 +2,9 @@
 //! fault schedule as runtime-neutral actions at times or at marks.
 //!
 //! The scenario is loaded by the `lockstep` crate's loader (every check of `lockstep run`);
-//! the plan then refuses, with an error naming the fault or key, whatever the bridge's
-//! hosts or a runtime without per-host clocks cannot express. Nothing is skipped silently.
+//! the plan is made for one [`Runtime`] and refuses, with an error naming the fault or key
+//! in that runtime's terms, whatever the bridge's hosts or that runtime cannot express.
+//! Nothing is skipped silently.
 
 use std::fmt;
 use std::path::Path;
@@ -36,6 +37,26 @@ impl fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
+/// The runtime a plan is made for: what it can express differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// turmoil (`--features turmoil`): no pause of a host, no per-host clock.
+    Turmoil,
+    /// madsim (`--features madsim`, `--cfg madsim`): pauses any node, no per-link latency,
+    /// no per-host clock.
+    Madsim,
+}
+
+impl Runtime {
+    /// Its name in errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Turmoil => "turmoil",
+            Runtime::Madsim => "madsim",
+        }
+    }
+}
+
 /// One thing the runtime is asked to do. Nodes are named as in the scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -63,6 +84,10 @@ pub enum Action {
     Crash(String),
     /// The host starts again.
     Restart(String),
+    /// The host is frozen: none of its tasks runs (madsim only).
+    Pause(String),
+    /// The host runs again (madsim only).
+    Resume(String),
     /// Links between the pairs get a fixed latency of `extra` plus the scenario's highest
     /// latency (`Some`), or the scenario's latency again (`None`).
     Delay {
@@ -136,6 +161,8 @@ pub struct RedisSettings {
 /// A scenario as the bridge runs it.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The runtime it is made for.
+    pub runtime: Runtime,
     /// The scenario's name.
     pub name: String,
     /// How long a run lasts.
@@ -182,8 +209,8 @@ fn ms(n: i64) -> Dur {
 }
 
 impl Plan {
-    /// Loads `path` with lockstep's loader and plans its run under the bridge.
-    pub fn load(path: &Path) -> Result<(Scenario, Plan), PlanError> {
+    /// Loads `path` with lockstep's loader and plans its run under `runtime`.
+    pub fn load(path: &Path, runtime: Runtime) -> Result<(Scenario, Plan), PlanError> {
         let file = path.display().to_string();
         let fail = |problem: String| PlanError {
             file: file.clone(),
@@ -192,13 +219,13 @@ impl Plan {
         let loaded = lockstep::load(path).map_err(|e| fail(e.to_string()))?;
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         let table: toml::Table = text.parse().map_err(|e| fail(format!("{e}")))?;
-        let plan = Plan::of(&loaded.scenario, &table).map_err(fail)?;
+        let plan = Plan::of(&loaded.scenario, &table, runtime).map_err(fail)?;
         Ok((loaded.scenario, plan))
     }
 
-    /// Plans `scenario`, whose file's TOML is `table` (for the Redis and storage keys the
-    /// loaded system keeps inside its family).
-    pub fn of(scenario: &Scenario, table: &toml::Table) -> Result<Plan, String> {
+    /// Plans `scenario` under `runtime`, whose file's TOML is `table` (for the Redis and
+    /// storage keys the loaded system keeps inside its family).
+    pub fn of(scenario: &Scenario, table: &toml::Table, runtime: Runtime) -> Result<Plan, String> {
         let system = &scenario.system;
         if system.kind() != "redis" {
             return Err(format!(
@@ -299,17 +326,22 @@ impl Plan {
             Distribution::Constant(d) => (d, d),
             Distribution::Uniform { lo, hi } => (lo, hi),
             _ => {
-                return Err(
-                    "network.latency_ms: turmoil draws latencies in a range of its own; only \
-                     a constant or { uniform = [lo, hi] } can be given to it"
-                        .to_string(),
-                );
+                return Err(match runtime {
+                    Runtime::Turmoil => {
+                        "network.latency_ms: turmoil draws latencies in a range of its own; \
+                         only a constant or { uniform = [lo, hi] } can be given to it"
+                    }
+                    Runtime::Madsim => {
+                        "network.latency_ms: madsim draws latencies uniformly in one range \
+                         (net.send_latency); only a constant or { uniform = [lo, hi] } can be \
+                         given to it"
+                    }
+                }
+                .to_string());
             }
         };
         if scenario.link.loss_ppm != 0 || scenario.link.duplicate_ppm != 0 {
-            return Err(
-                "network: loss and duplication on TCP cannot be expressed in turmoil".into(),
-            );
+            return Err(format!("network: {}", no_loss(runtime)));
         }
         if !scenario.links.is_empty() {
             return Err("network.links: per-link settings are not translated yet".into());
@@ -317,16 +349,18 @@ impl Plan {
         for node in &scenario.clocks {
             if node.drift_ppm != 0 || node.wall_offset_ns != 0 {
                 return Err(format!(
-                    "clocks: {} has a drift or an offset; turmoil has no per-host clock",
-                    node.name
+                    "clocks: {} has a drift or an offset; {}",
+                    node.name,
+                    no_clock(runtime)
                 ));
             }
         }
         if let Some(chaos) = &scenario.chaos {
-            expressible(chaos)?;
+            expressible(chaos, runtime)?;
         }
 
         let mut plan = Plan {
+            runtime,
             name: scenario.name.clone(),
             duration: scenario.duration,
             names,
@@ -393,7 +427,8 @@ impl Plan {
             }
             v
         };
-        // A client's pause at one of its marks: the client sleeps there.
+        // Under turmoil, a client's pause at one of its marks: the client sleeps there.
+        // (madsim freezes the node instead: a pause is an effect as any other, below.)
         if let (
             When::OnMark {
                 node,
@@ -405,7 +440,8 @@ impl Plan {
                 node: paused,
                 duration,
             },
-        ) = (&sf.when, &sf.fault)
+            Runtime::Turmoil,
+        ) = (&sf.when, &sf.fault, self.runtime)
         {
             let Some(duration) = duration else {
                 return no("a pause without `for_ms` has no end a sleeping client can keep");
@@ -429,26 +465,56 @@ impl Plan {
             });
             return Ok(());
         }
+        let madsim = self.runtime == Runtime::Madsim;
         let effect = match &sf.fault {
-            Fault::Pause { node, .. } => {
+            Fault::Pause { node, .. } if !madsim => {
                 return no(&format!(
                     "pause of {} at a time: turmoil cannot freeze a host; a client's pause \
                      must be placed on one of its marks",
                     self.name(*node)
                 ));
             }
-            Fault::Resume { .. } => return no("resume: turmoil cannot freeze or thaw a host"),
+            Fault::Resume { .. } if !madsim => {
+                return no("resume: turmoil cannot freeze or thaw a host");
+            }
+            // madsim freezes a node (`Handle::pause`) and thaws it (`Handle::resume`).
+            Fault::Pause { node, duration } => {
+                let n = self.name(*node);
+                Effect {
+                    index,
+                    start: vec![Action::Pause(n.clone())],
+                    end: duration.map(|d| (d, vec![Action::Resume(n.clone())])),
+                    kind: FaultKind::Pause,
+                    nodes: vec![n.clone()],
+                    detail: match duration {
+                        Some(d) => format!("pause {n} for {} ms", d.as_nanos() / 1_000_000),
+                        None => format!("pause {n}"),
+                    },
+                }
+            }
+            Fault::Resume { node } => {
+                let n = self.name(*node);
+                Effect {
+                    index,
+                    start: vec![Action::Resume(n.clone())],
+                    end: None,
+                    kind: FaultKind::Resume,
+                    nodes: vec![n.clone()],
+                    detail: format!("resume {n}"),
+                }
+            }
             Fault::ClockStep { node, .. }
             | Fault::ClockSlew { node, .. }
             | Fault::ClockDrift { node, .. }
             | Fault::ClockStrobe { node, .. } => {
                 return no(&format!(
-                    "clock fault on {}: turmoil has no per-host clock",
-                    self.name(*node)
+                    "clock fault on {}: {}",
+                    self.name(*node),
+                    no_clock(self.runtime)
                 ));
             }
             Fault::Degrade { .. } => {
-                return no("degrade: loss and duplication on TCP cannot be expressed in turmoil");
+                return no(&format!("degrade: {}", no_loss(self.runtime)));
             }
             Fault::Crash {
                 node,
@@ -507,7 +573,7 @@ impl Plan {
                         (v, false)
                     }
                     Shape::OneWay { from, to } => {
-                        if hold {
+                        if hold && !madsim {
                             return no("a one-way partition in hold mode: turmoil holds both ways");
                         }
                         (pairs(from, to), true)
@@ -519,7 +585,7 @@ impl Plan {
                                  the groups",
                             );
                         };
-                        if hold {
+                        if hold && self.runtime == Runtime::Turmoil {
                             // Refused before any run (chaos.hold); kept as a backstop.
                             return no("a random partition in hold mode: turmoil holds both ways");
                         }
@@ -558,6 +624,10 @@ impl Plan {
                         if hold { "hold" } else { "drop" }
                     ),
                 }
+            }
+            Fault::Delay { .. } if madsim => {
+                return no("delay: madsim has one latency range for the whole network \
+                     (net.send_latency), no per-link latency");
             }
             Fault::Delay {
                 from,
@@ -609,25 +679,29 @@ fn pairs_of(
     links.iter().map(|&(a, b)| name(a, b)).collect()
 }
 
-/// Refuses, before any run, a chaos profile that can draw a fault turmoil cannot express,
+/// Refuses, before any run, a chaos profile that can draw a fault `runtime` cannot express,
 /// naming the key that turns it off.
-fn expressible(chaos: &Chaos) -> Result<(), String> {
+fn expressible(chaos: &Chaos, runtime: Runtime) -> Result<(), String> {
     let w = &chaos.weights;
+    let turmoil = runtime == Runtime::Turmoil;
     if w.clock > 0 {
-        return Err(
-            "chaos.weights.clock: the profile steps, slews and drifts clocks; turmoil has no \
-             per-host clock (set it to 0)"
-                .into(),
-        );
+        return Err(format!(
+            "chaos.weights.clock: the profile steps, slews and drifts clocks; {} (set it to 0)",
+            no_clock(runtime)
+        ));
     }
     if w.network > 0 {
-        return Err(
-            "chaos.weights.network: the profile's slow links include lossy ones (loss and \
-             duplication), which TCP under turmoil cannot have (set it to 0)"
-                .into(),
-        );
+        return Err(format!(
+            "chaos.weights.network: the profile's slow links are delayed or lossy; {} (set it \
+             to 0)",
+            if turmoil {
+                "loss and duplication on TCP cannot be expressed in turmoil"
+            } else {
+                "madsim has no per-link latency and its TCP never loses or duplicates"
+            }
+        ));
     }
-    if w.pause > 0 && chaos.on_mark_ppm < 1_000_000 {
+    if turmoil && w.pause > 0 && chaos.on_mark_ppm < 1_000_000 {
         return Err(
             "chaos.weights.pause: the profile pauses processes at random times; turmoil cannot \
              freeze a host, only a client can sleep at its own mark (set it to 0, or \
@@ -635,7 +709,7 @@ fn expressible(chaos: &Chaos) -> Result<(), String> {
                 .into(),
         );
     }
-    if w.partition > 0 && chaos.hold_ppm > 0 {
+    if turmoil && w.partition > 0 && chaos.hold_ppm > 0 {
         return Err(
             "chaos.hold: the profile holds some partitions one way; turmoil holds a link both \
              ways (set it to 0: partitions then drop)"
@@ -643,4 +717,21 @@ fn expressible(chaos: &Chaos) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+fn no_clock(runtime: Runtime) -> &'static str {
+    match runtime {
+        Runtime::Turmoil => "turmoil has no per-host clock",
+        Runtime::Madsim => "madsim has one clock for every node, no per-host clock",
+    }
+}
+
+fn no_loss(runtime: Runtime) -> &'static str {
+    match runtime {
+        Runtime::Turmoil => "loss and duplication on TCP cannot be expressed in turmoil",
+        Runtime::Madsim => {
+            "loss and duplication on TCP cannot be expressed in madsim (its TCP resends a lost \
+             packet until the link takes it, and never duplicates)"
+        }
+    }
 }

@@ -1,53 +1,25 @@
 //! The bridge under turmoil: agreement with the native engine on the catalogue's Redis
 //! scenarios, determinism, the hosts over their protocols, and faults refused by name.
 
+mod common;
+
 use std::cell::RefCell;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
-use lockstep_bridge::Plan;
 use lockstep_bridge::Recorder;
 use lockstep_bridge::turmoil::{RedisLock, StorageConn, redis_host, run, storage_host};
+use lockstep_bridge::{Plan, Runtime};
 use lockstep_check::{Event, GrantId, NodeId, OpKind, OpOutcome};
 use lockstep_models::storage::{RequestKind, StorageRequest, StorageResult};
 use lockstep_models::{Storage, StorageMode};
 
-fn catalogue(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios/catalogue")
-        .join(file)
-}
+use common::{BASE, catalogue, faults, write_scenario};
 
-/// Runs `file` natively and under turmoil for seeds 1..=`seeds`: on every seed both meet
-/// the scenario's expectation and judge its property alike.
 fn agree(file: &str, seeds: u64) {
-    let (scenario, plan) = Plan::load(&catalogue(file)).expect("plannable");
-    let mut misses = Vec::new();
-    for seed in 1..=seeds {
-        let native = lockstep::run(&scenario, seed, false);
-        assert!(
-            native.unmet.is_empty(),
-            "{file} seed {seed} natively: {:?}",
-            native.unmet
-        );
-        let ran = run(&plan, seed).expect("turmoil run");
-        assert!(
-            ran.unfired.is_empty(),
-            "{file} seed {seed}: a mark trigger never fired"
-        );
-        let verdict = lockstep_check::check(&ran.history, &scenario.check_options)
-            .expect("a well-formed history");
-        let unmet = scenario.expect.unmet(&verdict, None);
-        if !unmet.is_empty() || verdict.get(native.property) != native.judged {
-            misses.push((seed, unmet));
-        }
-    }
-    assert!(
-        misses.is_empty(),
-        "{file}: turmoil disagrees on {} seeds: {misses:?}",
-        misses.len()
-    );
+    common::agree(file, seeds, Runtime::Turmoil, |plan, seed| {
+        run(plan, seed).map(|r| (r.history, r.unfired))
+    });
 }
 
 #[test]
@@ -73,34 +45,10 @@ fn naive_del_release_is_invalid_and_its_fix_valid_under_turmoil_as_natively() {
 
 #[test]
 fn a_seed_reproduces_its_history_and_another_seed_differs() {
-    let (_, plan) = Plan::load(&catalogue("k1-gc-pause-unfenced.toml")).expect("plannable");
-    let a = run(&plan, 7).expect("run").history;
-    let b = run(&plan, 7).expect("run").history;
-    let c = run(&plan, 8).expect("run").history;
-    assert_eq!(a, b);
-    assert_ne!(a, c);
-    assert!(a.entries.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
-    assert_eq!(a.names, ["redis", "storage", "client-1", "client-2"]);
+    common::deterministic(Runtime::Turmoil, |plan, seed| {
+        run(plan, seed).map(|r| r.history)
+    });
 }
-
-fn write_scenario(name: &str, text: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::write(&path, text).expect("temp file");
-    path
-}
-
-const BASE: &str = r#"
-[scenario]
-name = "bridge-refusal"
-duration_ms = 10_000
-[model]
-kind = "redis"
-ttl_ms = 1_000
-[workload]
-clients = 2
-[storage]
-mode = "unfenced"
-"#;
 
 #[test]
 fn faults_turmoil_cannot_express_are_errors_naming_them() {
@@ -118,28 +66,23 @@ fn faults_turmoil_cannot_express_are_errors_naming_them() {
             "fault[0]: pause of client-2: turmoil cannot freeze a host",
         ),
     ];
-    for (i, (fault, want)) in cases.iter().enumerate() {
-        let path = write_scenario(&format!("refusal-{i}.toml"), &format!("{BASE}{fault}"));
-        let err = Plan::load(&path).expect_err("refused");
-        assert!(err.problem.starts_with(want), "{err}");
-        assert!(
-            err.to_string().contains(&path.display().to_string()),
-            "{err}"
-        );
-    }
+    common::refused(Runtime::Turmoil, &cases);
     // The catalogue's own clock-step scenario is refused the same way.
-    let err = Plan::load(&catalogue("redis-server-clock-step.toml")).expect_err("refused");
+    let err = Plan::load(&catalogue("redis-server-clock-step.toml"), Runtime::Turmoil)
+        .expect_err("refused");
     assert!(err.problem.contains("no per-host clock"), "{err}");
 }
 
 #[test]
 fn plans_translate_partitions_and_mark_faults() {
-    let (_, plan) = Plan::load(&catalogue("redis-naive-del-release.toml")).expect("plannable");
+    let (_, plan) = Plan::load(&catalogue("redis-naive-del-release.toml"), Runtime::Turmoil)
+        .expect("plannable");
     assert_eq!(plan.timed.len(), 1);
     assert!(plan.lock.release_del);
     assert_eq!(plan.on_mark.len(), 1);
     assert_eq!(plan.on_mark[0].mark, "work-done");
-    let (_, k3) = Plan::load(&catalogue("k3-delayed-write.toml")).expect("plannable");
+    let (_, k3) =
+        Plan::load(&catalogue("k3-delayed-write.toml"), Runtime::Turmoil).expect("plannable");
     assert!(
         k3.on_mark[0].what.is_err(),
         "a delay at a mark goes to the driver"
@@ -301,7 +244,7 @@ fn the_redis_host_serves_the_go_lock_over_resp_with_expiry_on_its_clock() {
 
 #[test]
 fn crashes_restarts_and_held_partitions_run_and_are_recorded() {
-    let faults = r#"
+    let faults_toml = r#"
 [[fault]]
 at_ms = 2_000
 crash = { node = "client-1", restart_after_ms = 1_000 }
@@ -314,17 +257,10 @@ partition = { groups = [["client-2"], ["redis", "storage"]], mode = "hold", for_
 at_ms = 8_000
 crash = { node = "redis", restart_after_ms = 500 }
 "#;
-    let path = write_scenario("crash-hold.toml", &format!("{BASE}{faults}"));
-    let (scenario, plan) = Plan::load(&path).expect("plannable");
+    let path = write_scenario("crash-hold.toml", &format!("{BASE}{faults_toml}"));
+    let (scenario, plan) = Plan::load(&path, Runtime::Turmoil).expect("plannable");
     let history = run(&plan, 3).expect("run").history;
-    let faults: Vec<(u64, String)> = history
-        .entries
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Fault(f) => Some((e.time_ns / 1_000_000, f.detail.clone())),
-            _ => None,
-        })
-        .collect();
+    let faults = faults(&history);
     let want = [
         (2_000, "crash client-1"),
         (3_000, "restart client-1"),
@@ -376,7 +312,7 @@ fn a_chaos_profile_turmoil_cannot_express_is_refused_naming_the_key_that_turns_i
             &format!("chaos-refusal-{i}.toml"),
             &format!("{CHAOS}{keys}"),
         );
-        let err = Plan::load(&path).expect_err("refused");
+        let err = Plan::load(&path, Runtime::Turmoil).expect_err("refused");
         assert!(err.problem.starts_with(want), "{err}");
     }
     // Every pause at a client's own mark is a sleep there: expressible.
@@ -384,7 +320,7 @@ fn a_chaos_profile_turmoil_cannot_express_is_refused_naming_the_key_that_turns_i
         "chaos-on-mark-pauses.toml",
         &format!("{CHAOS}weights = {{ clock = 0, network = 0 }}\non_mark = 1\nhold = 0\n"),
     );
-    let (_, plan) = Plan::load(&path).expect("plannable");
+    let (_, plan) = Plan::load(&path, Runtime::Turmoil).expect("plannable");
     let seeded = plan.at_seed(1).expect("seed 1");
     assert!(seeded.timed.is_empty(), "every fault waits for a mark");
     assert!(seeded.on_mark.iter().all(|t| t.optional));
@@ -403,7 +339,7 @@ fn a_chaos_profile_is_drawn_per_seed_and_played_at_its_times() {
         "chaos-played.toml",
         &format!("{CHAOS}weights = {{ clock = 0, network = 0, pause = 0 }}\nhold = 0\n"),
     );
-    let (scenario, plan) = Plan::load(&path).expect("plannable");
+    let (scenario, plan) = Plan::load(&path, Runtime::Turmoil).expect("plannable");
     assert!(plan.timed.is_empty() && plan.on_mark.is_empty());
     let mut random_shapes = 0;
     let mut fired_on_marks = 0;

@@ -23,6 +23,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "lockstep-sim",
             "toml",
             "turmoil",
+            "madsim",
             "tokio",
         ],
     ),
@@ -81,7 +82,7 @@ fn no_lockstep_crate_depends_on_the_bridge() {
     // The async runtimes are optional: the bridge builds without them.
     let text = std::fs::read_to_string(root().join("bridge/Cargo.toml")).expect("manifest");
     let doc: toml::Table = text.parse().expect("valid manifest");
-    for runtime in ["turmoil", "tokio"] {
+    for runtime in ["turmoil", "madsim", "tokio"] {
         let optional = doc["dependencies"][runtime].get("optional");
         assert_eq!(
             optional.and_then(|o| o.as_bool()),

@@ -8,13 +8,13 @@
 //! as `crash`, restarts as `bounce`, delays as a link latency. A fault triggered at a mark
 //! is handed to the driver by the client that reaches the mark, which then yields one tick
 //! so the fault is in place before its next step. A client's pause at a mark is a sleep
-//! there ([`Marks::reach`]): turmoil cannot freeze a host.
-
-mod client;
-mod hosts;
+//! there ([`Turmoil`]'s `reach`): turmoil cannot freeze a host. The example client and the
+//! hosts are [`crate::client`] and [`crate::hosts`], run over [`Turmoil`].
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -23,11 +23,13 @@ use lockstep_models::Storage;
 use lockstep_sim::rng::Rng;
 use lockstep_sim::time::Dur;
 
-pub use client::{LOCK_KEY, RedisConn, RedisLock, StorageConn, workload};
-pub use hosts::{REDIS_PORT, STORAGE_PORT, redis_host, storage_host};
+pub use crate::client::LOCK_KEY;
+pub use crate::hosts::{REDIS_PORT, STORAGE_PORT};
+pub use crate::marks::Marks;
 
-use crate::plan::{Action, Effect, Plan};
+use crate::plan::{Action, Effect, Plan, Runtime};
 use crate::recorder::Recorder;
+use crate::sim::Sim;
 
 /// turmoil's step: every host runs this much simulated time per step.
 pub const TICK: Duration = Duration::from_millis(1);
@@ -36,77 +38,68 @@ fn std_dur(d: Dur) -> Duration {
     Duration::from_nanos(d.as_nanos())
 }
 
-/// The marks clients reach: counts per node and mark, the plan's triggers, and the faults
-/// they fired for the driver to apply.
-#[derive(Clone, Debug)]
-pub struct Marks {
-    inner: Rc<RefCell<MarksInner>>,
-}
+/// The turmoil runtime, as the example client and the hosts use it.
+#[derive(Clone, Copy, Debug)]
+pub struct Turmoil;
 
-#[derive(Debug)]
-struct MarksInner {
-    plan: Rc<Plan>,
-    reached: BTreeMap<(String, String), u32>,
-    fired: Vec<bool>,
-    pending: Vec<Effect>,
-    recorder: Recorder,
-}
+impl Sim for Turmoil {
+    type Stream = turmoil::net::TcpStream;
+    type Listener = turmoil::net::TcpListener;
+    type Instant = tokio::time::Instant;
 
-impl Marks {
-    fn new(plan: Rc<Plan>, recorder: Recorder) -> Marks {
-        let fired = vec![false; plan.on_mark.len()];
-        Marks {
-            inner: Rc::new(RefCell::new(MarksInner {
-                plan,
-                reached: BTreeMap::new(),
-                fired,
-                pending: Vec::new(),
-                recorder,
-            })),
-        }
+    async fn connect(host: &str, port: u16) -> io::Result<Self::Stream> {
+        turmoil::net::TcpStream::connect((host, port)).await
     }
 
-    /// `node` reached `mark`: a pause placed there is slept here; any other fault placed
-    /// there goes to the driver, and the client yields one tick so it is in place first.
-    pub async fn reach(&self, node: &str, mark: &str) {
-        let (pause, handed) = {
-            let mut inner = self.inner.borrow_mut();
-            let count = inner
-                .reached
-                .entry((node.to_string(), mark.to_string()))
-                .or_insert(0);
-            *count += 1;
-            let count = *count;
-            let now = inner.recorder.now_ns();
-            let plan = inner.plan.clone();
-            let mut pause = Duration::ZERO;
-            let mut handed = false;
-            for (i, t) in plan.on_mark.iter().enumerate() {
-                let lapsed = t.before.is_some_and(|b| now > b.as_nanos());
-                if inner.fired[i]
-                    || t.node != node
-                    || t.mark != mark
-                    || t.occurrence != count
-                    || lapsed
-                {
-                    continue;
-                }
-                inner.fired[i] = true;
-                match &t.what {
-                    Ok(p) => pause += std_dur(p.duration),
-                    Err(effect) => {
-                        inner.pending.push(effect.clone());
-                        handed = true;
-                    }
+    async fn bind(port: u16) -> io::Result<Self::Listener> {
+        turmoil::net::TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)).await
+    }
+
+    async fn accept(listener: &Self::Listener) -> io::Result<(Self::Stream, Option<String>)> {
+        let (stream, peer) = listener.accept().await?;
+        Ok((stream, turmoil::reverse_lookup(peer.ip())))
+    }
+
+    fn spawn_local(task: impl Future<Output = ()> + 'static) {
+        tokio::task::spawn_local(task);
+    }
+
+    async fn sleep(d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+
+    async fn timeout<F: Future>(d: Duration, f: F) -> Option<F::Output> {
+        tokio::time::timeout(d, f).await.ok()
+    }
+
+    fn now() -> Self::Instant {
+        tokio::time::Instant::now()
+    }
+
+    fn host_ms() -> u64 {
+        u64::try_from(turmoil::elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A pause placed at the mark is slept here: turmoil cannot freeze a host. Any other
+    /// fault placed there goes to the driver, and the client yields one tick so it is in
+    /// place first.
+    async fn reach(marks: &Marks, node: &str, mark: &str) {
+        let mut pause = Duration::ZERO;
+        let mut handed = false;
+        for fired in marks.hit(node, mark) {
+            match fired {
+                Ok(p) => pause += std_dur(p.duration),
+                Err(effect) => {
+                    marks.hand(effect);
+                    handed = true;
                 }
             }
-            (pause, handed)
-        };
+        }
         if handed {
             tokio::time::sleep(TICK).await;
         }
         if !pause.is_zero() {
-            let recorder = self.inner.borrow().recorder.clone();
+            let recorder = marks.recorder();
             let id = recorder.node(node).into_iter().collect::<Vec<_>>();
             let ms = pause.as_millis();
             let at = recorder.now_ns();
@@ -121,22 +114,37 @@ impl Marks {
             recorder.fault_at(at, FaultKind::Resume, id, format!("resume {node}"));
         }
     }
+}
 
-    fn take_pending(&self) -> Vec<Effect> {
-        std::mem::take(&mut self.inner.borrow_mut().pending)
-    }
+/// The example client's Redis connection over turmoil's TCP.
+pub type RedisConn = crate::client::RedisConn<Turmoil>;
+/// The example Go Redis lock over turmoil's TCP.
+pub type RedisLock = crate::client::RedisLock<Turmoil>;
+/// The example client's storage connection over turmoil's TCP.
+pub type StorageConn = crate::client::StorageConn<Turmoil>;
 
-    /// Triggers that never fired (by their index in the plan's `on_mark`).
-    pub fn unfired(&self) -> Vec<usize> {
-        let inner = self.inner.borrow();
-        inner
-            .fired
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| !**f)
-            .map(|(i, _)| i)
-            .collect()
-    }
+/// The storage host on a turmoil host ([`crate::hosts::storage_host`]).
+pub async fn storage_host(storage: Rc<RefCell<Storage>>, recorder: Recorder) -> turmoil::Result {
+    crate::hosts::storage_host::<Turmoil>(storage, recorder).await?;
+    Ok(())
+}
+
+/// The Redis host on a turmoil host ([`crate::hosts::redis_host`]).
+pub async fn redis_host(recorder: Recorder) -> turmoil::Result {
+    crate::hosts::redis_host::<Turmoil>(recorder).await?;
+    Ok(())
+}
+
+/// The workload loop of one client on a turmoil host ([`crate::client::workload`]).
+pub async fn workload(
+    plan: Rc<Plan>,
+    me_name: String,
+    recorder: Recorder,
+    marks: Marks,
+    rng: Rng,
+) -> turmoil::Result {
+    crate::client::workload::<Turmoil>(plan, me_name, recorder, marks, rng).await;
+    Ok(())
 }
 
 /// What one run under turmoil produced.
@@ -152,6 +160,12 @@ pub struct TurmoilRun {
 /// Runs `plan` under turmoil with `seed` (turmoil's rng seed, every client's draws and the
 /// chaos profile's faults, [`Plan::at_seed`]).
 pub fn run(plan: &Plan, seed: u64) -> Result<TurmoilRun, String> {
+    if plan.runtime != Runtime::Turmoil {
+        return Err(format!(
+            "the plan was made for {}, not turmoil",
+            plan.runtime.name()
+        ));
+    }
     let plan = Rc::new(plan.at_seed(seed)?);
     let (lo, hi) = (std_dur(plan.latency.0), std_dur(plan.latency.1));
     let mut sim = turmoil::Builder::new()
@@ -231,7 +245,7 @@ pub fn run(plan: &Plan, seed: u64) -> Result<TurmoilRun, String> {
                 recorder.fault_at(now, FaultKind::Heal, Vec::new(), "heal".to_string());
             }
             for action in actions {
-                apply(&mut sim, &plan, &action, &mut cuts, &recorder, now);
+                apply(&mut sim, &plan, &action, &mut cuts, &recorder, now)?;
             }
         }
         sim.step().map_err(|e| format!("turmoil: {e}"))?;
@@ -249,7 +263,7 @@ fn apply(
     cuts: &mut Vec<Action>,
     recorder: &Recorder,
     now: u64,
-) {
+) -> Result<(), String> {
     match action {
         Action::Cut {
             pairs,
@@ -297,7 +311,7 @@ fn apply(
                         &mut Vec::new(),
                         recorder,
                         now,
-                    );
+                    )?;
                 }
             }
         }
@@ -321,5 +335,10 @@ fn apply(
                 }
             }
         }
+        // A turmoil plan has none (`Plan::of` refuses them); said again here, not skipped.
+        Action::Pause(n) | Action::Resume(n) => {
+            return Err(format!("pause of {n}: turmoil cannot freeze a host"));
+        }
     }
+    Ok(())
 }

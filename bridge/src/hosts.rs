@@ -1,19 +1,20 @@
-//! The storage host and the Redis host, each a turmoil host serving TCP connections.
+//! The storage host and the Redis host, each serving TCP connections on a runtime's host;
+//! written once for every runtime ([`Sim`]).
 
 use std::cell::RefCell;
-use std::net::{IpAddr, Ipv4Addr};
+use std::io;
 use std::rc::Rc;
 
 use lockstep_check::{OpOutcome, StorageOp};
 use lockstep_models::Storage;
 use lockstep_models::storage::{StorageReply, StorageResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use turmoil::net::{TcpListener, TcpStream};
 
 use crate::keyspace::{Keyspace, ticket_of};
 use crate::protocol::{parse_request, reply_line};
 use crate::recorder::Recorder;
 use crate::resp::{Reply, decode_command, encode_reply};
+use crate::sim::Sim;
 
 /// The storage host's port.
 pub const STORAGE_PORT: u16 = 7000;
@@ -24,19 +25,22 @@ pub const REDIS_PORT: u16 = 6379;
 /// kept outside the host's software, so a crash loses nothing (lockstep's storage is
 /// durable). Each operation is decided by `Storage::apply` (lockstep's own fencing) and
 /// recorded as it is handled, so a delayed or duplicated delivery is judged where it lands.
-pub async fn storage_host(storage: Rc<RefCell<Storage>>, recorder: Recorder) -> turmoil::Result {
-    let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORAGE_PORT)).await?;
+pub async fn storage_host<S: Sim>(
+    storage: Rc<RefCell<Storage>>,
+    recorder: Recorder,
+) -> io::Result<()> {
+    let listener = S::bind(STORAGE_PORT).await?;
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (stream, _) = S::accept(&listener).await?;
         let (storage, recorder) = (storage.clone(), recorder.clone());
-        tokio::task::spawn_local(async move {
-            let _ = serve_storage(stream, storage, recorder).await;
+        S::spawn_local(async move {
+            let _ = serve_storage::<S>(stream, storage, recorder).await;
         });
     }
 }
 
-async fn serve_storage(
-    mut stream: TcpStream,
+async fn serve_storage<S: Sim>(
+    mut stream: S::Stream,
     storage: Rc<RefCell<Storage>>,
     recorder: Recorder,
 ) -> std::io::Result<()> {
@@ -66,6 +70,7 @@ async fn serve_storage(
                 }
             };
             stream.write_all(out.as_bytes()).await?;
+            stream.flush().await?;
         }
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
@@ -76,24 +81,24 @@ async fn serve_storage(
 }
 
 /// Serves RESP2 on [`REDIS_PORT`] over a fresh keyspace (no persistence: a crash loses it,
-/// as `persistence = "none"`). Expiry is judged on this host's turmoil clock. A `SET .. NX`
+/// as `persistence = "none"`). Expiry is judged on this host's clock ([`Sim::host_ms`]). A `SET .. NX`
 /// that takes the key records `Issued` for the connection's client, with the ticket of the
 /// value it set ([`ticket_of`]), as the native Redis model does.
-pub async fn redis_host(recorder: Recorder) -> turmoil::Result {
+pub async fn redis_host<S: Sim>(recorder: Recorder) -> io::Result<()> {
     let keyspace = Rc::new(RefCell::new(Keyspace::new()));
-    let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), REDIS_PORT)).await?;
+    let listener = S::bind(REDIS_PORT).await?;
     loop {
-        let (stream, peer) = listener.accept().await?;
-        let client = turmoil::reverse_lookup(peer.ip()).and_then(|name| recorder.node(&name));
+        let (stream, peer) = S::accept(&listener).await?;
+        let client = peer.and_then(|name| recorder.node(&name));
         let (keyspace, recorder) = (keyspace.clone(), recorder.clone());
-        tokio::task::spawn_local(async move {
-            let _ = serve_redis(stream, keyspace, recorder, client).await;
+        S::spawn_local(async move {
+            let _ = serve_redis::<S>(stream, keyspace, recorder, client).await;
         });
     }
 }
 
-async fn serve_redis(
-    mut stream: TcpStream,
+async fn serve_redis<S: Sim>(
+    mut stream: S::Stream,
     keyspace: Rc<RefCell<Keyspace>>,
     recorder: Recorder,
     client: Option<lockstep_check::NodeId>,
@@ -107,16 +112,18 @@ async fn serve_redis(
                 Err(problem) => {
                     let reply = Reply::Error(format!("ERR Protocol error: {problem}"));
                     stream.write_all(&encode_reply(&reply)).await?;
+                    stream.flush().await?;
                     return Ok(());
                 }
                 Ok(Some((args, used))) => {
                     buf.drain(..used);
-                    let now_ms = u64::try_from(turmoil::elapsed().as_millis()).unwrap_or(u64::MAX);
+                    let now_ms = S::host_ms();
                     let effect = keyspace.borrow_mut().exec(now_ms, &args);
                     if let (Some(value), Some(client)) = (&effect.issued, client) {
                         recorder.issued(client, ticket_of(value));
                     }
                     stream.write_all(&encode_reply(&effect.reply)).await?;
+                    stream.flush().await?;
                 }
             }
         }

@@ -1,12 +1,13 @@
 //! The example client: the seed's Go Redis lock (`TryAcquire` = `SET key value NX PX ttl`
 //! with a random value, `Release` = `EVAL` compare-and-delete, `Renew` = `EVAL`
-//! compare-and-pexpire) in async Rust over a turmoil `TcpStream`, and the workload loop
+//! compare-and-pexpire) in async Rust over the runtime's `TcpStream`, and the workload loop
 //! lockstep's clients run (`models/src/workload.rs`: think, acquire, read storage, work,
 //! check validity, write value + 1 with the token, release), calling the recorder.
 //!
-//! Nothing here knows it is under test except the recorder calls and [`Marks::reach`], the
-//! cooperative pause points.
+//! Written once for every runtime ([`Sim`]). Nothing here knows it is under test except the
+//! recorder calls and [`Sim::reach`] at the marks.
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use lockstep_check::{ExitReason, GrantId, NodeId};
@@ -14,16 +15,15 @@ use lockstep_models::StorageMode;
 use lockstep_models::storage::{RequestKind, StorageRequest, StorageResult};
 use lockstep_sim::rng::Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::time::{Instant, sleep, timeout};
-use turmoil::net::TcpStream;
 
-use super::Marks;
-use super::hosts::{REDIS_PORT, STORAGE_PORT};
+use crate::hosts::{REDIS_PORT, STORAGE_PORT};
 use crate::keyspace::{COMPARE_AND_DELETE, COMPARE_AND_PEXPIRE, ticket_of};
+use crate::marks::Marks;
 use crate::plan::Plan;
 use crate::protocol::{parse_reply, request_line};
 use crate::recorder::Recorder;
 use crate::resp::{Reply, decode_reply, encode_command};
+use crate::sim::Sim;
 
 /// The lock's key, and the fencing counter's.
 pub const LOCK_KEY: &str = "lock";
@@ -35,15 +35,15 @@ fn std_dur(d: lockstep_sim::time::Dur) -> Duration {
 
 /// A RESP connection that reconnects after any failure (as go-redis's pool does).
 #[derive(Debug)]
-pub struct RedisConn {
+pub struct RedisConn<S: Sim> {
     host: String,
-    stream: Option<TcpStream>,
+    stream: Option<S::Stream>,
     buf: Vec<u8>,
 }
 
-impl RedisConn {
+impl<S: Sim> RedisConn<S> {
     /// A connection to `host` (opened on first use).
-    pub fn new(host: &str) -> RedisConn {
+    pub fn new(host: &str) -> RedisConn<S> {
         RedisConn {
             host: host.to_string(),
             stream: None,
@@ -54,7 +54,7 @@ impl RedisConn {
     /// Sends one command and waits at most `limit` for its reply; `None` on a timeout or a
     /// broken connection (which is then dropped: a late reply is never taken for another).
     pub async fn call(&mut self, args: &[&[u8]], limit: Duration) -> Option<Reply> {
-        let reply = timeout(limit, self.exchange(args)).await.ok().flatten();
+        let reply = S::timeout(limit, self.exchange(args)).await.flatten();
         if reply.is_none() {
             self.stream = None;
             self.buf.clear();
@@ -64,14 +64,11 @@ impl RedisConn {
 
     async fn exchange(&mut self, args: &[&[u8]]) -> Option<Reply> {
         if self.stream.is_none() {
-            self.stream = Some(
-                TcpStream::connect((self.host.as_str(), REDIS_PORT))
-                    .await
-                    .ok()?,
-            );
+            self.stream = Some(S::connect(&self.host, REDIS_PORT).await.ok()?);
         }
         let stream = self.stream.as_mut()?;
         stream.write_all(&encode_command(args)).await.ok()?;
+        stream.flush().await.ok()?;
         let mut chunk = [0u8; 1024];
         loop {
             if let Some((reply, used)) = decode_reply(&self.buf).ok()? {
@@ -89,17 +86,17 @@ impl RedisConn {
 
 /// The seed's Go Redis lock, in async Rust.
 #[derive(Debug)]
-pub struct RedisLock {
-    conn: RedisConn,
+pub struct RedisLock<S: Sim> {
+    conn: RedisConn<S>,
     ttl: Duration,
     timeout: Duration,
     /// The value of the current acquisition.
     value: Option<String>,
 }
 
-impl RedisLock {
+impl<S: Sim> RedisLock<S> {
     /// A lock on `host` with `ttl`; each command waits at most `timeout`.
-    pub fn new(host: &str, ttl: Duration, timeout: Duration) -> RedisLock {
+    pub fn new(host: &str, ttl: Duration, timeout: Duration) -> RedisLock<S> {
         RedisLock {
             conn: RedisConn::new(host),
             ttl,
@@ -188,15 +185,15 @@ impl RedisLock {
 
 /// A connection to the storage host (crate::protocol), reconnecting after a failure.
 #[derive(Debug)]
-pub struct StorageConn {
+pub struct StorageConn<S: Sim> {
     host: String,
-    stream: Option<TcpStream>,
+    stream: Option<S::Stream>,
     buf: Vec<u8>,
 }
 
-impl StorageConn {
+impl<S: Sim> StorageConn<S> {
     /// A connection to `host`.
-    pub fn new(host: &str) -> StorageConn {
+    pub fn new(host: &str) -> StorageConn<S> {
         StorageConn {
             host: host.to_string(),
             stream: None,
@@ -206,7 +203,7 @@ impl StorageConn {
 
     /// Sends `req` and waits at most `limit` for its answer; `None` on a timeout.
     pub async fn op(&mut self, req: StorageRequest, limit: Duration) -> Option<StorageResult> {
-        let result = timeout(limit, self.exchange(req)).await.ok().flatten();
+        let result = S::timeout(limit, self.exchange(req)).await.flatten();
         if result.is_none() {
             self.stream = None;
             self.buf.clear();
@@ -216,14 +213,11 @@ impl StorageConn {
 
     async fn exchange(&mut self, req: StorageRequest) -> Option<StorageResult> {
         if self.stream.is_none() {
-            self.stream = Some(
-                TcpStream::connect((self.host.as_str(), STORAGE_PORT))
-                    .await
-                    .ok()?,
-            );
+            self.stream = Some(S::connect(&self.host, STORAGE_PORT).await.ok()?);
         }
         let stream = self.stream.as_mut()?;
         stream.write_all(request_line(&req).as_bytes()).await.ok()?;
+        stream.flush().await.ok()?;
         let mut chunk = [0u8; 256];
         loop {
             while let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
@@ -245,33 +239,33 @@ impl StorageConn {
 }
 
 /// The workload loop of one client, forever (the driver stops the run at its end).
-pub async fn workload(
-    plan: std::rc::Rc<Plan>,
+pub async fn workload<S: Sim>(
+    plan: Rc<Plan>,
     me_name: String,
     recorder: Recorder,
     marks: Marks,
     mut rng: Rng,
-) -> turmoil::Result {
+) {
     let me: NodeId = recorder.node(&me_name).expect("registered");
     let cfg = &plan.workload;
     let s = &plan.lock;
-    let mut lock = RedisLock::new(&plan.redis, std_dur(s.ttl), std_dur(s.request_timeout));
-    let mut storage = StorageConn::new(&plan.storage);
+    let mut lock = RedisLock::<S>::new(&plan.redis, std_dur(s.ttl), std_dur(s.request_timeout));
+    let mut storage = StorageConn::<S>::new(&plan.storage);
     let op_timeout = std_dur(cfg.storage_timeout);
     // The Redlock drift allowance of the native client: validity = TTL − (TTL × factor + 2 ms).
     let ttl_ns = s.ttl.as_nanos();
     let margin = Duration::from_nanos(ttl_ns / 1_000_000 * s.drift_ppm + 2_000_000);
     let validity = std_dur(s.ttl).saturating_sub(margin);
     loop {
-        sleep(std_dur(cfg.think.sample(&mut rng))).await;
+        S::sleep(std_dur(cfg.think.sample(&mut rng))).await;
         recorder.request(me);
         let (sent, value) = loop {
             let value = rng.next_u64() >> 1;
-            let sent = Instant::now();
+            let sent = S::now();
             if lock.try_acquire(value).await {
                 break (sent, value);
             }
-            sleep(std_dur(s.retry_delay.sample(&mut rng))).await;
+            S::sleep(std_dur(s.retry_delay.sample(&mut rng))).await;
         };
         let token = if s.fencing {
             match lock.token().await {
@@ -287,8 +281,8 @@ pub async fn workload(
             None
         };
         let grant = recorder.grant(me, token, Some(ticket_of(value.to_string().as_bytes())));
-        marks.reach(&me_name, "granted").await;
-        let why = critical_section(
+        S::reach(&marks, &me_name, "granted").await;
+        let why = critical_section::<S>(
             &plan,
             me,
             grant,
@@ -312,7 +306,7 @@ pub async fn workload(
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn critical_section(
+async fn critical_section<S: Sim>(
     plan: &Plan,
     me: NodeId,
     grant: GrantId,
@@ -320,10 +314,10 @@ async fn critical_section(
     recorder: &Recorder,
     marks: &Marks,
     me_name: &str,
-    storage: &mut StorageConn,
+    storage: &mut StorageConn<S>,
     rng: &mut Rng,
     op_timeout: Duration,
-    validity_end: Instant,
+    validity_end: S::Instant,
 ) -> ExitReason {
     let op = |kind| StorageRequest {
         op: recorder.next_op(me),
@@ -341,14 +335,14 @@ async fn critical_section(
         Some(StorageResult::Read(v)) => v,
         _ => return ExitReason::Abandoned,
     };
-    marks.reach(me_name, "read-done").await;
-    sleep(std_dur(plan.workload.work.sample(rng))).await;
-    marks.reach(me_name, "work-done").await;
+    S::reach(marks, me_name, "read-done").await;
+    S::sleep(std_dur(plan.workload.work.sample(rng))).await;
+    S::reach(marks, me_name, "work-done").await;
     if plan.workload.check_validity_before_write {
-        if Instant::now() >= validity_end {
+        if S::now() >= validity_end {
             return ExitReason::Lost;
         }
-        marks.reach(me_name, "validity-checked").await;
+        S::reach(marks, me_name, "validity-checked").await;
     }
     let write = RequestKind::Write {
         value: base + 1,
