@@ -84,6 +84,14 @@ def facts(binary, quick, zk_client_dir):
                 (lambda t=t: model.zk_ping_intervals(binary, sc(f"zk-ping-{t}.toml"), seeds(5), 4)[0]),
             )
         )
+    out.append(
+        Fact(
+            "ZooKeeper session expiry: last ping of a stopped client to its ephemeral's deletion (T = 4 s, tickTime 2 s)",
+            0.10, True,
+            lambda: real.measure_zk_session_expiry(zk_client_dir, 3 if quick else 8, log=log),
+            lambda: model.zk_session_expiry(binary, sc("zk-session-expiry.toml"), seeds(20)),
+        )
+    )
     neg = {}
 
     def neg_real(t_ms):

@@ -84,3 +84,22 @@ def zk_ping_intervals(binary, scenario, seeds, pings):
                 break
         out.extend(b - a for a, b in list(zip(pongs, pongs[1:]))[:pings])
     return out, negotiated
+
+
+def zk_session_expiry(binary, scenario, seeds):
+    """Per seed: the NodeDeleted watch notification delivered to client-2, less the last ping
+    response delivered to client-1 before its pause."""
+    out = []
+    for seed in seeds:
+        lines = trace(binary, scenario, seed)
+        t0 = _fault_time(lines, "pause client-1")
+        last = max(
+            t for t, node, kind, text in lines
+            if t <= t0 and node == "client-1" and kind == "recv" and "reply: Pong" in text
+        )
+        deleted = next(
+            t for t, node, kind, text in lines
+            if t > t0 and node == "client-2" and kind == "recv" and "kind: NodeDeleted" in text
+        )
+        out.append(deleted - last)
+    return out

@@ -453,3 +453,64 @@ def measure_zk_negotiation(client_dir, requested_ms, log=print):
             PROCS.stop(server)
         shutil.rmtree(workdir, ignore_errors=True)
     return out
+
+
+_PING_FULL = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\.(\d\d\d) .*Got ping response")
+
+
+def measure_zk_session_expiry(client_dir, runs, t_ms=4000, log=print):
+    """Seconds from the last ping response a client got to the deletion of its ephemeral node
+    (seen by a second client's watch) when the client is stopped (SIGSTOP), for a session of
+    t_ms on one ZooKeeper server with tickTime 2 s; one sample per run."""
+    import calendar
+
+    workdir = "/tmp/lockstep-conformance/zk-expiry"
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    samples = []
+    server = None
+    try:
+        server = _zk_server(workdir)
+        for run in range(runs):
+            path = f"/conformance-{run}"
+            base = ["java", "-Duser.timezone=UTC", "-cp", zk_classpath() + ":" + client_dir, "ZkIdle", f"127.0.0.1:{ZK_PORT}"]
+            holder = PROCS.start(
+                base[:1] + [
+                    "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.ClientCnxn=debug",
+                    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss.SSS",
+                    "-Dorg.slf4j.simpleLogger.logFile=System.out",
+                ] + base[1:] + [str(t_ms), "60000", "hold", path],
+                stdout=subprocess.PIPE,
+            )
+            hl = Lines(holder.stdout)
+            watcher = PROCS.start(base + ["40000", "60000", "watch", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            wl = Lines(watcher.stdout)
+            if hl.wait_for("^CREATED", 30) is None or wl.wait_for("^WATCHING", 30) is None:
+                raise RuntimeError("ZooKeeper clients did not create and watch the node in 30 s")
+            # Let the holder ping a few times, then stop it at a random phase of its pings.
+            time.sleep(2 * t_ms / 1000 + random.random() * 2)
+            os.kill(holder.pid, signal.SIGSTOP)
+            stopped = time.time()
+            deleted = wl.wait_for("^DELETED", t_ms / 1000 + 15)
+            PROCS.stop(watcher)
+            PROCS.stop(holder)
+            if deleted is None:
+                raise RuntimeError(f"the ephemeral node was not deleted within {t_ms / 1000 + 15} s of the stop")
+            deleted_s = int(deleted[1].split()[1]) / 1000
+            pings = []
+            for _t, line in hl.matching("Got ping response"):
+                m = _PING_FULL.match(line)
+                if m:
+                    y, mo, d, h, mi, s, ms = (int(x) for x in m.groups())
+                    pings.append(calendar.timegm((y, mo, d, h, mi, s)) + ms / 1000)
+            pings = [p for p in pings if p <= stopped]
+            if not pings:
+                raise RuntimeError("no ping response seen before the stop")
+            samples.append(deleted_s - pings[-1])
+            log(f"  zk session T={t_ms / 1000:g} s run {run + 1}/{runs}: deleted {deleted_s - pings[-1]:.3f} s after the last ping response")
+    finally:
+        if server is not None:
+            PROCS.stop(server)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return samples
