@@ -60,6 +60,9 @@ class Procs:
 
 PROCS = Procs()
 
+# Where the servers keep their files: conformance/run's own temporary directory.
+BASE = os.environ.get("LOCKSTEP_CONFORMANCE_DIR", "/tmp/lockstep-conformance")
+
 
 class Lines:
     """Reads a process's stdout in a thread, stamping each line with time.monotonic()."""
@@ -208,7 +211,7 @@ def measure_sentinel(runs, how, down_after_ms=5000, log=print):
     sentinel's +try-failover (the start of the failover), one sample per run."""
     samples = []
     for run in range(runs):
-        workdir = f"/tmp/lockstep-conformance/sentinel-{run}"
+        workdir = os.path.join(BASE, f"sentinel-{run}")
         shutil.rmtree(workdir, ignore_errors=True)
         os.makedirs(workdir)
         started = []
@@ -299,7 +302,7 @@ def measure_etcd_lease(runs, ttl_s=2, log=print):
     """Seconds from the last keepalive response (etcdctl lease keep-alive, clientv3) to the
     key's deletion seen by a watcher, for a TTL-2 s lease whose keepalives stop; one sample per
     run, on one single-member etcd started for the measurement."""
-    workdir = "/tmp/lockstep-conformance/etcd"
+    workdir = os.path.join(BASE, "etcd")
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     env = {**os.environ, "ETCDCTL_API": "3"}
@@ -385,7 +388,7 @@ def measure_zk_ping(client_dir, timeouts_ms, pings, log=print):
     """For each requested session timeout T: the negotiated timeout and the intervals between
     the Java client's (ClientCnxn, ZooKeeper 3.8 from Debian) ping responses on an idle session,
     read from ClientCnxn's DEBUG log. Returns {T: (negotiated_ms, [interval seconds])}."""
-    workdir = "/tmp/lockstep-conformance/zk"
+    workdir = os.path.join(BASE, "zk")
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     out = {}
@@ -433,7 +436,7 @@ def measure_zk_ping(client_dir, timeouts_ms, pings, log=print):
 def measure_zk_negotiation(client_dir, requested_ms, log=print):
     """The session timeout (seconds) the server grants a client that asks for each of
     `requested_ms`, on one ZooKeeper server with tickTime 2 s and the default bounds."""
-    workdir = "/tmp/lockstep-conformance/zk-negotiate"
+    workdir = os.path.join(BASE, "zk-negotiate")
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     out = {}
@@ -464,7 +467,7 @@ def measure_zk_session_expiry(client_dir, runs, t_ms=4000, log=print):
     t_ms on one ZooKeeper server with tickTime 2 s; one sample per run."""
     import calendar
 
-    workdir = "/tmp/lockstep-conformance/zk-expiry"
+    workdir = os.path.join(BASE, "zk-expiry")
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     samples = []
