@@ -48,7 +48,7 @@ def verdict(fact, r, m):
     return ("MATCH" if ok else "DIFFERS") + " (" + ", ".join(why) + ")"
 
 
-def facts(binary, quick, zk_client_dir):
+def facts(binary, quick, zk_client_dir, shim):
     seeds = lambda n: range(1, n + 1)  # noqa: E731
     sc = lambda f: os.path.join(SCEN, f)  # noqa: E731
     out = [
@@ -92,6 +92,17 @@ def facts(binary, quick, zk_client_dir):
             lambda: model.zk_session_expiry(binary, sc("zk-session-expiry.toml"), seeds(20)),
         )
     )
+    steps = [5] if quick else [5, -5]
+    for step in steps:
+        name = "forward" if step > 0 else "backward"
+        out.append(
+            Fact(
+                f"Redis key life (PX 10 s) when the server's wall clock steps {step:+d} s",
+                0.10, True,
+                (lambda step=step: real.measure_redis_clock_step(shim, 2 if quick else 4, step, log=log)),
+                (lambda name=name: model.redis_key_life(binary, sc(f"redis-clock-step-{name}.toml"), seeds(20))),
+            )
+        )
     neg = {}
 
     def neg_real(t_ms):
@@ -128,6 +139,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--binary", required=True)
     ap.add_argument("--zk-client", required=True, help="directory of the compiled ZkIdle class")
+    ap.add_argument("--shim", required=True, help="the compiled wall-clock shim (clockshim.so)")
     ap.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = ap.parse_args()
 
@@ -141,7 +153,7 @@ def main():
     rows = []
     failed = False
     try:
-        for fact in facts(args.binary, args.quick, args.zk_client):
+        for fact in facts(args.binary, args.quick, args.zk_client, args.shim):
             log(f"fact: {fact.name}")
             try:
                 r = fact.real_fn()

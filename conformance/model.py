@@ -103,3 +103,17 @@ def zk_session_expiry(binary, scenario, seeds):
         )
         out.append(deleted - last)
     return out
+
+
+def redis_key_life(binary, scenario, seeds):
+    """Per seed: client-2's first successful SET (an Ok reply from the server), less
+    client-1's."""
+    out = []
+    for seed in seeds:
+        lines = trace(binary, scenario, seed)
+        first = {}
+        for t, node, kind, text in lines:
+            if kind == "recv" and "redis -> " in text and "reply: Ok" in text and node not in first:
+                first[node] = t
+        out.append(first["client-2"] - first["client-1"])
+    return out

@@ -325,6 +325,10 @@ def measure_etcd_lease(runs, ttl_s=2, log=print):
             _etcdctl(endpoint, "put", key, "v", f"--lease={lease}")
             watch = PROCS.start(["etcdctl", "--endpoints", endpoint, "watch", key], env=env, stdout=subprocess.PIPE)
             wl = Lines(watch.stdout)
+            # A random phase of the keepalive loop against the lessor's 500 ms ticker: without
+            # it, each run starts a fixed time after the previous deletion, which the lessor's
+            # tick timed, and every run lands at the same phase.
+            time.sleep(random.random())
             keep = PROCS.start(["etcdctl", "--endpoints", endpoint, "lease", "keep-alive", lease], env=env, stdout=subprocess.PIPE)
             kl = Lines(keep.stdout)
             if kl.wait_for("keepalived", 10) is None:
@@ -515,5 +519,85 @@ def measure_zk_session_expiry(client_dir, runs, t_ms=4000, log=print):
     finally:
         if server is not None:
             PROCS.stop(server)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return samples
+
+
+# --- Redis under a wall-clock step -----------------------------------------------------------
+
+CLOCK_PORT = 16393
+
+
+class _Conn:
+    """One RESP connection kept open (a client's), for simple replies."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+        self.buf = b""
+
+    def call(self, *args):
+        out = f"*{len(args)}\r\n".encode()
+        for a in args:
+            a = str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.sock.sendall(out)
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise RuntimeError("redis-server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line.decode()
+
+    def close(self):
+        self.sock.close()
+
+
+def measure_redis_clock_step(shim, runs, step_s, ttl_ms=10_000, log=print):
+    """A key set with PX ttl_ms on a redis-server whose wall clock (only) is stepped by step_s
+    seconds 1-2 s later, through the LD_PRELOAD shim: seconds from the SET's reply to the first
+    SET NX of a second client (every 10 ms) that succeeds; one sample per run."""
+    import struct
+
+    workdir = os.path.join(BASE, "redis-clock")
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    offset_file = os.path.join(workdir, "offset")
+    with open(offset_file, "wb") as f:
+        f.write(struct.pack("<q", 0))
+    conf = os.path.join(workdir, "redis.conf")
+    with open(conf, "w") as f:
+        f.write(f"port {CLOCK_PORT}\nbind 127.0.0.1\nsave \"\"\nappendonly no\ndir {workdir}\n")
+    env = {**os.environ, "LD_PRELOAD": shim, "LOCKSTEP_CLOCK_OFFSET_FILE": offset_file}
+    server = PROCS.start(["redis-server", conf], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    samples = []
+    offset_ns = 0
+    try:
+        wait_port(CLOCK_PORT, 10)
+        for run in range(runs):
+            key = f"conformance-{run}"
+            holder, waiter = _Conn(CLOCK_PORT), _Conn(CLOCK_PORT)
+            if holder.call("SET", key, "holder", "NX", "PX", ttl_ms) != "+OK":
+                raise RuntimeError("the first SET NX was refused")
+            t0 = time.monotonic()
+            time.sleep(1 + random.random())
+            offset_ns += int(step_s * 1e9)
+            with open(offset_file, "r+b") as f:
+                f.write(struct.pack("<q", offset_ns))
+            deadline = t0 + ttl_ms / 1000 + abs(step_s) + 10
+            got = None
+            while time.monotonic() < deadline:
+                if waiter.call("SET", key, "waiter", "NX", "PX", ttl_ms) == "+OK":
+                    got = time.monotonic()
+                    break
+                time.sleep(0.01)
+            holder.close()
+            waiter.close()
+            if got is None:
+                raise RuntimeError(f"the key outlived {deadline - t0:.0f} s")
+            samples.append(got - t0)
+            log(f"  redis wall step {step_s:+g} s run {run + 1}/{runs}: key gone {got - t0:.3f} s after the SET")
+    finally:
+        PROCS.stop(server)
         shutil.rmtree(workdir, ignore_errors=True)
     return samples
