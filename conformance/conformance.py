@@ -92,6 +92,15 @@ def facts(binary, quick, zk_client_dir, shim):
             lambda: model.zk_session_expiry(binary, sc("zk-session-expiry.toml"), seeds(20)),
         )
     )
+    if not quick:
+        out.append(
+            Fact(
+                "ZooKeeper Disconnected under a partition (netns + iptables): last ping response to the event (T = 6 s)",
+                0.05, True,
+                lambda: real.measure_zk_disconnected(zk_client_dir, 4, log=log),
+                lambda: model.zk_disconnected(binary, sc("zk-disconnected.toml"), seeds(20)),
+            )
+        )
     steps = [5] if quick else [5, -5]
     for step in steps:
         name = "forward" if step > 0 else "backward"

@@ -117,3 +117,22 @@ def redis_key_life(binary, scenario, seeds):
                 first[node] = t
         out.append(first["client-2"] - first["client-1"])
     return out
+
+
+def zk_disconnected(binary, scenario, seeds):
+    """Per seed: client-1's `suspended` mark (Disconnected) less the last ping response
+    delivered to it before the partition."""
+    out = []
+    for seed in seeds:
+        lines = trace(binary, scenario, seed)
+        t0 = _fault_time(lines, "partition")
+        last = max(
+            t for t, node, kind, text in lines
+            if t <= t0 and node == "client-1" and kind == "recv" and "reply: Pong" in text
+        )
+        mark = next(
+            t for t, node, kind, text in lines
+            if t > t0 and node == "client-1" and kind == "mark" and text == "mark suspended"
+        )
+        out.append(mark - last)
+    return out

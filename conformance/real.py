@@ -601,3 +601,115 @@ def measure_redis_clock_step(shim, runs, step_s, ttl_ms=10_000, log=print):
         PROCS.stop(server)
         shutil.rmtree(workdir, ignore_errors=True)
     return samples
+
+
+# --- ZooKeeper client under a partition (network namespace + iptables) ----------------------
+
+NETNS = "lsconf-zk"
+VETH_HOST, VETH_NS = "lsconf0", "lsconf1"
+HOST_IP, NS_IP = "10.231.0.1", "10.231.0.2"
+ZK_NS_PORT = 21892
+
+
+def _sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, timeout=20)
+
+
+def _netns_up():
+    _netns_down()
+    netns_file = os.environ.get("LOCKSTEP_CONFORMANCE_NETNS")
+    if netns_file:
+        with open(netns_file, "a") as f:
+            f.write(f"{NETNS}\n")
+    _sh("ip", "netns", "add", NETNS)
+    _sh("ip", "link", "add", VETH_HOST, "type", "veth", "peer", "name", VETH_NS)
+    _sh("ip", "link", "set", VETH_NS, "netns", NETNS)
+    _sh("ip", "addr", "add", f"{HOST_IP}/30", "dev", VETH_HOST)
+    _sh("ip", "link", "set", VETH_HOST, "up")
+    _sh("ip", "netns", "exec", NETNS, "ip", "addr", "add", f"{NS_IP}/30", "dev", VETH_NS)
+    _sh("ip", "netns", "exec", NETNS, "ip", "link", "set", VETH_NS, "up")
+    _sh("ip", "netns", "exec", NETNS, "ip", "link", "set", "lo", "up")
+
+
+def _netns_down():
+    # Deleting the namespace deletes its end of the veth pair, the other end and its rules.
+    _sh("ip", "netns", "del", NETNS, check=False)
+    _sh("ip", "link", "del", VETH_HOST, check=False)
+
+
+def measure_zk_disconnected(client_dir, runs, t_ms=6000, log=print):
+    """Seconds from the last ping response a client got to its Disconnected event, when
+    iptables in the client's network namespace starts dropping everything to and from the
+    server; session t_ms, one ZooKeeper server with tickTime 2 s; one sample per run."""
+    import calendar
+
+    workdir = os.path.join(BASE, "zk-partition")
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(os.path.join(workdir, "data"))
+    samples = []
+    server = None
+    try:
+        _netns_up()
+        cfg = os.path.join(workdir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(
+                f"tickTime=2000\ndataDir={workdir}/data\nclientPort={ZK_NS_PORT}\n"
+                f"clientPortAddress={HOST_IP}\nadmin.enableServer=false\n"
+            )
+        server = PROCS.start(
+            ["java", "-cp", zk_classpath(), "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection((HOST_IP, ZK_NS_PORT), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"nothing listening on {HOST_IP}:{ZK_NS_PORT} after 30 s")
+                time.sleep(0.05)
+        for run in range(runs):
+            client = PROCS.start(
+                [
+                    "ip", "netns", "exec", NETNS, "java", "-Duser.timezone=UTC",
+                    "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.ClientCnxn=debug",
+                    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss.SSS",
+                    "-Dorg.slf4j.simpleLogger.logFile=System.out",
+                    "-cp", zk_classpath() + ":" + client_dir,
+                    "ZkIdle", f"{HOST_IP}:{ZK_NS_PORT}", str(t_ms), "60000",
+                ],
+                stdout=subprocess.PIPE,
+            )
+            cl = Lines(client.stdout)
+            if cl.wait_for("^NEGOTIATED", 30) is None:
+                raise RuntimeError("the ZooKeeper client in the namespace did not connect in 30 s")
+            time.sleep(t_ms / 1000 + random.random() * 2)
+            for chain, flag in (("OUTPUT", "-d"), ("INPUT", "-s")):
+                _sh("ip", "netns", "exec", NETNS, "iptables", "-A", chain, flag, HOST_IP, "-j", "DROP")
+            cut = time.time()
+            event = cl.wait_for(r"^EVENT \d+ Disconnected", t_ms / 1000 + 15)
+            PROCS.stop(client)
+            for chain, flag in (("OUTPUT", "-d"), ("INPUT", "-s")):
+                _sh("ip", "netns", "exec", NETNS, "iptables", "-D", chain, flag, HOST_IP, "-j", "DROP")
+            if event is None:
+                raise RuntimeError(f"no Disconnected within {t_ms / 1000 + 15} s of the partition")
+            disconnected = int(event[1].split()[1]) / 1000
+            pings = []
+            for _t, line in cl.matching("Got ping response"):
+                m = _PING_FULL.match(line)
+                if m:
+                    y, mo, d, h, mi, s, ms = (int(x) for x in m.groups())
+                    pings.append(calendar.timegm((y, mo, d, h, mi, s)) + ms / 1000)
+            pings = [p for p in pings if p <= cut]
+            if not pings:
+                raise RuntimeError("no ping response seen before the partition")
+            samples.append(disconnected - pings[-1])
+            log(f"  zk partition T={t_ms / 1000:g} s run {run + 1}/{runs}: Disconnected {disconnected - pings[-1]:.3f} s after the last ping response")
+    finally:
+        if server is not None:
+            PROCS.stop(server)
+        _netns_down()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return samples
