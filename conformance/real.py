@@ -102,15 +102,25 @@ class Lines:
             return [(t, s) for t, s in self.lines if rx.search(s)]
 
 
-def wait_port(port, timeout):
+def wait_port(port, timeout, proc=None, host="127.0.0.1"):
+    """Until something listens on host:port; with `proc`, that process must still be running
+    (a server that could not bind, because another process holds the port, has exited)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited ({proc.returncode}) before listening on {host}:{port}: is the port taken?")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
+            with socket.create_connection((host, port), timeout=0.5):
+                pass
+            if proc is not None:
+                # A server that cannot bind exits at once; another's listener answered.
+                time.sleep(0.3)
+                if proc.poll() is not None:
+                    continue
+            return True
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on 127.0.0.1:{port} after {timeout} s")
+    raise RuntimeError(f"nothing listening on {host}:{port} after {timeout} s")
 
 
 def resp(port, *args, timeout=2.0):
@@ -145,7 +155,7 @@ def _redis(workdir, port, extra=""):
     with open(conf, "w") as f:
         f.write(f"port {port}\nbind 127.0.0.1\nsave \"\"\nappendonly no\ndir {workdir}\n{extra}")
     p = PROCS.start(["redis-server", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port, 10)
+    wait_port(port, 10, p)
     return p
 
 
@@ -160,7 +170,7 @@ def _sentinel(workdir, port, down_after_ms):
             "sentinel parallel-syncs m 1\n"
         )
     p = PROCS.start(["redis-sentinel", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port, 10)
+    wait_port(port, 10, p)
     return p
 
 
@@ -284,7 +294,7 @@ def _etcd(workdir):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    wait_port(ETCD_CLIENT, 15)
+    wait_port(ETCD_CLIENT, 15, p)
     return p, endpoint
 
 
@@ -373,7 +383,7 @@ def _zk_server(workdir, tick_ms=2000):
         ["java", "-cp", zk_classpath(), "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    wait_port(ZK_PORT, 30)
+    wait_port(ZK_PORT, 30, p)
     return p
 
 
@@ -573,7 +583,7 @@ def measure_redis_clock_step(shim, runs, step_s, ttl_ms=10_000, log=print):
     samples = []
     offset_ns = 0
     try:
-        wait_port(CLOCK_PORT, 10)
+        wait_port(CLOCK_PORT, 10, server)
         for run in range(runs):
             key = f"conformance-{run}"
             holder, waiter = _Conn(CLOCK_PORT), _Conn(CLOCK_PORT)
@@ -660,15 +670,7 @@ def measure_zk_disconnected(client_dir, runs, t_ms=6000, log=print):
             ["java", "-cp", zk_classpath(), "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection((HOST_IP, ZK_NS_PORT), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"nothing listening on {HOST_IP}:{ZK_NS_PORT} after 30 s")
-                time.sleep(0.05)
+        wait_port(ZK_NS_PORT, 30, server, host=HOST_IP)
         for run in range(runs):
             client = PROCS.start(
                 [
