@@ -12,7 +12,9 @@ use crate::support::{lockstep, root, scenario_files, stdout};
 
 #[test]
 fn every_scenario_file_parses() {
-    for path in scenario_files("scenarios") {
+    // scenario_files asserts that each directory has some.
+    let conformance = scenario_files("conformance/scenarios");
+    for path in scenario_files("scenarios").into_iter().chain(conformance) {
         if let Err(e) = load(&path) {
             panic!("{e}");
         }
