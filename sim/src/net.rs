@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dist::Distribution;
 use crate::rng::Rng;
-use crate::time::Dur;
+use crate::time::{Dur, Time};
 use crate::world::NodeId;
 
 /// How one directed link behaves.
@@ -269,6 +269,13 @@ impl Links {
 
     pub(crate) fn config(&self, from: NodeId, to: NodeId) -> &LinkConfig {
         &self.config[self.idx(from, to)]
+    }
+
+    /// When something put on the link `from → to` at `now` arrives: a latency drawn from
+    /// `rng`, plus the link's extra delay.
+    pub(crate) fn arrival(&self, now: Time, from: NodeId, to: NodeId, rng: &mut Rng) -> Time {
+        let latency = self.config(from, to).latency.sample(rng);
+        now.saturating_add(latency.saturating_add(self.extra(from, to)))
     }
 
     pub(crate) fn extra(&self, from: NodeId, to: NodeId) -> Dur {

@@ -66,14 +66,7 @@ impl<P: Process> Core<P> {
 
     /// Puts one copy of a message on the wire with a fresh latency.
     fn launch(&mut self, from: NodeId, to: NodeId, msg: P::Msg) {
-        let latency = self
-            .links
-            .config(from, to)
-            .latency
-            .sample(&mut self.net_rng);
-        let at = self
-            .now
-            .saturating_add(latency.saturating_add(self.links.extra(from, to)));
+        let at = self.links.arrival(self.now, from, to, &mut self.net_rng);
         let from_incarnation = self.nodes[from.index()].incarnation;
         let to_incarnation = self.nodes[to.index()].incarnation;
         self.sends += 1;
@@ -92,14 +85,7 @@ impl<P: Process> Core<P> {
     /// `from`'s host resets `to`'s connection to it: the reset reaches `to` one latency of
     /// the link `from → to` later, if `to` is still the same process then.
     pub(super) fn send_reset(&mut self, from: NodeId, to: NodeId) {
-        let latency = self
-            .links
-            .config(from, to)
-            .latency
-            .sample(&mut self.reset_rng);
-        let at = self
-            .now
-            .saturating_add(latency.saturating_add(self.links.extra(from, to)));
+        let at = self.links.arrival(self.now, from, to, &mut self.reset_rng);
         let to_incarnation = self.nodes[to.index()].incarnation;
         self.push(
             at,
@@ -158,15 +144,7 @@ impl<P: Process> Core<P> {
                     self.lose(from, to, &held.msg, Loss::SenderCrashed);
                     continue;
                 }
-                let latency = self
-                    .links
-                    .config(from, to)
-                    .latency
-                    .sample(&mut self.net_rng);
-                at = at.max(
-                    self.now
-                        .saturating_add(latency.saturating_add(self.links.extra(from, to))),
-                );
+                at = at.max(self.links.arrival(self.now, from, to, &mut self.net_rng));
                 let Held {
                     sent,
                     from_incarnation,
@@ -193,14 +171,7 @@ impl<P: Process> Core<P> {
             .partition(|&(from, to, _)| self.links.gate(from, to) == Gate::Open);
         self.held_resets = still;
         for (from, to, to_incarnation) in open {
-            let latency = self
-                .links
-                .config(from, to)
-                .latency
-                .sample(&mut self.reset_rng);
-            let mut at = self
-                .now
-                .saturating_add(latency.saturating_add(self.links.extra(from, to)));
+            let mut at = self.links.arrival(self.now, from, to, &mut self.reset_rng);
             if let Some(&(until, _)) = self.released_until.get(&(from, to)) {
                 at = at.max(until);
             }
