@@ -13,6 +13,7 @@
 use super::queue::{Action, Core, code};
 use super::{NodeId, Process, Status, TimerId, World};
 use crate::net::Gate;
+use crate::time::Time;
 use crate::trace::TraceKind;
 
 /// A message on the wire.
@@ -85,8 +86,17 @@ impl<P: Process> Core<P> {
     /// `from`'s host resets `to`'s connection to it: the reset reaches `to` one latency of
     /// the link `from → to` later, if `to` is still the same process then.
     pub(super) fn send_reset(&mut self, from: NodeId, to: NodeId) {
-        let at = self.links.arrival(self.now, from, to, &mut self.reset_rng);
         let to_incarnation = self.nodes[to.index()].incarnation;
+        self.launch_reset(from, to, to_incarnation, self.now);
+    }
+
+    /// Puts a reset meant for `to`'s incarnation `to_incarnation` on the link `from → to`
+    /// with a fresh latency, arriving no sooner than `not_before`.
+    fn launch_reset(&mut self, from: NodeId, to: NodeId, to_incarnation: u32, not_before: Time) {
+        let at = self
+            .links
+            .arrival(self.now, from, to, &mut self.reset_rng)
+            .max(not_before);
         self.push(
             at,
             Action::Reset {
@@ -171,18 +181,11 @@ impl<P: Process> Core<P> {
             .partition(|&(from, to, _)| self.links.gate(from, to) == Gate::Open);
         self.held_resets = still;
         for (from, to, to_incarnation) in open {
-            let mut at = self.links.arrival(self.now, from, to, &mut self.reset_rng);
-            if let Some(&(until, _)) = self.released_until.get(&(from, to)) {
-                at = at.max(until);
-            }
-            self.push(
-                at,
-                Action::Reset {
-                    from,
-                    to,
-                    to_incarnation,
-                },
-            );
+            let behind = self
+                .released_until
+                .get(&(from, to))
+                .map_or(self.now, |&(until, _)| until);
+            self.launch_reset(from, to, to_incarnation, behind);
         }
         released
     }
