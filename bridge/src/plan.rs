@@ -42,8 +42,8 @@ impl std::error::Error for PlanError {}
 pub enum Runtime {
     /// turmoil (`--features turmoil`): no pause of a host, no per-host clock.
     Turmoil,
-    /// madsim (`--features madsim`, `--cfg madsim`): pauses any node, no per-link latency,
-    /// no per-host clock.
+    /// madsim (`--features madsim`, `--cfg madsim`): pauses any node, per-link latency added
+    /// by the bridge, no per-host clock.
     Madsim,
 }
 
@@ -88,8 +88,9 @@ pub enum Action {
     Pause(String),
     /// The host runs again (madsim only).
     Resume(String),
-    /// Links between the pairs get a fixed latency of `extra` plus the scenario's highest
-    /// latency (`Some`), or the scenario's latency again (`None`).
+    /// Links between the pairs get `extra` more latency (`Some`), or the scenario's latency
+    /// again (`None`): under turmoil a fixed latency of `extra` plus the scenario's highest,
+    /// under madsim `extra` before madsim's own latency for what is sent meanwhile.
     Delay {
         /// `(from, to)` pairs.
         pairs: Vec<(String, String)>,
@@ -625,10 +626,6 @@ impl Plan {
                     ),
                 }
             }
-            Fault::Delay { .. } if madsim => {
-                return no("delay: madsim has one latency range for the whole network \
-                     (net.send_latency), no per-link latency");
-            }
             Fault::Delay {
                 from,
                 to,
@@ -697,7 +694,7 @@ fn expressible(chaos: &Chaos, runtime: Runtime) -> Result<(), String> {
             if turmoil {
                 "loss and duplication on TCP cannot be expressed in turmoil"
             } else {
-                "madsim has no per-link latency and its TCP never loses or duplicates"
+                "madsim's TCP never loses or duplicates"
             }
         ));
     }

@@ -38,6 +38,20 @@ fn k3_delayed_write_is_invalid_under_turmoil_as_natively() {
 }
 
 #[test]
+fn k3_write_sent_in_the_delay_window_lands_15_s_later() {
+    common::delayed_write_lands_late(Runtime::Turmoil, |plan, seed| {
+        run(plan, seed).map(|r| r.history)
+    });
+}
+
+#[test]
+fn the_storage_host_accepts_and_rejects_as_natively_in_every_fencing_mode() {
+    common::every_storage_mode(Runtime::Turmoil, |plan, seed| {
+        run(plan, seed).map(|r| r.history)
+    });
+}
+
+#[test]
 fn naive_del_release_is_invalid_and_its_fix_valid_under_turmoil_as_natively() {
     agree("redis-naive-del-release.toml", 100);
     agree("redis-naive-del-release-fixed.toml", 100);

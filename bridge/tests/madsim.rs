@@ -28,6 +28,25 @@ fn k2_gc_pause_fenced_is_valid_for_the_resource_under_madsim_as_natively() {
 }
 
 #[test]
+fn k3_delayed_write_is_invalid_without_an_overlap_under_madsim_as_natively() {
+    agree("k3-delayed-write.toml", 100);
+}
+
+#[test]
+fn k3_write_sent_in_the_delay_window_lands_15_s_later() {
+    common::delayed_write_lands_late(Runtime::Madsim, |plan, seed| {
+        run(plan, seed).map(|r| r.history)
+    });
+}
+
+#[test]
+fn the_storage_host_accepts_and_rejects_as_natively_in_every_fencing_mode() {
+    common::every_storage_mode(Runtime::Madsim, |plan, seed| {
+        run(plan, seed).map(|r| r.history)
+    });
+}
+
+#[test]
 fn naive_del_release_is_invalid_and_its_fix_valid_under_madsim_as_natively() {
     agree("redis-naive-del-release.toml", 100);
     agree("redis-naive-del-release-fixed.toml", 100);
@@ -48,22 +67,15 @@ fn faults_madsim_cannot_express_are_errors_naming_them() {
             "fault[0]: clock fault on redis: madsim has one clock for every node",
         ),
         (
-            "[[fault]]\nat_ms = 100\ndelay = { from = \"client-1\", to = \"redis\", extra_ms = 100 }\n",
-            "fault[0]: delay: madsim has one latency range for the whole network",
-        ),
-        (
             "[[fault]]\nat_ms = 100\ndegrade = { from = \"client-1\", to = \"redis\", loss = 0.1 }\n",
             "fault[0]: degrade: loss and duplication on TCP cannot be expressed in madsim",
         ),
     ];
     common::refused(Runtime::Madsim, &cases);
-    // The catalogue's clock-step scenario and K3's delayed write are refused the same way.
+    // The catalogue's clock-step scenario is refused the same way.
     let err = Plan::load(&catalogue("redis-server-clock-step.toml"), Runtime::Madsim)
         .expect_err("refused");
     assert!(err.problem.contains("no per-host clock"), "{err}");
-    let err =
-        Plan::load(&catalogue("k3-delayed-write.toml"), Runtime::Madsim).expect_err("refused");
-    assert!(err.problem.contains("delay: madsim"), "{err}");
     // A plan for turmoil is not run by madsim.
     let (_, plan) =
         Plan::load(&catalogue("k1-gc-pause-unfenced.toml"), Runtime::Turmoil).expect("plannable");

@@ -17,15 +17,26 @@
 //! 10 s between tries, and delivered in order once it is unclogged. So a clog holds: a
 //! `hold` partition is exactly that, and a `drop` partition acts on an open connection as
 //! real TCP's retransmission does (its bytes land after the heal, up to one back-off late),
-//! on a connection attempt as a loss. madsim has no per-link latency (one
-//! `net.send_latency` range for the whole network) and one clock for every node: `delay`
-//! and clock faults are refused by name (`Plan::of` with [`Runtime::Madsim`]).
+//! on a connection attempt as a loss.
+//!
+//! madsim has no per-link latency (one `net.send_latency` range for the whole network), so
+//! the bridge adds it: every stream is a [`Link`], which sends what its end flushes through
+//! madsim at once unless a `delay` fault is on its direction (`from → to`). Then the bytes
+//! wait `extra` before madsim sends them (and madsim's latency follows, as the engine adds
+//! `extra` to a drawn latency), and whatever the stream sends after them waits behind them,
+//! in order, as on one TCP connection. The waiting is done by a task on a node of its own
+//! that no fault touches ("net"): bytes in the network outlive their sender's crash or
+//! pause, and a stream dropped by its owner still delivers what it had sent, as a closed
+//! socket does. madsim has one clock for every node: clock faults are refused by name
+//! (`Plan::of` with [`Runtime::Madsim`]).
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use ::madsim::net::{NetSim, TcpListener, TcpStream};
@@ -36,6 +47,7 @@ use lockstep_check::{FaultKind, History};
 use lockstep_models::Storage;
 use lockstep_sim::rng::Rng;
 use lockstep_sim::time::Dur;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
 pub use crate::client::LOCK_KEY;
@@ -59,12 +71,13 @@ fn nanos(d: Duration) -> u64 {
 pub struct Madsim;
 
 impl Sim for Madsim {
-    type Stream = TcpStream;
+    type Stream = Link;
     type Listener = TcpListener;
     type Instant = std::time::Instant;
 
     async fn connect(host: &str, port: u16) -> io::Result<Self::Stream> {
-        TcpStream::connect((host, port)).await
+        let stream = TcpStream::connect((host, port)).await?;
+        Ok(Link::new(stream, Some(host.to_string())))
     }
 
     async fn bind(port: u16) -> io::Result<Self::Listener> {
@@ -74,7 +87,7 @@ impl Sim for Madsim {
     async fn accept(listener: &Self::Listener) -> io::Result<(Self::Stream, Option<String>)> {
         let (stream, peer) = listener.accept().await?;
         let name = with_run(|run| run.by_ip.get(&peer.ip()).cloned()).flatten();
-        Ok((stream, name))
+        Ok((Link::new(stream, name.clone()), name))
     }
 
     fn spawn_local(task: impl Future<Output = ()> + 'static) {
@@ -141,6 +154,153 @@ impl Sim for Madsim {
     }
 }
 
+/// A madsim TCP stream with the bridge's per-link latency on what this end sends (see the
+/// module's documentation): reads are madsim's; a flush goes to madsim at once unless a
+/// `delay` is on this direction or earlier bytes still wait, and then waits its turn.
+#[derive(Debug)]
+pub struct Link {
+    stream: Rc<RefCell<TcpStream>>,
+    /// `(this node, the peer)`, when both are named hosts of the run.
+    route: Option<(String, String)>,
+    /// Written, not yet flushed.
+    out: Vec<u8>,
+    held: Rc<RefCell<Held>>,
+}
+
+/// Bytes waiting in the network, in the order they were sent, each with the time madsim
+/// gets them.
+#[derive(Debug, Default)]
+struct Held {
+    chunks: VecDeque<(u64, Vec<u8>)>,
+    /// A task on the "net" node is sending them.
+    pumping: bool,
+}
+
+impl Link {
+    fn new(stream: TcpStream, peer: Option<String>) -> Link {
+        let me = with_run(|run| run.names.get(&::madsim::plugin::node()).cloned()).flatten();
+        Link {
+            stream: Rc::new(RefCell::new(stream)),
+            route: me.zip(peer),
+            out: Vec::new(),
+            held: Rc::default(),
+        }
+    }
+}
+
+/// Hands `bytes` to madsim's stream and sends them. madsim 0.2.34's `poll_write` appends to
+/// a buffer and `poll_flush` sends it, both at once (`sim/net/tcp/stream.rs`); anything
+/// else is an error here rather than a hang.
+fn send(stream: &RefCell<TcpStream>, bytes: &[u8]) -> io::Result<()> {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut stream = stream.borrow_mut();
+    match Pin::new(&mut *stream).poll_write(&mut cx, bytes) {
+        Poll::Ready(Ok(n)) if n == bytes.len() => {}
+        Poll::Ready(Err(e)) => return Err(e),
+        _ => return Err(io::Error::other("madsim's TCP did not take a whole write")),
+    }
+    match Pin::new(&mut *stream).poll_flush(&mut cx) {
+        Poll::Ready(result) => result,
+        Poll::Pending => Err(io::Error::other("madsim's TCP did not send at once")),
+    }
+}
+
+/// The body of the "net" node: it starts each sender of delayed bytes the run hands it.
+/// No fault names this node, so bytes in the network outlive their sender.
+async fn network() {
+    let Some(wake) = with_run(|run| run.net_wake.clone()) else {
+        return;
+    };
+    loop {
+        for task in with_run(|run| std::mem::take(&mut run.pumps)).unwrap_or_default() {
+            ::madsim::task::spawn_local(task);
+        }
+        wake.notified().await;
+    }
+}
+
+/// Sends `held`'s bytes on `stream`, each at its time, until none is left.
+async fn pump(stream: Rc<RefCell<TcpStream>>, held: Rc<RefCell<Held>>) {
+    let time = TimeHandle::current();
+    loop {
+        let next = held.borrow().chunks.front().map(|(at, _)| *at);
+        let Some(at) = next else {
+            break;
+        };
+        let now = nanos(time.elapsed());
+        if at > now {
+            ::madsim::time::sleep(Duration::from_nanos(at - now)).await;
+            continue;
+        }
+        let chunk = held.borrow_mut().chunks.pop_front();
+        if let Some((_, bytes)) = chunk
+            && send(&stream, &bytes).is_err()
+        {
+            // The connection is gone: what waited behind these bytes is lost with it.
+            held.borrow_mut().chunks.clear();
+        }
+    }
+    held.borrow_mut().pumping = false;
+}
+
+impl AsyncRead for Link {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.stream.borrow_mut()).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Link {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().out.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.out.is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        let bytes = std::mem::take(&mut this.out);
+        let extra = this
+            .route
+            .as_ref()
+            .and_then(|route| with_run(|run| run.delays.get(route).copied()))
+            .flatten();
+        let mut held = this.held.borrow_mut();
+        if extra.is_none() && held.chunks.is_empty() {
+            drop(held);
+            return Poll::Ready(send(&this.stream, &bytes));
+        }
+        let now = nanos(TimeHandle::current().elapsed());
+        let mut at = now.saturating_add(extra.map_or(0, Dur::as_nanos));
+        if let Some((last, _)) = held.chunks.back() {
+            at = at.max(*last);
+        }
+        held.chunks.push_back((at, bytes));
+        if !held.pumping {
+            held.pumping = true;
+            let task = Box::pin(pump(this.stream.clone(), this.held.clone()));
+            with_run(|run| {
+                run.pumps.push(task);
+                run.net_wake.notify_one();
+            });
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut *self.stream.borrow_mut()).poll_shutdown(cx)
+    }
+}
+
 /// The example client's Redis connection over madsim's TCP.
 pub type RedisConn = crate::client::RedisConn<Madsim>;
 /// The example Go Redis lock over madsim's TCP.
@@ -179,7 +339,14 @@ struct Run {
     /// How many times each client started (a restarted client draws from a new stream).
     starts: BTreeMap<String, u32>,
     ids: BTreeMap<String, MadsimNode>,
+    names: BTreeMap<MadsimNode, String>,
     by_ip: BTreeMap<IpAddr, String>,
+    /// Senders of bytes delayed in the network ([`Link`]), for the "net" node to start.
+    pumps: Vec<Pin<Box<dyn Future<Output = ()>>>>,
+    /// Wakes the "net" node when `pumps` has work.
+    net_wake: Rc<Notify>,
+    /// The extra latency of each delayed direction `(from, to)`.
+    delays: BTreeMap<(String, String), Dur>,
     /// Cuts in place, for a `heal`.
     cuts: Vec<Action>,
     /// Timed work: (time, order) → actions, with the fault to record when it starts.
@@ -325,10 +492,18 @@ impl Run {
                         .fault_at(now, FaultKind::Resume, node, format!("resume {n}"));
                 }
             }
-            Action::Delay { .. } => self.fail(
-                "delay: madsim has one latency range for the whole network, no per-link latency"
-                    .to_string(),
-            ),
+            Action::Delay { pairs, extra } => {
+                for pair in pairs {
+                    match extra {
+                        Some(extra) => {
+                            self.delays.insert(pair.clone(), *extra);
+                        }
+                        None => {
+                            self.delays.remove(pair);
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -416,7 +591,11 @@ pub fn run(plan: &Plan, seed: u64) -> Result<MadsimRun, String> {
         storage: Rc::new(RefCell::new(Storage::new(plan.storage_mode))),
         starts: BTreeMap::new(),
         ids: BTreeMap::new(),
+        names: BTreeMap::new(),
         by_ip: BTreeMap::new(),
+        pumps: Vec::new(),
+        net_wake: Rc::new(Notify::new()),
+        delays: BTreeMap::new(),
         cuts: Vec::new(),
         order: queue.len(),
         queue,
@@ -469,9 +648,13 @@ async fn drive(plan: Rc<Plan>, end: u64) -> Result<(), String> {
             .build();
         with_run(|run| {
             run.ids.insert(name.clone(), node.id());
+            run.names.insert(node.id(), name.clone());
             run.by_ip.insert(ip, name.clone());
         });
     }
+    // The network's own node: delayed bytes wait there ([`Link`]). It has no address and no
+    // fault names it.
+    handle.create_node().name("net").init(network).build();
     let wake = with_run(|run| run.wake.clone()).ok_or("the run is gone")?;
     let time = TimeHandle::current();
     loop {

@@ -110,3 +110,91 @@ pub(crate) fn faults(history: &History) -> Vec<(u64, String)> {
         })
         .collect()
 }
+
+/// K3 under `runtime` (through `run`), seeds 1 to 20: client-1's write sent in the delay's
+/// window lands at storage 15 s or more after the delay began, and no operation of that
+/// grant lands in between: the delay is applied to that direction, not merely declared.
+pub(crate) fn delayed_write_lands_late(
+    runtime: Runtime,
+    run: impl Fn(&Plan, u64) -> Result<History, String>,
+) {
+    let (_, plan) = Plan::load(&catalogue("k3-delayed-write.toml"), runtime).expect("plannable");
+    let client1 = lockstep_check::NodeId(2);
+    for seed in 1..=20 {
+        let history = run(&plan, seed).expect("run");
+        let at = |e: &lockstep_check::Entry| e.time_ns;
+        let start = history
+            .entries
+            .iter()
+            .find(|e| matches!(&e.event, Event::Fault(f) if f.detail.starts_with("delay +15000")))
+            .map(at)
+            .expect("the delay fired");
+        let grant = history
+            .entries
+            .iter()
+            .filter(|e| e.time_ns <= start)
+            .rev()
+            .find_map(|e| match e.event {
+                Event::Grant { grant, .. } if grant.client == client1 => Some(grant),
+                _ => None,
+            })
+            .expect("client-1 held the lock at its mark");
+        let landed: Vec<u64> = history
+            .entries
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Storage(op) if op.grant == grant))
+            .map(at)
+            .filter(|t| *t > start)
+            .collect();
+        assert!(!landed.is_empty(), "seed {seed}: the delayed write landed");
+        assert!(
+            landed.iter().all(|t| *t >= start + 15_000_000_000),
+            "seed {seed}: an operation of {grant:?} landed before the delay ran out: {landed:?} \
+             (delay from {start})"
+        );
+    }
+}
+
+/// K1's pause under every storage mode the example client can drive (the file's own
+/// unfenced storage, and `fenced-writes` and `fenced-all` with `INCR` tokens), natively and
+/// under `runtime` (through `run`), seeds 1 to 30: the storage host accepts and rejects as
+/// the native storage does (the resource's verdict, whether a stale op was accepted, whether
+/// one was rejected), and each fenced mode rejects the paused holder's write on every seed.
+pub(crate) fn every_storage_mode(
+    runtime: Runtime,
+    run: impl Fn(&Plan, u64) -> Result<History, String>,
+) {
+    let k1 = std::fs::read_to_string(catalogue("k1-gc-pause-unfenced.toml")).expect("K1");
+    let (body, _) = k1.split_once("[expect]").expect("K1 has expectations");
+    for (mode, fencing) in [
+        ("unfenced", ""),
+        ("fenced-writes", "fencing = \"incr\"\n"),
+        ("fenced-all", "fencing = \"incr\"\n"),
+    ] {
+        let text = body
+            .replace("mode = \"unfenced\"", &format!("mode = \"{mode}\""))
+            .replace("ttl_ms = 10_000\n", &format!("ttl_ms = 10_000\n{fencing}"));
+        let path = write_scenario(&format!("k1-{mode}-{}.toml", runtime.name()), &text);
+        let (scenario, plan) = Plan::load(&path, runtime).expect("plannable");
+        for seed in 1..=30 {
+            let native = lockstep::run(&scenario, seed, false).verdict;
+            let history = run(&plan, seed).expect("run");
+            let bridged = lockstep_check::check(&history, &scenario.check_options)
+                .expect("a well-formed history");
+            let sums = |v: &lockstep_check::Verdict| {
+                (v.resource, v.stale_accepted.count > 0, v.stale_rejected > 0)
+            };
+            assert_eq!(
+                sums(&bridged),
+                sums(&native),
+                "{mode}, seed {seed}: (resource, stale accepted, stale rejected) under {} vs natively",
+                runtime.name()
+            );
+            assert_eq!(
+                bridged.stale_rejected > 0,
+                mode != "unfenced",
+                "{mode}, seed {seed}"
+            );
+        }
+    }
+}
