@@ -45,6 +45,7 @@ families! {
     etcd => Etcd,
     zookeeper => ZooKeeper,
     kubernetes => Kubernetes,
+    postgres => Postgres,
 }
 
 pub use family::{Family, Role};

@@ -3,6 +3,7 @@
 mod etcd;
 mod kubernetes;
 mod leader;
+mod postgres;
 mod raft;
 mod raft_host;
 mod raft_safety;

@@ -1,0 +1,296 @@
+//! The PostgreSQL lock client: two recipes (docs/semantics.md §7).
+//!
+//! - [`Recipe::Session`]: `SELECT pg_advisory_lock(1)` (or `pg_try_advisory_lock(1)`) on a
+//!   connection kept for the lock, the protected work on another connection (the
+//!   application's pool), `SELECT pg_advisory_unlock(1)` on the lock's connection to release.
+//!   The client learns that its lock's connection broke only when it next uses it (libpq has
+//!   no callback): a holder whose backend the server ended keeps working, and its writes go
+//!   through the pool's connection all the same.
+//! - [`Recipe::Xact`]: `BEGIN; SELECT pg_advisory_xact_lock(1)` (or the `try` form), the work
+//!   in that transaction, `COMMIT` to release. If the connection broke, the transaction is
+//!   gone, and so is every write in it.
+//!
+//! A try that fails, a `lock_timeout` and a broken connection while acquiring are failed
+//! acquisitions (in the `xact` recipe after a `ROLLBACK`); the workload thinks and tries
+//! again. The client answers the server's keepalive probes for its open connections (its
+//! host's kernel does, so a paused client does not: lockstep's pause freezes the host). A
+//! connection once broken is never used again: the next statement opens a new one.
+
+use lockstep_sim::{Dur, NodeId};
+
+use super::{Answer, LOCK_KEY, Msg, Stmt};
+use crate::env::Host;
+use crate::lock::{LockClient, LockSignal};
+use crate::observe::Observation;
+use crate::storage::StorageRequest;
+
+/// How the client locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Recipe {
+    /// A session-level lock on a connection of its own; the work on the pool's.
+    Session,
+    /// A transaction-level lock with the work in the same transaction.
+    Xact,
+}
+
+/// The client's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PgLockConfig {
+    /// Where it connects: the server, or pgbouncer.
+    pub endpoint: NodeId,
+    /// The recipe.
+    pub recipe: Recipe,
+    /// Blocking lock functions (`pg_advisory_lock`) rather than `pg_try_advisory_lock`.
+    pub wait: bool,
+}
+
+/// The protected counter kept as a row in the database (`[storage] mode = "postgres"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Row;
+
+/// The name of the family's counter of unlocks that returned false.
+pub const UNLOCK_FALSE: &str = "unlocks returning false";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    /// The lock statement `id` is out.
+    Locking { id: u64 },
+    /// A failed acquisition's `ROLLBACK` (`id`) is out.
+    GivingUp { id: u64 },
+    Holding,
+    /// The release statement `id` is out.
+    Releasing { id: u64 },
+}
+
+/// The PostgreSQL lock client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgLock {
+    config: PgLockConfig,
+    /// The last connection number used (never reused, kept across a crash: a new process's
+    /// connections have new ports).
+    last_conn: u32,
+    /// The lock's connection while it is open as far as the client knows.
+    lock_conn: Option<u32>,
+    /// The pool's connection for the work (session recipe).
+    data_conn: Option<u32>,
+    next_id: u64,
+    state: State,
+}
+
+impl PgLock {
+    /// A client with no connection yet.
+    pub fn new(config: PgLockConfig) -> PgLock {
+        PgLock {
+            config,
+            last_conn: 0,
+            lock_conn: None,
+            data_conn: None,
+            next_id: 0,
+            state: State::Idle,
+        }
+    }
+
+    fn open(&mut self) -> u32 {
+        self.last_conn += 1;
+        self.last_conn
+    }
+
+    fn send(&mut self, ctx: &mut impl Host<Msg, ()>, conn: u32, stmt: Stmt) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        ctx.send(self.config.endpoint, Msg::Query { conn, id, stmt });
+        id
+    }
+
+    fn lock_conn(&mut self) -> u32 {
+        match self.lock_conn {
+            Some(c) => c,
+            None => {
+                let c = self.open();
+                self.lock_conn = Some(c);
+                c
+            }
+        }
+    }
+
+    /// The lock's connection broke: what was in flight on it fails.
+    fn lock_conn_broke(&mut self) -> Option<LockSignal> {
+        self.lock_conn = None;
+        match self.state {
+            State::Locking { .. } | State::GivingUp { .. } => {
+                self.state = State::Idle;
+                Some(LockSignal::AcquireFailed)
+            }
+            State::Releasing { .. } => {
+                self.state = State::Idle;
+                Some(LockSignal::Released)
+            }
+            State::Idle | State::Holding => None,
+        }
+    }
+
+    fn on_answer(
+        &mut self,
+        ctx: &mut impl Host<Msg, ()>,
+        conn: u32,
+        id: u64,
+        answer: Answer,
+    ) -> Option<LockSignal> {
+        if let Answer::Resource(reply) = answer {
+            return Some(LockSignal::Resource(reply));
+        }
+        if Some(conn) != self.lock_conn {
+            return None;
+        }
+        match (self.state, answer) {
+            (State::Locking { id: i }, Answer::Locked | Answer::Bool(true)) if i == id => {
+                self.state = State::Holding;
+                Some(LockSignal::Granted {
+                    token: None,
+                    ticket: None,
+                })
+            }
+            (State::Locking { id: i }, _) if i == id => {
+                if self.config.recipe == Recipe::Xact {
+                    let id = self.send(ctx, conn, Stmt::Rollback);
+                    self.state = State::GivingUp { id };
+                    None
+                } else {
+                    self.state = State::Idle;
+                    Some(LockSignal::AcquireFailed)
+                }
+            }
+            (State::GivingUp { id: i }, _) if i == id => {
+                self.state = State::Idle;
+                Some(LockSignal::AcquireFailed)
+            }
+            (State::Releasing { id: i }, answer) if i == id => {
+                if answer == Answer::Bool(false) {
+                    ctx.observe(Observation::Count(UNLOCK_FALSE));
+                }
+                self.state = State::Idle;
+                Some(LockSignal::Released)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl LockClient for PgLock {
+    type Msg = Msg;
+    type Timer = ();
+    type Resource = Row;
+
+    fn acquire(&mut self, ctx: &mut impl Host<Msg, ()>) -> Option<LockSignal> {
+        let conn = self.lock_conn();
+        let xact = self.config.recipe == Recipe::Xact;
+        let stmt = Stmt::Lock {
+            key: LOCK_KEY,
+            xact,
+            wait: self.config.wait,
+            begin: xact,
+        };
+        let id = self.send(ctx, conn, stmt);
+        self.state = State::Locking { id };
+        None
+    }
+
+    fn release(&mut self, ctx: &mut impl Host<Msg, ()>) -> Option<LockSignal> {
+        let Some(conn) = self.lock_conn.filter(|_| self.state == State::Holding) else {
+            self.state = State::Idle;
+            return Some(LockSignal::Released);
+        };
+        let stmt = match self.config.recipe {
+            Recipe::Session => Stmt::Unlock { key: LOCK_KEY },
+            Recipe::Xact => Stmt::Commit,
+        };
+        let id = self.send(ctx, conn, stmt);
+        self.state = State::Releasing { id };
+        None
+    }
+
+    /// What the application knows without a query: it holds the lock once it was granted
+    /// and until it releases. A broken connection is not noticed before its next statement.
+    fn valid(&self, _: &impl Host<Msg, ()>) -> bool {
+        self.state == State::Holding
+    }
+
+    fn reset(&mut self) {
+        let last_conn = self.last_conn;
+        *self = PgLock::new(self.config);
+        self.last_conn = last_conn;
+    }
+
+    fn on_message(
+        &mut self,
+        ctx: &mut impl Host<Msg, ()>,
+        _: NodeId,
+        msg: Msg,
+    ) -> Option<LockSignal> {
+        match msg {
+            Msg::Answer { conn, id, answer } => self.on_answer(ctx, conn, id, answer),
+            Msg::Probe { conn } => {
+                let alive = Some(conn) == self.lock_conn || Some(conn) == self.data_conn;
+                ctx.send(self.config.endpoint, Msg::ProbeAck { conn, alive });
+                None
+            }
+            Msg::Close { conn } => {
+                if Some(conn) == self.data_conn {
+                    self.data_conn = None;
+                }
+                if Some(conn) == self.lock_conn {
+                    return self.lock_conn_broke();
+                }
+                None
+            }
+            Msg::Query { .. } | Msg::ProbeAck { .. } => None,
+        }
+    }
+
+    fn on_reset(&mut self, _: &mut impl Host<Msg, ()>, peer: NodeId) -> Option<LockSignal> {
+        if peer != self.config.endpoint {
+            return None;
+        }
+        self.data_conn = None;
+        if self.lock_conn.is_some() {
+            self.lock_conn_broke()
+        } else {
+            None
+        }
+    }
+
+    fn on_timer(&mut self, _: &mut impl Host<Msg, ()>, (): ()) -> Option<LockSignal> {
+        None
+    }
+
+    fn resource_op(&mut self, ctx: &mut impl Host<Msg, ()>, _: &Row, op: StorageRequest) {
+        let conn = match self.config.recipe {
+            // The pool's connection, opened again if it broke.
+            Recipe::Session => match self.data_conn {
+                Some(c) => c,
+                None => {
+                    let c = self.open();
+                    self.data_conn = Some(c);
+                    c
+                }
+            },
+            // In the lock's transaction, or nowhere: its connection is gone.
+            Recipe::Xact => match self.lock_conn {
+                Some(c) if self.state == State::Holding => c,
+                _ => return,
+            },
+        };
+        self.send(ctx, conn, Stmt::Resource(op));
+    }
+}
+
+/// How long a silent holder keeps the lock: until the server's keepalive gives up on it, or
+/// its idle timeout ends it if that comes first.
+pub fn silent_holder_keeps(config: &super::server::PgServerConfig) -> Dur {
+    let ka = config.keepalive.gives_up_after();
+    match config.idle_session_timeout {
+        Some(t) if t < ka => t,
+        _ => ka,
+    }
+}

@@ -1,0 +1,240 @@
+//! The PostgreSQL family: the server `postgres`, optionally `pgbouncer` in front of it (group
+//! `poolers`), and one lock client per workload client (docs/families/postgres.md).
+
+use lockstep_sim::{Dur, NodeId};
+use serde::Deserialize;
+
+use super::bouncer::{Bouncer, BouncerConfig, PoolMode};
+use super::client::{silent_holder_keeps, PgLock, PgLockConfig, Recipe, Row, UNLOCK_FALSE};
+use super::server::{Keepalive, PgServer, PgServerConfig};
+use super::{Msg, PgNode, Timer};
+use crate::family::{Counter, Family, Fencing, Role, Tokens};
+use crate::keys::{Check, NoKeys};
+
+/// The group pgbouncer is in, in scenario files.
+pub const POOLERS: &str = "poolers";
+
+/// The PostgreSQL family's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Postgres {
+    /// The server's settings.
+    pub server: PgServerConfig,
+    /// pgbouncer's pool mode, if there is one.
+    pub pooler: Option<PoolMode>,
+    /// pgbouncer's `default_pool_size`.
+    pub pool_size: u32,
+    /// pgbouncer's `server_round_robin`.
+    pub round_robin: bool,
+    /// The clients' recipe.
+    pub recipe: Recipe,
+    /// Blocking lock functions rather than `try`.
+    pub wait: bool,
+}
+
+/// The `[model]` keys of `kind = "postgres"`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresKeys {
+    kind: String,
+    recipe: Option<RecipeName>,
+    wait: Option<WaitName>,
+    lock_timeout_ms: Option<f64>,
+    tcp_keepalives_idle_ms: Option<f64>,
+    tcp_keepalives_interval_ms: Option<f64>,
+    tcp_keepalives_count: Option<u32>,
+    idle_session_timeout_ms: Option<f64>,
+    idle_in_transaction_session_timeout_ms: Option<f64>,
+    pooler: Option<PoolerName>,
+    pool_size: Option<u32>,
+    server_round_robin: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RecipeName {
+    Session,
+    Xact,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum WaitName {
+    Block,
+    Try,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum PoolerName {
+    None,
+    Session,
+    Transaction,
+}
+
+/// An optional duration where 0 means off, as PostgreSQL's settings.
+fn off_or_ms(check: &mut Check, path: &str, v: Option<f64>) -> Option<Dur> {
+    let d = check.ms(path, v?);
+    (d != Dur::ZERO).then_some(d)
+}
+
+impl Family for Postgres {
+    const KIND: &'static str = "postgres";
+    const NAME: &'static str = "PostgreSQL";
+    const FENCING: &'static [Fencing] = &[];
+    const RESOURCE_MODE: Option<&'static str> = Some("postgres");
+
+    type Msg = Msg;
+    type Timer = Timer;
+    type Node = PgNode;
+    type Lock = PgLock;
+    type Keys = PostgresKeys;
+    type ResourceKeys = NoKeys;
+
+    fn resolve(k: &PostgresKeys, check: &mut Check) -> Postgres {
+        debug_assert_eq!(k.kind, Self::KIND);
+        let mut keepalive = Keepalive::LINUX;
+        if let Some(v) = k.tcp_keepalives_idle_ms {
+            keepalive.idle = check.positive_ms("model.tcp_keepalives_idle_ms", v);
+        }
+        if let Some(v) = k.tcp_keepalives_interval_ms {
+            keepalive.interval = check.positive_ms("model.tcp_keepalives_interval_ms", v);
+        }
+        if let Some(n) = k.tcp_keepalives_count {
+            keepalive.count = check.count("model.tcp_keepalives_count", n, 1, 127);
+        }
+        let server = PgServerConfig {
+            lock_timeout: off_or_ms(check, "model.lock_timeout_ms", k.lock_timeout_ms),
+            keepalive,
+            idle_session_timeout: off_or_ms(
+                check,
+                "model.idle_session_timeout_ms",
+                k.idle_session_timeout_ms,
+            ),
+            idle_in_transaction_timeout: off_or_ms(
+                check,
+                "model.idle_in_transaction_session_timeout_ms",
+                k.idle_in_transaction_session_timeout_ms,
+            ),
+        };
+        let pooler = match k.pooler {
+            None | Some(PoolerName::None) => None,
+            Some(PoolerName::Session) => Some(PoolMode::Session),
+            Some(PoolerName::Transaction) => Some(PoolMode::Transaction),
+        };
+        if pooler.is_none() && (k.pool_size.is_some() || k.server_round_robin.is_some()) {
+            let key = if k.pool_size.is_some() {
+                "model.pool_size"
+            } else {
+                "model.server_round_robin"
+            };
+            check.problems.push(key, "is a pgbouncer setting: set model.pooler too");
+        }
+        let pool_size = check.count("model.pool_size", k.pool_size.unwrap_or(20), 1, 1_000);
+        Postgres {
+            server,
+            pooler,
+            pool_size,
+            round_robin: k.server_round_robin.unwrap_or(false),
+            recipe: match k.recipe {
+                None | Some(RecipeName::Session) => Recipe::Session,
+                Some(RecipeName::Xact) => Recipe::Xact,
+            },
+            wait: k.wait != Some(WaitName::Try),
+        }
+    }
+
+    fn resource(_: &NoKeys, _: &mut Check) -> Option<Row> {
+        Some(Row)
+    }
+
+    fn layout(&self) -> Vec<(String, Role)> {
+        let mut nodes = vec![("postgres".to_string(), Role::Server)];
+        if self.pooler.is_some() {
+            nodes.push((
+                "pgbouncer".to_string(),
+                Role::Coordinator { group: POOLERS },
+            ));
+        }
+        nodes
+    }
+
+    fn groups(&self) -> &'static [&'static str] {
+        &[POOLERS]
+    }
+
+    fn build(&self, _: Option<&Row>) -> (Vec<PgNode>, PgLock) {
+        let server = NodeId(0);
+        let mut nodes = vec![PgNode::Server(PgServer::new(self.server))];
+        let endpoint = match self.pooler {
+            Some(mode) => {
+                nodes.push(PgNode::Bouncer(Bouncer::new(BouncerConfig {
+                    server,
+                    mode,
+                    pool_size: self.pool_size,
+                    round_robin: self.round_robin,
+                    keepalive: Keepalive::LINUX,
+                })));
+                NodeId(1)
+            }
+            None => server,
+        };
+        let lock = PgLock::new(PgLockConfig {
+            endpoint,
+            recipe: self.recipe,
+            wait: self.wait,
+        });
+        (nodes, lock)
+    }
+
+    fn tokens(&self) -> Tokens {
+        Tokens::None
+    }
+
+    fn ttl(&self) -> Dur {
+        silent_holder_keeps(&self.server)
+    }
+
+    fn counters(&self) -> &'static [Counter] {
+        &[Counter {
+            name: UNLOCK_FALSE,
+            per: None,
+        }]
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let mut p = vec![
+            "postgres".to_string(),
+            match self.recipe {
+                Recipe::Session => "session lock",
+                Recipe::Xact => "xact lock, work in its transaction",
+            }
+            .to_string(),
+        ];
+        if !self.wait {
+            p.push("try".to_string());
+        }
+        match self.pooler {
+            Some(PoolMode::Session) => p.push("pgbouncer session pool".to_string()),
+            Some(PoolMode::Transaction) => p.push("pgbouncer transaction pool".to_string()),
+            None => {}
+        }
+        let ka = self.server.keepalive;
+        if ka != Keepalive::LINUX {
+            p.push(format!("keepalive {} + {} × {}", ka.idle, ka.count, ka.interval));
+        }
+        if let Some(t) = self.server.lock_timeout {
+            p.push(format!("lock_timeout {t}"));
+        }
+        if let Some(t) = self.server.idle_session_timeout {
+            p.push(format!("idle_session_timeout {t}"));
+        }
+        if let Some(t) = self.server.idle_in_transaction_timeout {
+            p.push(format!("idle_in_transaction_session_timeout {t}"));
+        }
+        p
+    }
+
+    fn describe_resource(_: &Row) -> String {
+        "postgres (counter row)".to_string()
+    }
+}

@@ -1,0 +1,637 @@
+//! The PostgreSQL server: backends, the advisory lock table, the counter row, and how a
+//! backend ends (docs/semantics.md §7).
+//!
+//! The lock table follows `src/backend/utils/adt/lockfuncs.c` and the lock manager: an
+//! advisory lock is held by a backend; the same backend may take it again (a count per
+//! level, session or transaction); `pg_advisory_unlock` decrements the session count and
+//! returns false, with a warning, when the backend holds no session lock on the key; the
+//! transaction-level ones go at `COMMIT` or `ROLLBACK`, the session-level ones at session end
+//! (or `DISCARD ALL`) and never at `ROLLBACK`. A blocking request waits in line; `lock_timeout`
+//! (off by default) cancels it with an error that aborts the transaction.
+//!
+//! A backend ends when its client's FIN or RST arrives (the world's reset, or a `Close`), when
+//! TCP keepalive gives up (the first probe after `idle` with nothing heard, one every
+//! `interval`, dead after `count` unanswered: `idle + count × interval`, Linux's defaults
+//! 7200 s, 75 s, 9, which `tcp_keepalives_idle`, `_interval` and `_count` override), or when
+//! `idle_session_timeout` / `idle_in_transaction_session_timeout` (PostgreSQL 14; off by
+//! default) finds it idle that long (`postgres.c`, `ProcessInterrupts`). Its transaction rolls
+//! back, and every lock it held is free for the next in line.
+//!
+//! The protected counter is a row. A read sees the committed value (read committed). An
+//! `UPDATE` outside a transaction block commits at once; inside one, it takes effect at
+//! `COMMIT`, when the history records it as storage would, and is recorded rejected when the
+//! transaction rolls back instead: the database is the fence of work done in the lock's own
+//! transaction. Rows are durable; the lock table is in shared memory and a crash loses it.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use lockstep_check::{Event, OpKind, OpOutcome, StorageOp};
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
+
+use super::{Answer, Conn, Msg, Stmt, Timer};
+use crate::env::Host;
+use crate::observe::{HolderView, Observation};
+use crate::storage::{RequestKind, Storage, StorageMode, StorageReply, StorageRequest, StorageResult};
+
+/// TCP keepalive of one end of its connections (Linux: `tcp_keepalive_time`, `_intvl`,
+/// `_probes`; PostgreSQL's `tcp_keepalives_*` and pgbouncer's `tcp_keep*` set them per socket).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Nothing heard for this long: the first probe.
+    pub idle: Dur,
+    /// Between probes.
+    pub interval: Dur,
+    /// Unanswered probes before the connection is dead.
+    pub count: u32,
+}
+
+impl Keepalive {
+    /// Linux's defaults: 7200 s, 75 s, 9.
+    pub const LINUX: Keepalive = Keepalive {
+        idle: Dur::from_secs(7_200),
+        interval: Dur::from_secs(75),
+        count: 9,
+    };
+
+    /// How long after the last thing heard a silent peer's connection is given up.
+    pub fn gives_up_after(self) -> Dur {
+        self.idle + self.interval * u64::from(self.count)
+    }
+}
+
+/// The keepalive state of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Probing {
+    /// When the peer was last heard from (monotonic).
+    heard: LocalTime,
+    /// Probes sent since.
+    sent: u32,
+    /// The armed timer.
+    timer: Option<TimerId>,
+}
+
+/// What a keepalive timer asks of its connection's owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// Nothing yet.
+    Wait,
+    /// Send a probe.
+    Send,
+    /// The peer is gone.
+    Dead,
+}
+
+impl Probing {
+    pub(crate) fn new(now: LocalTime) -> Probing {
+        Probing {
+            heard: now,
+            sent: 0,
+            timer: None,
+        }
+    }
+
+    /// The peer was heard from: arms the timer if it is not.
+    pub(crate) fn heard<M>(&mut self, env: &mut impl Host<M, Timer>, ka: Keepalive, conn: Conn) {
+        self.heard = env.mono();
+        self.sent = 0;
+        if self.timer.is_none() {
+            self.timer = Some(env.set_timer(ClockKind::Mono, ka.idle, Timer::KeepAlive(conn)));
+        }
+    }
+
+    /// The timer fired: what to do, with the timer re-armed when the connection lives on.
+    pub(crate) fn fired<M>(
+        &mut self,
+        env: &mut impl Host<M, Timer>,
+        ka: Keepalive,
+        conn: Conn,
+    ) -> Probe {
+        self.timer = None;
+        let now = env.mono();
+        let due = self.heard + ka.idle + ka.interval * u64::from(self.sent);
+        if now < due {
+            self.timer = Some(env.set_timer_at(ClockKind::Mono, due, Timer::KeepAlive(conn)));
+            return Probe::Wait;
+        }
+        if self.sent >= ka.count {
+            return Probe::Dead;
+        }
+        self.sent += 1;
+        self.timer = Some(env.set_timer(ClockKind::Mono, ka.interval, Timer::KeepAlive(conn)));
+        Probe::Send
+    }
+
+    pub(crate) fn cancel<M>(&mut self, env: &mut impl Host<M, Timer>) {
+        if let Some(t) = self.timer.take() {
+            env.cancel_timer(t);
+        }
+    }
+}
+
+/// The server's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PgServerConfig {
+    /// `lock_timeout`; `None` (0, the default) waits forever.
+    pub lock_timeout: Option<Dur>,
+    /// TCP keepalive of its client connections.
+    pub keepalive: Keepalive,
+    /// `idle_session_timeout`; `None` (0, the default) is off.
+    pub idle_session_timeout: Option<Dur>,
+    /// `idle_in_transaction_session_timeout`; `None` (0, the default) is off.
+    pub idle_in_transaction_timeout: Option<Dur>,
+}
+
+impl Default for PgServerConfig {
+    fn default() -> PgServerConfig {
+        PgServerConfig {
+            lock_timeout: None,
+            keepalive: Keepalive::LINUX,
+            idle_session_timeout: None,
+            idle_in_transaction_timeout: None,
+        }
+    }
+}
+
+/// A backend's transaction state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Txn {
+    /// Autocommit: each statement is its own transaction.
+    None,
+    /// In a transaction block.
+    Open,
+    /// In a failed transaction block: only `ROLLBACK` (or `COMMIT`) ends it.
+    Aborted,
+}
+
+/// A blocking lock request in line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Waiting {
+    key: i64,
+    xact: bool,
+    id: u64,
+    /// Outside a transaction block: a transaction lock taken and at once released.
+    implicit: bool,
+    timer: Option<TimerId>,
+}
+
+/// One client connection's backend process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Backend {
+    txn: Txn,
+    /// Session-level locks held, with their counts.
+    session: BTreeMap<i64, u32>,
+    /// Transaction-level locks held, with their counts.
+    xact: BTreeMap<i64, u32>,
+    /// `UPDATE`s of the open transaction, applied at `COMMIT`.
+    pending: Vec<StorageRequest>,
+    waiting: Option<Waiting>,
+    probing: Probing,
+    /// The idle timeout's timer, armed while no statement runs.
+    idle_timer: Option<TimerId>,
+}
+
+impl Backend {
+    fn holds(&self, key: i64) -> bool {
+        self.session.contains_key(&key) || self.xact.contains_key(&key)
+    }
+}
+
+/// Why a backend ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// The client closed it, or its host's FIN or RST arrived.
+    Client,
+    /// The server ends it (keepalive, an idle timeout): it tells the client with a FIN.
+    Server,
+}
+
+/// The PostgreSQL server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgServer {
+    config: PgServerConfig,
+    backends: BTreeMap<Conn, Backend>,
+    /// Each lock's holder and line.
+    locks: BTreeMap<i64, (Conn, VecDeque<Conn>)>,
+    /// The highest connection number each peer has opened: a statement on a lower one that
+    /// has no backend is on a connection the server ended, answered with an RST.
+    opened: BTreeMap<NodeId, u32>,
+    /// The counter row (durable).
+    row: Storage,
+}
+
+impl PgServer {
+    /// A server with no backends.
+    pub fn new(config: PgServerConfig) -> PgServer {
+        PgServer {
+            config,
+            backends: BTreeMap::new(),
+            locks: BTreeMap::new(),
+            opened: BTreeMap::new(),
+            row: Storage::new(StorageMode::Unfenced),
+        }
+    }
+
+    /// The holder of advisory lock `key` and its session and transaction counts, for tests.
+    pub fn holder(&self, key: i64) -> Option<(Conn, u32, u32)> {
+        let (conn, _) = self.locks.get(&key)?;
+        let b = &self.backends[conn];
+        Some((
+            *conn,
+            b.session.get(&key).copied().unwrap_or(0),
+            b.xact.get(&key).copied().unwrap_or(0),
+        ))
+    }
+
+    /// The open backends' connections, for tests.
+    pub fn backends(&self) -> Vec<Conn> {
+        self.backends.keys().copied().collect()
+    }
+
+    /// The counter row's committed value.
+    pub fn value(&self) -> u64 {
+        self.row.value()
+    }
+
+    pub(crate) fn on_message(&mut self, env: &mut impl Host<Msg, Timer>, from: NodeId, msg: Msg) {
+        match msg {
+            Msg::Query { conn, id, stmt } => {
+                let c = (from, conn);
+                if !self.backends.contains_key(&c) {
+                    let opened = self.opened.entry(from).or_insert(0);
+                    if conn <= *opened {
+                        // A connection this server ended: its kernel answers with an RST.
+                        env.send(from, Msg::Close { conn });
+                        return;
+                    }
+                    *opened = conn;
+                    let now = env.mono();
+                    self.backends.insert(
+                        c,
+                        Backend {
+                            txn: Txn::None,
+                            session: BTreeMap::new(),
+                            xact: BTreeMap::new(),
+                            pending: Vec::new(),
+                            waiting: None,
+                            probing: Probing::new(now),
+                            idle_timer: None,
+                        },
+                    );
+                }
+                self.heard(env, c);
+                self.statement(env, c, id, stmt);
+            }
+            Msg::ProbeAck { conn, alive } => {
+                let c = (from, conn);
+                if !self.backends.contains_key(&c) {
+                    return;
+                }
+                if alive {
+                    self.heard(env, c);
+                } else {
+                    self.end(env, c, End::Client);
+                }
+            }
+            Msg::Close { conn } => {
+                if self.backends.contains_key(&(from, conn)) {
+                    self.end(env, (from, conn), End::Client);
+                }
+            }
+            Msg::Probe { conn } => {
+                // The server opens no connections: a probe names one it does not know.
+                env.send(from, Msg::ProbeAck { conn, alive: false });
+            }
+            Msg::Answer { .. } => {}
+        }
+    }
+
+    fn heard(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn) {
+        let ka = self.config.keepalive;
+        if let Some(b) = self.backends.get_mut(&c) {
+            b.probing.heard(env, ka, c);
+        }
+    }
+
+    fn answer(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn, id: u64, answer: Answer) {
+        env.send(c.0, Msg::Answer { conn: c.1, id, answer });
+        self.idle(env, c);
+    }
+
+    /// The backend finished a statement and waits for the next: the idle timeouts start.
+    fn idle(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn) {
+        let Some(b) = self.backends.get_mut(&c) else {
+            return;
+        };
+        if b.waiting.is_some() {
+            return;
+        }
+        let limit = match b.txn {
+            Txn::None => self.config.idle_session_timeout,
+            Txn::Open | Txn::Aborted => self.config.idle_in_transaction_timeout,
+        };
+        if let Some(t) = b.idle_timer.take() {
+            env.cancel_timer(t);
+        }
+        if let Some(limit) = limit {
+            b.idle_timer = Some(env.set_timer(ClockKind::Mono, limit, Timer::Idle(c)));
+        }
+    }
+
+    fn statement(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn, id: u64, stmt: Stmt) {
+        let b = self.backends.get_mut(&c).expect("a backend");
+        if let Some(t) = b.idle_timer.take() {
+            env.cancel_timer(t);
+        }
+        let aborted = b.txn == Txn::Aborted;
+        match stmt {
+            Stmt::Begin => {
+                if b.txn == Txn::None {
+                    b.txn = Txn::Open;
+                }
+                // (In a block already: a WARNING, and nothing changes.)
+                self.answer(env, c, id, Answer::Done);
+            }
+            Stmt::Commit => {
+                let answer = if aborted {
+                    Answer::RolledBack
+                } else {
+                    Answer::Done
+                };
+                self.end_txn(env, c, !aborted);
+                self.answer(env, c, id, answer);
+            }
+            Stmt::Rollback => {
+                self.end_txn(env, c, false);
+                self.answer(env, c, id, Answer::Done);
+            }
+            Stmt::DiscardAll => {
+                self.end_txn(env, c, false);
+                let b = self.backends.get_mut(&c).expect("a backend");
+                let keys: Vec<i64> = b.session.keys().copied().collect();
+                b.session.clear();
+                for key in keys {
+                    self.maybe_free(env, key);
+                }
+                self.answer(env, c, id, Answer::Done);
+            }
+            _ if aborted => self.answer(env, c, id, Answer::Error),
+            Stmt::Lock {
+                key,
+                xact,
+                wait,
+                begin,
+            } => {
+                if begin && b.txn == Txn::None {
+                    b.txn = Txn::Open;
+                }
+                let implicit = xact && b.txn == Txn::None;
+                self.lock(env, c, id, key, xact, wait, implicit);
+            }
+            Stmt::Unlock { key } => {
+                let b = self.backends.get_mut(&c).expect("a backend");
+                let held = match b.session.get_mut(&key) {
+                    Some(n) => {
+                        *n -= 1;
+                        if *n == 0 {
+                            b.session.remove(&key);
+                        }
+                        true
+                    }
+                    // `WARNING: you don't own a lock of type ExclusiveLock`.
+                    None => false,
+                };
+                self.maybe_free(env, key);
+                self.answer(env, c, id, Answer::Bool(held));
+            }
+            Stmt::Resource(req) => {
+                let result = match (req.kind, b.txn) {
+                    (RequestKind::Write { .. }, Txn::Open) => {
+                        // Takes effect at COMMIT.
+                        b.pending.push(req);
+                        StorageResult::Written
+                    }
+                    _ => {
+                        let (kind, result) = self.row.apply(req);
+                        record(env, &req, kind, OpOutcome::Accepted);
+                        result
+                    }
+                };
+                let reply = StorageReply { op: req.op, result };
+                self.answer(env, c, id, Answer::Resource(reply));
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lock(
+        &mut self,
+        env: &mut impl Host<Msg, Timer>,
+        c: Conn,
+        id: u64,
+        key: i64,
+        xact: bool,
+        wait: bool,
+        implicit: bool,
+    ) {
+        let free = match self.locks.get(&key) {
+            None => true,
+            Some((holder, _)) => *holder == c,
+        };
+        if free {
+            if !implicit {
+                self.take(env, c, key, xact);
+            }
+            let answer = if wait {
+                Answer::Locked
+            } else {
+                Answer::Bool(true)
+            };
+            self.answer(env, c, id, answer);
+            return;
+        }
+        if !wait {
+            self.answer(env, c, id, Answer::Bool(false));
+            return;
+        }
+        let timer = self
+            .config
+            .lock_timeout
+            .map(|t| env.set_timer(ClockKind::Mono, t, Timer::LockTimeout(c)));
+        let b = self.backends.get_mut(&c).expect("a backend");
+        b.waiting = Some(Waiting {
+            key,
+            xact,
+            id,
+            implicit,
+            timer,
+        });
+        self.locks.get_mut(&key).expect("held").1.push_back(c);
+    }
+
+    /// `c` takes (or takes again) lock `key`.
+    fn take(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn, key: i64, xact: bool) {
+        let b = self.backends.get_mut(&c).expect("a backend");
+        let counts = if xact { &mut b.xact } else { &mut b.session };
+        *counts.entry(key).or_insert(0) += 1;
+        if let std::collections::btree_map::Entry::Vacant(e) = self.locks.entry(key) {
+            e.insert((c, VecDeque::new()));
+            env.observe(Observation::Holder(HolderView::Granted {
+                client: c.0,
+                expires: None,
+            }));
+        }
+    }
+
+    /// Frees lock `key` if its holder holds it no more, and grants it to the next in line.
+    fn maybe_free(&mut self, env: &mut impl Host<Msg, Timer>, key: i64) {
+        let Some((holder, _)) = self.locks.get(&key) else {
+            return;
+        };
+        if self.backends.get(holder).is_some_and(|b| b.holds(key)) {
+            return;
+        }
+        let (_, mut line) = self.locks.remove(&key).expect("held");
+        env.observe(Observation::Holder(HolderView::Free));
+        while let Some(next) = line.pop_front() {
+            let Some(b) = self.backends.get_mut(&next) else {
+                continue;
+            };
+            let Some(w) = b.waiting.take().filter(|w| w.key == key) else {
+                continue;
+            };
+            if let Some(t) = w.timer {
+                env.cancel_timer(t);
+            }
+            self.take(env, next, key, w.xact);
+            if let Some((_, rest)) = self.locks.get_mut(&key) {
+                rest.extend(line);
+            }
+            if w.implicit {
+                // Taken and, with its statement's transaction, released at once.
+                let b = self.backends.get_mut(&next).expect("a backend");
+                b.xact.remove(&key);
+                self.answer(env, next, w.id, Answer::Locked);
+                self.maybe_free(env, key);
+            } else {
+                self.answer(env, next, w.id, Answer::Locked);
+            }
+            return;
+        }
+    }
+
+    /// Ends `c`'s transaction block: its writes take effect (`commit`) or are rejected, and
+    /// its transaction-level locks go.
+    fn end_txn(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn, commit: bool) {
+        let b = self.backends.get_mut(&c).expect("a backend");
+        b.txn = Txn::None;
+        let pending = std::mem::take(&mut b.pending);
+        let keys: Vec<i64> = b.xact.keys().copied().collect();
+        b.xact.clear();
+        for req in pending {
+            if commit {
+                let (kind, _) = self.row.apply(req);
+                record(env, &req, kind, OpOutcome::Accepted);
+            } else if let RequestKind::Write { value, base } = req.kind {
+                record(env, &req, OpKind::Write { value, base }, OpOutcome::Rejected);
+            }
+        }
+        for key in keys {
+            self.maybe_free(env, key);
+        }
+    }
+
+    /// Backend `c` ends: its transaction rolls back, its locks go, its place in line too.
+    fn end(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn, why: End) {
+        self.end_txn(env, c, false);
+        let mut b = self.backends.remove(&c).expect("a backend");
+        b.probing.cancel(env);
+        if let Some(t) = b.idle_timer {
+            env.cancel_timer(t);
+        }
+        if let Some(w) = b.waiting {
+            if let Some(t) = w.timer {
+                env.cancel_timer(t);
+            }
+            if let Some((_, line)) = self.locks.get_mut(&w.key) {
+                line.retain(|x| *x != c);
+            }
+        }
+        for key in b.session.keys() {
+            self.maybe_free(env, *key);
+        }
+        if why == End::Server {
+            env.send(c.0, Msg::Close { conn: c.1 });
+        }
+    }
+
+    pub(crate) fn on_timer(&mut self, env: &mut impl Host<Msg, Timer>, timer: Timer) {
+        match timer {
+            Timer::KeepAlive(c) => {
+                let ka = self.config.keepalive;
+                let Some(b) = self.backends.get_mut(&c) else {
+                    return;
+                };
+                match b.probing.fired(env, ka, c) {
+                    Probe::Wait => {}
+                    Probe::Send => env.send(c.0, Msg::Probe { conn: c.1 }),
+                    Probe::Dead => self.end(env, c, End::Server),
+                }
+            }
+            Timer::LockTimeout(c) => {
+                let Some(b) = self.backends.get_mut(&c) else {
+                    return;
+                };
+                let Some(w) = b.waiting.take() else {
+                    return;
+                };
+                if b.txn == Txn::Open {
+                    b.txn = Txn::Aborted;
+                }
+                if let Some((_, line)) = self.locks.get_mut(&w.key) {
+                    line.retain(|x| *x != c);
+                }
+                self.answer(env, c, w.id, Answer::LockTimeout);
+            }
+            Timer::Idle(c) => {
+                let Some(b) = self.backends.get_mut(&c) else {
+                    return;
+                };
+                b.idle_timer = None;
+                if b.waiting.is_none() {
+                    self.end(env, c, End::Server);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn on_crash(&mut self) {
+        // Shared memory is gone: backends, the lock table. Committed rows stay.
+        self.backends.clear();
+        self.locks.clear();
+        self.opened.clear();
+    }
+
+    /// The connections to `peer` were reset: its backends end (their FIN or RST arrived).
+    pub(crate) fn on_reset(&mut self, env: &mut impl Host<Msg, Timer>, peer: NodeId) {
+        let gone: Vec<Conn> = self
+            .backends
+            .keys()
+            .filter(|c| c.0 == peer)
+            .copied()
+            .collect();
+        for c in gone {
+            self.end(env, c, End::Client);
+        }
+    }
+}
+
+/// Records an operation on the counter row as storage would.
+fn record<M>(env: &mut impl Host<M, Timer>, req: &StorageRequest, kind: OpKind, outcome: OpOutcome) {
+    env.record(Event::Storage(StorageOp {
+        op: req.op,
+        grant: req.grant,
+        kind,
+        token: req.token,
+        outcome,
+    }));
+}

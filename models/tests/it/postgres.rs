@@ -1,0 +1,477 @@
+//! The PostgreSQL server's and pgbouncer's rules (docs/semantics.md §7), pinned with scripted
+//! clients: each sends statements at fixed times on connections it names and keeps every
+//! answer, in a world with no latency, so every answer's time is exact.
+
+use lockstep_check::Event;
+use lockstep_models::Observation;
+use lockstep_models::env::{Scoped, Side};
+use lockstep_models::family::Service;
+use lockstep_models::postgres::bouncer::{Bouncer, BouncerConfig, PoolMode};
+use lockstep_models::postgres::server::{Keepalive, PgServer, PgServerConfig};
+use lockstep_models::postgres::{Answer, Msg, PgNode, Stmt, Timer};
+use lockstep_sim::{
+    ClockKind, Dur, EnvOf, Fault, LocalTime, NodeConfig, NodeId, Process, ScheduledFault, Time,
+    TimerId, When, World, WorldConfig,
+};
+
+const SERVER: NodeId = NodeId(0);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum TestTimer {
+    Pg(Timer),
+    Step(usize),
+}
+
+/// The service node's side of a test node.
+#[derive(Debug)]
+struct PgSide;
+
+impl Side for PgSide {
+    type OuterMsg = Msg;
+    type OuterTimer = TestTimer;
+    type Msg = Msg;
+    type Timer = Timer;
+    fn msg(msg: Msg) -> Msg {
+        msg
+    }
+    fn timer(timer: Timer) -> TestTimer {
+        TestTimer::Pg(timer)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Send(u32, Stmt),
+    Close(u32),
+}
+
+/// A client that plays its steps at their times (ms) against `to`.
+#[derive(Clone, Debug)]
+struct Script {
+    to: NodeId,
+    steps: Vec<(u64, Step)>,
+    answer_probes: bool,
+    /// (ms, connection, step index, answer).
+    answers: Vec<(u64, u32, u64, Answer)>,
+    /// (ms, connection) of each connection closed by the other end.
+    closed: Vec<(u64, u32)>,
+    probes: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+enum TestNode {
+    Pg(PgNode),
+    Script(Script),
+}
+
+fn ms(env: &impl EnvOf<TestNode>) -> u64 {
+    (env.mono().as_nanos() / 1_000_000) as u64
+}
+
+impl Process for TestNode {
+    type Msg = Msg;
+    type Timer = TestTimer;
+    type Event = Event;
+    type Observation = Observation;
+
+    fn on_start(&mut self, env: &mut impl EnvOf<Self>) {
+        if let TestNode::Script(s) = self {
+            for (i, (at, _)) in s.steps.iter().enumerate() {
+                env.set_timer(ClockKind::Mono, Dur::from_millis(*at), TestTimer::Step(i));
+            }
+        }
+    }
+
+    fn on_message(&mut self, env: &mut impl EnvOf<Self>, from: NodeId, msg: Msg) {
+        match self {
+            TestNode::Pg(n) => n.on_message(&mut Scoped::<_, PgSide>::new(env), from, msg),
+            TestNode::Script(s) => match msg {
+                Msg::Answer { conn, id, answer } => s.answers.push((ms(env), conn, id, answer)),
+                Msg::Close { conn } => s.closed.push((ms(env), conn)),
+                Msg::Probe { conn } => {
+                    s.probes.push(ms(env));
+                    if s.answer_probes {
+                        env.send(from, Msg::ProbeAck { conn, alive: true });
+                    }
+                }
+                _ => {}
+            },
+        }
+    }
+
+    fn on_timer(&mut self, env: &mut impl EnvOf<Self>, _: TimerId, timer: TestTimer) {
+        match (self, timer) {
+            (TestNode::Pg(n), TestTimer::Pg(t)) => {
+                n.on_timer(&mut Scoped::<_, PgSide>::new(env), t);
+            }
+            (TestNode::Script(s), TestTimer::Step(i)) => match s.steps[i].1 {
+                Step::Send(conn, stmt) => {
+                    let id = i as u64;
+                    env.send(s.to, Msg::Query { conn, id, stmt });
+                }
+                Step::Close(conn) => env.send(s.to, Msg::Close { conn }),
+            },
+            _ => unreachable!(),
+        }
+    }
+
+    fn on_crash(&mut self) {
+        if let TestNode::Pg(n) = self {
+            n.on_crash();
+        }
+    }
+
+    fn on_restart(&mut self, _: &mut impl EnvOf<Self>) {}
+
+    fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
+        if let TestNode::Pg(n) = self {
+            n.on_reset(&mut Scoped::<_, PgSide>::new(env), peer);
+        }
+    }
+}
+
+fn script(to: NodeId, steps: Vec<(u64, Step)>) -> Script {
+    Script {
+        to,
+        steps,
+        answer_probes: true,
+        answers: Vec::new(),
+        closed: Vec::new(),
+        probes: Vec::new(),
+    }
+}
+
+/// Runs `service` nodes then `scripts` for `secs` with `faults`; the world after.
+fn run(
+    service: Vec<PgNode>,
+    scripts: Vec<Script>,
+    secs: u64,
+    faults: Vec<ScheduledFault>,
+) -> World<TestNode> {
+    let mut procs: Vec<TestNode> = service.into_iter().map(TestNode::Pg).collect();
+    procs.extend(scripts.into_iter().map(TestNode::Script));
+    let nodes = (0..procs.len())
+        .map(|i| NodeConfig {
+            mono_start: Some(LocalTime::from_nanos(0)),
+            ..NodeConfig::named(format!("n{i}"))
+        })
+        .collect();
+    let mut config = WorldConfig::new(1, Time::from_nanos(secs * 1_000_000_000), nodes);
+    config.faults = faults;
+    let mut world = World::new(config, procs);
+    world.run();
+    world
+}
+
+fn answers(world: &World<TestNode>, node: u32) -> Vec<(u64, u32, u64, Answer)> {
+    match world.process(NodeId(node)) {
+        TestNode::Script(s) => s.answers.clone(),
+        TestNode::Pg(_) => panic!("not a script"),
+    }
+}
+
+fn the_script(world: &World<TestNode>, node: u32) -> &Script {
+    match world.process(NodeId(node)) {
+        TestNode::Script(s) => s,
+        TestNode::Pg(_) => panic!("not a script"),
+    }
+}
+
+fn server(world: &World<TestNode>) -> &PgServer {
+    match world.process(SERVER) {
+        TestNode::Pg(PgNode::Server(s)) => s,
+        _ => panic!("not the server"),
+    }
+}
+
+fn pg(config: PgServerConfig) -> PgNode {
+    PgNode::Server(PgServer::new(config))
+}
+
+fn lock(xact: bool, wait: bool) -> Stmt {
+    Stmt::Lock {
+        key: 1,
+        xact,
+        wait,
+        begin: false,
+    }
+}
+
+const UNLOCK: Stmt = Stmt::Unlock { key: 1 };
+
+/// The answers' (step, answer) pairs, in order.
+fn by_step(a: &[(u64, u32, u64, Answer)]) -> Vec<(u64, Answer)> {
+    a.iter().map(|(_, _, id, ans)| (*id, *ans)).collect()
+}
+
+#[test]
+fn a_session_lock_is_reentrant_with_a_count_and_unlock_says_whether_it_held() {
+    let a = script(
+        SERVER,
+        vec![
+            (10, Step::Send(1, lock(false, true))),
+            (20, Step::Send(1, lock(false, false))),
+            (30, Step::Send(1, UNLOCK)),
+            (40, Step::Send(1, UNLOCK)),
+            (50, Step::Send(1, UNLOCK)),
+        ],
+    );
+    // Another client tries between the two unlocks and after them.
+    let b = script(
+        SERVER,
+        vec![
+            (35, Step::Send(1, lock(false, false))),
+            (45, Step::Send(1, lock(false, false))),
+        ],
+    );
+    let w = run(vec![pg(PgServerConfig::default())], vec![a, b], 1, vec![]);
+    assert_eq!(
+        by_step(&answers(&w, 1)),
+        [
+            (0, Answer::Locked),
+            (1, Answer::Bool(true)),
+            (2, Answer::Bool(true)),
+            (3, Answer::Bool(true)),
+            // `WARNING: you don't own a lock of type ExclusiveLock`.
+            (4, Answer::Bool(false)),
+        ]
+    );
+    assert_eq!(
+        by_step(&answers(&w, 2)),
+        [(0, Answer::Bool(false)), (1, Answer::Bool(true))],
+        "held twice, it takes two unlocks to free it"
+    );
+}
+
+#[test]
+fn rollback_does_not_release_a_session_lock_and_commit_releases_a_transaction_lock() {
+    let a = script(
+        SERVER,
+        vec![
+            (10, Step::Send(1, Stmt::Begin)),
+            (20, Step::Send(1, lock(false, true))),
+            (30, Step::Send(1, Stmt::Rollback)),
+            (50, Step::Send(2, Stmt::Begin)),
+            (60, Step::Send(2, lock(true, true))),
+            // A transaction lock cannot be unlocked explicitly.
+            (70, Step::Send(2, UNLOCK)),
+            (90, Step::Send(2, Stmt::Commit)),
+        ],
+    );
+    let b = script(
+        SERVER,
+        vec![
+            (40, Step::Send(1, lock(false, false))),
+            (80, Step::Send(2, lock(true, false))),
+            (100, Step::Send(2, lock(true, false))),
+        ],
+    );
+    let w = run(vec![pg(PgServerConfig::default())], vec![a, b], 1, vec![]);
+    let got_a = by_step(&answers(&w, 1));
+    assert_eq!(
+        got_a[4],
+        (5, Answer::Bool(false)),
+        "no explicit xact unlock"
+    );
+    let got_b = by_step(&answers(&w, 2));
+    assert_eq!(
+        got_b,
+        [
+            (0, Answer::Bool(false)), // ROLLBACK kept a's session lock on connection 1
+            (1, Answer::Bool(false)), // still held at 80 ms (and by a's connection 1)
+            (2, Answer::Bool(false)),
+        ]
+    );
+    // a's session lock on connection 1 holds to the end; its transaction lock went at COMMIT.
+    let (holder, session, xact) = server(&w).holder(1).expect("held");
+    assert_eq!((holder, session, xact), ((NodeId(1), 1), 1, 0));
+}
+
+#[test]
+fn a_blocking_lock_waits_in_line_until_the_holder_ends_or_lock_timeout() {
+    let holder = script(
+        SERVER,
+        vec![
+            (10, Step::Send(1, lock(false, true))),
+            (500, Step::Close(1)),
+        ],
+    );
+    let waiter = script(SERVER, vec![(20, Step::Send(1, lock(false, true)))]);
+    let w = run(
+        vec![pg(PgServerConfig::default())],
+        vec![holder, waiter.clone()],
+        1,
+        vec![],
+    );
+    assert_eq!(
+        answers(&w, 2),
+        [(500, 1, 0, Answer::Locked)],
+        "granted at the FIN"
+    );
+    let config = PgServerConfig {
+        lock_timeout: Some(Dur::from_millis(100)),
+        ..PgServerConfig::default()
+    };
+    let holder = script(SERVER, vec![(10, Step::Send(1, lock(false, true)))]);
+    let w = run(vec![pg(config)], vec![holder, waiter], 1, vec![]);
+    assert_eq!(answers(&w, 2), [(120, 1, 0, Answer::LockTimeout)]);
+}
+
+#[test]
+fn keepalive_ends_a_silent_holders_backend_after_idle_plus_count_intervals() {
+    let ka = Keepalive {
+        idle: Dur::from_secs(10),
+        interval: Dur::from_secs(2),
+        count: 3,
+    };
+    let config = PgServerConfig {
+        keepalive: ka,
+        ..PgServerConfig::default()
+    };
+    let mut holder = script(SERVER, vec![(1_000, Step::Send(1, lock(false, true)))]);
+    holder.answer_probes = true;
+    let other = script(
+        SERVER,
+        vec![
+            (1_500, Step::Send(1, lock(false, true))),
+            (40_000, Step::Send(2, lock(false, false))),
+        ],
+    );
+    // While the holder answers, its backend lives: probes at 11 s, 21 s, 31 s...
+    let w = run(
+        vec![pg(config)],
+        vec![holder.clone(), other.clone()],
+        45,
+        vec![],
+    );
+    assert_eq!(&the_script(&w, 1).probes[..3], [11_000, 21_000, 31_000]);
+    assert_eq!(answers(&w, 2), [(40_000, 2, 1, Answer::Bool(false))]);
+    // Frozen from 2 s on: the probes at 11 s, 13 s, 15 s go unanswered, and the backend ends
+    // at 17 s = 1 s (last heard) + 10 s + 3 × 2 s; the waiter gets the lock then.
+    let freeze = ScheduledFault {
+        when: When::At(Time::from_millis(2_000)),
+        fault: Fault::Pause {
+            node: NodeId(1),
+            duration: None,
+        },
+    };
+    let w = run(vec![pg(config)], vec![holder, other], 45, vec![freeze]);
+    assert_eq!(answers(&w, 2)[0], (17_000, 1, 0, Answer::Locked));
+    assert_eq!(ka.gives_up_after(), Dur::from_secs(16));
+    // With Linux's defaults it would be 7200 s + 9 × 75 s.
+    assert_eq!(Keepalive::LINUX.gives_up_after(), Dur::from_secs(7_875));
+}
+
+#[test]
+fn a_crashed_client_loses_its_locks_at_once_and_a_server_crash_frees_every_lock() {
+    let holder = script(SERVER, vec![(10, Step::Send(1, lock(false, true)))]);
+    let waiter = script(SERVER, vec![(20, Step::Send(1, lock(false, true)))]);
+    let crash_client = ScheduledFault {
+        when: When::At(Time::from_millis(300)),
+        fault: Fault::Crash {
+            node: NodeId(1),
+            restart_after: None,
+        },
+    };
+    let w = run(
+        vec![pg(PgServerConfig::default())],
+        vec![holder.clone(), waiter.clone()],
+        1,
+        vec![crash_client],
+    );
+    assert_eq!(answers(&w, 2), [(300, 1, 0, Answer::Locked)], "its RST");
+    let crash_server = ScheduledFault {
+        when: When::At(Time::from_millis(300)),
+        fault: Fault::Crash {
+            node: SERVER,
+            restart_after: Some(Dur::from_millis(100)),
+        },
+    };
+    let w = run(
+        vec![pg(PgServerConfig::default())],
+        vec![holder, waiter],
+        1,
+        vec![crash_server],
+    );
+    assert!(server(&w).holder(1).is_none(), "the lock table is gone");
+    assert!(server(&w).backends().is_empty());
+}
+
+#[test]
+fn pgbouncer_transaction_mode_leaks_a_session_lock_and_hands_it_to_another_client() {
+    let bouncer = |mode, pool_size| {
+        PgNode::Bouncer(Bouncer::new(BouncerConfig {
+            server: SERVER,
+            mode,
+            pool_size,
+            round_robin: false,
+            keepalive: Keepalive::LINUX,
+        }))
+    };
+    let via = NodeId(1);
+    // a locks on server connection 1, which goes back to the pool. b's transaction takes
+    // connection 1; a's unlock gets a new one, 2, and returns false: the lock leaks. c's first
+    // try runs on 2 and is refused; after b's COMMIT the pool hands out 1 first (LIFO), where
+    // the lock is, and c's second try is granted: the lock is re-entrant for that backend.
+    let a = script(
+        via,
+        vec![
+            (10, Step::Send(1, lock(false, true))),
+            (25, Step::Send(1, UNLOCK)),
+        ],
+    );
+    let b = script(
+        via,
+        vec![
+            (20, Step::Send(1, Stmt::Begin)),
+            (40, Step::Send(1, Stmt::Commit)),
+        ],
+    );
+    let c = script(
+        via,
+        vec![
+            (30, Step::Send(1, lock(false, false))),
+            (50, Step::Send(1, lock(false, false))),
+        ],
+    );
+    let w = run(
+        vec![
+            pg(PgServerConfig::default()),
+            bouncer(PoolMode::Transaction, 2),
+        ],
+        vec![a.clone(), b.clone(), c.clone()],
+        1,
+        vec![],
+    );
+    assert_eq!(
+        by_step(&answers(&w, 4)),
+        [(0, Answer::Bool(false)), (1, Answer::Bool(true))],
+        "c is granted the lock a holds"
+    );
+    assert_eq!(
+        by_step(&answers(&w, 2)),
+        [(0, Answer::Locked), (1, Answer::Bool(false))],
+        "a's unlock ran elsewhere"
+    );
+    let (holder, session, _) = server(&w).holder(1).expect("leaked");
+    assert_eq!(holder.0, via, "held by a pooled backend");
+    assert_eq!(session, 2, "a's lock and c's");
+    // Session pooling: each client keeps its server connection; a's unlock runs where its
+    // lock is, and c takes the free lock (twice, on its own backend).
+    let w = run(
+        vec![pg(PgServerConfig::default()), bouncer(PoolMode::Session, 3)],
+        vec![a, b, c],
+        1,
+        vec![],
+    );
+    assert_eq!(
+        by_step(&answers(&w, 2)),
+        [(0, Answer::Locked), (1, Answer::Bool(true))]
+    );
+    assert_eq!(
+        by_step(&answers(&w, 4)),
+        [(0, Answer::Bool(true)), (1, Answer::Bool(true))]
+    );
+    let (holder, session, _) = server(&w).holder(1).expect("c's");
+    assert_eq!((holder.0, session), (via, 2));
+}
