@@ -55,6 +55,8 @@ pub struct BouncerConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Client {
     server: Option<u32>,
+    next_seq: u32,
+    early: BTreeMap<u32, (u64, Stmt)>,
     queue: VecDeque<(u64, Stmt)>,
     busy: bool,
     probing: Probing,
@@ -64,6 +66,8 @@ struct Client {
 struct Server {
     client: Option<Conn>,
     in_txn: bool,
+    /// Statements sent on it.
+    sent: u32,
 }
 
 /// A statement pgbouncer forwarded: for which client (none for its own `DISCARD ALL`), the
@@ -112,7 +116,12 @@ impl Bouncer {
             return;
         }
         match msg {
-            Msg::Query { conn, id, stmt } => {
+            Msg::Query {
+                conn,
+                seq,
+                id,
+                stmt,
+            } => {
                 let c = (from, conn);
                 if !self.clients.contains_key(&c) {
                     let opened = self.opened.entry(from).or_insert(0);
@@ -126,6 +135,8 @@ impl Bouncer {
                         c,
                         Client {
                             server: None,
+                            next_seq: 1,
+                            early: BTreeMap::new(),
                             queue: VecDeque::new(),
                             busy: false,
                             probing,
@@ -133,7 +144,19 @@ impl Bouncer {
                     );
                 }
                 self.heard(env, c);
-                self.clients.get_mut(&c).expect("a client").queue.push_back((id, stmt));
+                let client = self.clients.get_mut(&c).expect("a client");
+                if seq < client.next_seq {
+                    return; // a duplicate
+                }
+                client.early.insert(seq, (id, stmt));
+                while let Some(next) = client.early.remove(&client.next_seq) {
+                    client.next_seq += 1;
+                    if next.1 == Stmt::Terminate {
+                        self.close_client(env, c);
+                        return;
+                    }
+                    client.queue.push_back(next);
+                }
                 self.pump(env, c);
             }
             Msg::ProbeAck { conn, alive } => {
@@ -188,6 +211,7 @@ impl Bouncer {
                             Server {
                                 client: None,
                                 in_txn: false,
+                                sent: 0,
                             },
                         );
                         self.next_conn
@@ -221,10 +245,21 @@ impl Bouncer {
     fn forward(&mut self, env: &mut impl Host<Msg, Timer>, f: Forwarded) {
         self.next_id += 1;
         self.inflight.insert(self.next_id, f);
+        let id = self.next_id;
+        self.send(env, f.server, id, f.stmt);
+    }
+
+    /// Sends `stmt` on server connection `s`, in its turn.
+    fn send(&mut self, env: &mut impl Host<Msg, Timer>, s: u32, id: u64, stmt: Stmt) {
+        let Some(server) = self.servers.get_mut(&s) else {
+            return;
+        };
+        server.sent += 1;
         let msg = Msg::Query {
-            conn: f.server,
-            id: self.next_id,
-            stmt: f.stmt,
+            conn: s,
+            seq: server.sent,
+            id,
+            stmt,
         };
         env.send(self.config.server, msg);
     }
@@ -295,7 +330,7 @@ impl Bouncer {
 
     /// pgbouncer closes server connection `s`.
     fn close_server(&mut self, env: &mut impl Host<Msg, Timer>, s: u32) {
-        env.send(self.config.server, Msg::Close { conn: s });
+        self.send(env, s, 0, Stmt::Terminate);
         self.forget_server(s);
     }
 

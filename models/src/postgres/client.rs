@@ -16,7 +16,9 @@
 //! host's kernel does, so a paused client does not: lockstep's pause freezes the host). A
 //! connection once broken is never used again: the next statement opens a new one.
 
-use lockstep_sim::{Dur, NodeId};
+use std::collections::BTreeMap;
+
+use lockstep_sim::{ClockKind, Dur, NodeId};
 
 use super::{Answer, LOCK_KEY, Msg, Stmt};
 use crate::env::Host;
@@ -42,6 +44,17 @@ pub struct PgLockConfig {
     pub recipe: Recipe,
     /// Blocking lock functions (`pg_advisory_lock`) rather than `pg_try_advisory_lock`.
     pub wait: bool,
+    /// The driver's socket timeout (pgJDBC's `socketTimeout`): a statement on the lock's
+    /// connection unanswered this long breaks the connection (the driver closes it). `None`,
+    /// libpq's way, waits forever.
+    pub socket_timeout: Option<Dur>,
+}
+
+/// The client's timer: the socket timeout of statement `id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SocketTimeout {
+    /// The statement.
+    pub id: u64,
 }
 
 /// The protected counter kept as a row in the database (`[storage] mode = "postgres"`).
@@ -74,6 +87,8 @@ pub struct PgLock {
     lock_conn: Option<u32>,
     /// The pool's connection for the work (session recipe).
     data_conn: Option<u32>,
+    /// Statements sent on each open connection (the next one's `seq` is one more).
+    sent: BTreeMap<u32, u32>,
     next_id: u64,
     state: State,
 }
@@ -86,6 +101,7 @@ impl PgLock {
             last_conn: 0,
             lock_conn: None,
             data_conn: None,
+            sent: BTreeMap::new(),
             next_id: 0,
             state: State::Idle,
         }
@@ -96,10 +112,38 @@ impl PgLock {
         self.last_conn
     }
 
-    fn send(&mut self, ctx: &mut impl Host<Msg, ()>, conn: u32, stmt: Stmt) -> u64 {
+    fn send(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>, conn: u32, stmt: Stmt) -> u64 {
+        let id = self.query(ctx, conn, stmt);
+        if let Some(after) = self.config.socket_timeout {
+            ctx.set_timer(ClockKind::Mono, after, SocketTimeout { id });
+        }
+        id
+    }
+
+    /// The statement the client waits for on the lock's connection.
+    fn waiting_for(&self) -> Option<u64> {
+        match self.state {
+            State::Locking { id } | State::GivingUp { id } | State::Releasing { id } => Some(id),
+            State::Idle | State::Holding => None,
+        }
+    }
+
+    /// Sends `stmt` on `conn` in its turn; its request id.
+    fn query(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>, conn: u32, stmt: Stmt) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
-        ctx.send(self.config.endpoint, Msg::Query { conn, id, stmt });
+        let sent = self.sent.entry(conn).or_insert(0);
+        *sent += 1;
+        let seq = *sent;
+        ctx.send(
+            self.config.endpoint,
+            Msg::Query {
+                conn,
+                seq,
+                id,
+                stmt,
+            },
+        );
         id
     }
 
@@ -116,7 +160,9 @@ impl PgLock {
 
     /// The lock's connection broke: what was in flight on it fails.
     fn lock_conn_broke(&mut self) -> Option<LockSignal> {
-        self.lock_conn = None;
+        if let Some(c) = self.lock_conn.take() {
+            self.sent.remove(&c);
+        }
         match self.state {
             State::Locking { .. } | State::GivingUp { .. } => {
                 self.state = State::Idle;
@@ -132,7 +178,7 @@ impl PgLock {
 
     fn on_answer(
         &mut self,
-        ctx: &mut impl Host<Msg, ()>,
+        ctx: &mut impl Host<Msg, SocketTimeout>,
         conn: u32,
         id: u64,
         answer: Answer,
@@ -179,10 +225,10 @@ impl PgLock {
 
 impl LockClient for PgLock {
     type Msg = Msg;
-    type Timer = ();
+    type Timer = SocketTimeout;
     type Resource = Row;
 
-    fn acquire(&mut self, ctx: &mut impl Host<Msg, ()>) -> Option<LockSignal> {
+    fn acquire(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
         let conn = self.lock_conn();
         let xact = self.config.recipe == Recipe::Xact;
         let stmt = Stmt::Lock {
@@ -196,7 +242,7 @@ impl LockClient for PgLock {
         None
     }
 
-    fn release(&mut self, ctx: &mut impl Host<Msg, ()>) -> Option<LockSignal> {
+    fn release(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
         let Some(conn) = self.lock_conn.filter(|_| self.state == State::Holding) else {
             self.state = State::Idle;
             return Some(LockSignal::Released);
@@ -212,7 +258,7 @@ impl LockClient for PgLock {
 
     /// What the application knows without a query: it holds the lock once it was granted
     /// and until it releases. A broken connection is not noticed before its next statement.
-    fn valid(&self, _: &impl Host<Msg, ()>) -> bool {
+    fn valid(&self, _: &impl Host<Msg, SocketTimeout>) -> bool {
         self.state == State::Holding
     }
 
@@ -224,7 +270,7 @@ impl LockClient for PgLock {
 
     fn on_message(
         &mut self,
-        ctx: &mut impl Host<Msg, ()>,
+        ctx: &mut impl Host<Msg, SocketTimeout>,
         _: NodeId,
         msg: Msg,
     ) -> Option<LockSignal> {
@@ -238,6 +284,7 @@ impl LockClient for PgLock {
             Msg::Close { conn } => {
                 if Some(conn) == self.data_conn {
                     self.data_conn = None;
+                    self.sent.remove(&conn);
                 }
                 if Some(conn) == self.lock_conn {
                     return self.lock_conn_broke();
@@ -248,11 +295,13 @@ impl LockClient for PgLock {
         }
     }
 
-    fn on_reset(&mut self, _: &mut impl Host<Msg, ()>, peer: NodeId) -> Option<LockSignal> {
+    fn on_reset(&mut self, _: &mut impl Host<Msg, SocketTimeout>, peer: NodeId) -> Option<LockSignal> {
         if peer != self.config.endpoint {
             return None;
         }
-        self.data_conn = None;
+        if let Some(c) = self.data_conn.take() {
+            self.sent.remove(&c);
+        }
         if self.lock_conn.is_some() {
             self.lock_conn_broke()
         } else {
@@ -260,11 +309,22 @@ impl LockClient for PgLock {
         }
     }
 
-    fn on_timer(&mut self, _: &mut impl Host<Msg, ()>, (): ()) -> Option<LockSignal> {
-        None
+    fn on_timer(
+        &mut self,
+        ctx: &mut impl Host<Msg, SocketTimeout>,
+        timer: SocketTimeout,
+    ) -> Option<LockSignal> {
+        if self.waiting_for() != Some(timer.id) {
+            return None;
+        }
+        // The driver gives up on the connection and closes it.
+        if let Some(conn) = self.lock_conn {
+            self.query(ctx, conn, Stmt::Terminate);
+        }
+        self.lock_conn_broke()
     }
 
-    fn resource_op(&mut self, ctx: &mut impl Host<Msg, ()>, _: &Row, op: StorageRequest) {
+    fn resource_op(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>, _: &Row, op: StorageRequest) {
         let conn = match self.config.recipe {
             // The pool's connection, opened again if it broke.
             Recipe::Session => match self.data_conn {
@@ -281,7 +341,8 @@ impl LockClient for PgLock {
                 _ => return,
             },
         };
-        self.send(ctx, conn, Stmt::Resource(op));
+        // (The workload times the operation out itself.)
+        self.query(ctx, conn, Stmt::Resource(op));
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Postgres {
     pub recipe: Recipe,
     /// Blocking lock functions rather than `try`.
     pub wait: bool,
+    /// The clients' socket timeout.
+    pub socket_timeout: Option<Dur>,
 }
 
 /// The `[model]` keys of `kind = "postgres"`.
@@ -47,6 +49,7 @@ pub struct PostgresKeys {
     pooler: Option<PoolerName>,
     pool_size: Option<u32>,
     server_round_robin: Option<bool>,
+    socket_timeout_ms: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -140,6 +143,7 @@ impl Family for Postgres {
                 Some(RecipeName::Xact) => Recipe::Xact,
             },
             wait: k.wait != Some(WaitName::Try),
+            socket_timeout: off_or_ms(check, "model.socket_timeout_ms", k.socket_timeout_ms),
         }
     }
 
@@ -182,6 +186,7 @@ impl Family for Postgres {
             endpoint,
             recipe: self.recipe,
             wait: self.wait,
+            socket_timeout: self.socket_timeout,
         });
         (nodes, lock)
     }
@@ -221,6 +226,9 @@ impl Family for Postgres {
         let ka = self.server.keepalive;
         if ka != Keepalive::LINUX {
             p.push(format!("keepalive {} + {} × {}", ka.idle, ka.count, ka.interval));
+        }
+        if let Some(t) = self.socket_timeout {
+            p.push(format!("socket timeout {t}"));
         }
         if let Some(t) = self.server.lock_timeout {
             p.push(format!("lock_timeout {t}"));

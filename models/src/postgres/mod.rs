@@ -67,6 +67,8 @@ pub enum Stmt {
     /// `DISCARD ALL`: pgbouncer's `server_reset_query` in session mode, which ends the
     /// session's advisory locks (`pg_advisory_unlock_all`) and any transaction.
     DiscardAll,
+    /// The protocol's Terminate message, then the FIN: the sender closes the connection.
+    Terminate,
 }
 
 /// The server's answer to a statement.
@@ -92,10 +94,16 @@ pub enum Answer {
 /// Every message of the family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Msg {
-    /// A statement on the sender's connection `conn`, with the sender's request id.
+    /// A statement on the sender's connection `conn`, with the sender's request id. `seq`
+    /// numbers the connection's statements from 1: the receiver takes them in that order, once
+    /// each, as TCP delivers a connection's bytes (the world's links may reorder, lose or
+    /// duplicate messages; a lost one stalls its connection, as TCP's retransmissions would
+    /// until the connection is given up).
     Query {
         /// The sender's connection.
         conn: u32,
+        /// The statement's place on its connection, from 1.
+        seq: u32,
         /// The request id, echoed in the answer.
         id: u64,
         /// The statement.

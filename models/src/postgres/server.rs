@@ -186,6 +186,10 @@ struct Backend {
     pending: Vec<StorageRequest>,
     waiting: Option<Waiting>,
     probing: Probing,
+    /// The next statement's place on the connection.
+    next_seq: u32,
+    /// Statements that arrived ahead of their turn.
+    early: BTreeMap<u32, (u64, Stmt)>,
     /// The idle timeout's timer, armed while no statement runs.
     idle_timer: Option<TimerId>,
 }
@@ -254,7 +258,12 @@ impl PgServer {
 
     pub(crate) fn on_message(&mut self, env: &mut impl Host<Msg, Timer>, from: NodeId, msg: Msg) {
         match msg {
-            Msg::Query { conn, id, stmt } => {
+            Msg::Query {
+                conn,
+                seq,
+                id,
+                stmt,
+            } => {
                 let c = (from, conn);
                 if !self.backends.contains_key(&c) {
                     let opened = self.opened.entry(from).or_insert(0);
@@ -274,12 +283,14 @@ impl PgServer {
                             pending: Vec::new(),
                             waiting: None,
                             probing: Probing::new(now),
+                            next_seq: 1,
+                            early: BTreeMap::new(),
                             idle_timer: None,
                         },
                     );
                 }
                 self.heard(env, c);
-                self.statement(env, c, id, stmt);
+                self.in_order(env, c, seq, id, stmt);
             }
             Msg::ProbeAck { conn, alive } => {
                 let c = (from, conn);
@@ -302,6 +313,25 @@ impl PgServer {
                 env.send(from, Msg::ProbeAck { conn, alive: false });
             }
             Msg::Answer { .. } => {}
+        }
+    }
+
+    /// Runs statement `seq` of `c` when its turn comes, and those that waited for it.
+    fn in_order(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn, seq: u32, id: u64, stmt: Stmt) {
+        let b = self.backends.get_mut(&c).expect("a backend");
+        if seq < b.next_seq {
+            return; // a duplicate
+        }
+        b.early.insert(seq, (id, stmt));
+        loop {
+            let Some(b) = self.backends.get_mut(&c) else {
+                return;
+            };
+            let Some((id, stmt)) = b.early.remove(&b.next_seq) else {
+                return;
+            };
+            b.next_seq += 1;
+            self.statement(env, c, id, stmt);
         }
     }
 
@@ -344,6 +374,7 @@ impl PgServer {
         }
         let aborted = b.txn == Txn::Aborted;
         match stmt {
+            Stmt::Terminate => self.end(env, c, End::Client),
             Stmt::Begin => {
                 if b.txn == Txn::None {
                     b.txn = Txn::Open;

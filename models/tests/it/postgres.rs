@@ -42,6 +42,8 @@ impl Side for PgSide {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     Send(u32, Stmt),
+    /// A statement with its place on the connection given.
+    Raw(u32, u32, Stmt),
     Close(u32),
 }
 
@@ -53,6 +55,8 @@ struct Script {
     answer_probes: bool,
     /// (ms, connection, step index, answer).
     answers: Vec<(u64, u32, u64, Answer)>,
+    /// Statements sent on each connection.
+    sent: std::collections::BTreeMap<u32, u32>,
     /// (ms, connection) of each connection closed by the other end.
     closed: Vec<(u64, u32)>,
     probes: Vec<u64>,
@@ -107,7 +111,30 @@ impl Process for TestNode {
             (TestNode::Script(s), TestTimer::Step(i)) => match s.steps[i].1 {
                 Step::Send(conn, stmt) => {
                     let id = i as u64;
-                    env.send(s.to, Msg::Query { conn, id, stmt });
+                    let seq = s.sent.entry(conn).or_insert(0);
+                    *seq += 1;
+                    let seq = *seq;
+                    env.send(
+                        s.to,
+                        Msg::Query {
+                            conn,
+                            seq,
+                            id,
+                            stmt,
+                        },
+                    );
+                }
+                Step::Raw(conn, seq, stmt) => {
+                    let id = i as u64;
+                    env.send(
+                        s.to,
+                        Msg::Query {
+                            conn,
+                            seq,
+                            id,
+                            stmt,
+                        },
+                    );
                 }
                 Step::Close(conn) => env.send(s.to, Msg::Close { conn }),
             },
@@ -135,6 +162,7 @@ fn script(to: NodeId, steps: Vec<(u64, Step)>) -> Script {
         to,
         steps,
         answer_probes: true,
+        sent: std::collections::BTreeMap::new(),
         answers: Vec::new(),
         closed: Vec::new(),
         probes: Vec::new(),
@@ -474,4 +502,27 @@ fn pgbouncer_transaction_mode_leaks_a_session_lock_and_hands_it_to_another_clien
     );
     let (holder, session, _) = server(&w).holder(1).expect("c's");
     assert_eq!((holder.0, session), (via, 2));
+}
+
+#[test]
+fn a_connections_statements_run_in_their_order_once_each_as_tcp_delivers_them() {
+    // The unlock (second on the connection) arrives first: it waits for the lock statement,
+    // then both run; a duplicate of the first is dropped.
+    let a = script(
+        SERVER,
+        vec![
+            (10, Step::Raw(1, 2, UNLOCK)),
+            (20, Step::Raw(1, 1, lock(false, true))),
+            (30, Step::Raw(1, 1, lock(false, true))),
+        ],
+    );
+    let w = run(vec![pg(PgServerConfig::default())], vec![a], 1, vec![]);
+    assert_eq!(
+        answers(&w, 1),
+        [
+            (20, 1, 1, Answer::Locked),
+            (20, 1, 0, Answer::Bool(true))
+        ]
+    );
+    assert!(server(&w).holder(1).is_none());
 }
