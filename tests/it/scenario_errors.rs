@@ -408,7 +408,7 @@ fn the_zookeeper_keys_are_checked_with_their_paths() {
         "model.max_session_timeout_ms: must not be below the minimum session timeout",
         "model.fencing: \"revision\" is etcd's token (the lock key's create revision); ZooKeeper's: \"czxid\" (the lock node's creation zxid)",
         "model.election_ms: applies to kind = \"etcd\" only, not to \"zookeeper\"",
-        "model.recipe: applies to kind = \"etcd\" only, not to \"zookeeper\"",
+        "model.recipe: applies to kind = \"etcd\" or \"postgres\" only, not to \"zookeeper\"",
         "model.request_timeout_ms: applies to kind = \"redis\", \"redlock\" or \"etcd\" only, not to \"zookeeper\"",
     ] {
         assert!(

@@ -519,10 +519,7 @@ fn a_connections_statements_run_in_their_order_once_each_as_tcp_delivers_them() 
     let w = run(vec![pg(PgServerConfig::default())], vec![a], 1, vec![]);
     assert_eq!(
         answers(&w, 1),
-        [
-            (20, 1, 1, Answer::Locked),
-            (20, 1, 0, Answer::Bool(true))
-        ]
+        [(20, 1, 1, Answer::Locked), (20, 1, 0, Answer::Bool(true))]
     );
     assert!(server(&w).holder(1).is_none());
 }
