@@ -313,6 +313,8 @@ struct Tally {
     availability_sum: f64,
     availability_runs: u64,
     latency: Histogram,
+    grants: u64,
+    run_ns: u128,
     failover: FailoverStats,
     failover_sum_ns: u128,
     failover_max_ns: Option<u64>,
@@ -362,6 +364,8 @@ impl Tally {
         for ns in acquire_latencies_ns(&r.history) {
             self.latency.add(ns);
         }
+        self.grants += v.liveness.grants;
+        self.run_ns += u128::from(end);
         self.add_failover(v);
         self.add_leadership(r);
         if let Some(rec) = v.liveness.recovery {
@@ -443,6 +447,8 @@ impl Tally {
             availability: (self.availability_runs > 0)
                 .then(|| self.availability_sum / self.availability_runs as f64),
             acquire_latency_ms: self.latency.quantiles_ms(),
+            grants_per_s: (self.run_ns > 0)
+                .then(|| self.grants as f64 / (self.run_ns as f64 / 1e9)),
             failover: Some(failover),
             recovery: (self.recovery_runs > 0).then(|| RecoveryStats {
                 runs: self.recovery_runs,
@@ -560,6 +566,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         data: None,
         availability: None,
         acquire_latency_ms: s.acquire_latency_ns.quantiles_ms(),
+        grants_per_s: None,
         failover: None,
         recovery: (chaos || s.recovery_ns.count() > 0 || v.no_recovery > 0).then(|| {
             RecoveryStats {

@@ -205,6 +205,10 @@ pub struct Row {
     pub availability: Option<f64>,
     /// Acquire latency over every grant of every run; `None` without grants.
     pub acquire_latency_ms: Option<QuantilesMs>,
+    /// Throughput: grants per second of simulated time, every grant of every run over their
+    /// summed durations; `None` for a sweep (its summary keeps no sum of grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grants_per_s: Option<f64>,
     /// Failover; `None` for a sweep.
     pub failover: Option<FailoverStats>,
     /// Recovery after chaos faults; `None` without a chaos profile.
@@ -425,7 +429,7 @@ fn leadership_cells(l: Option<LeadershipStats>) -> Vec<String> {
 
 /// The columns every rendering shows, with what each means (the HTML page's header titles
 /// and the Markdown legend).
-pub(crate) const COLUMNS: [(&str, &str); 14] = [
+pub(crate) const COLUMNS: [(&str, &str); 15] = [
     ("scenario", "The scenario's name."),
     ("system", "The lock family with its key settings."),
     ("storage", "The storage's fencing mode."),
@@ -455,6 +459,10 @@ pub(crate) const COLUMNS: [(&str, &str); 14] = [
     (
         "acquire p50/p99",
         "Acquire latency (request to grant), pooled over every grant of every run.",
+    ),
+    (
+        "grants/s",
+        "Throughput: grants per second of simulated time, over every run.",
     ),
     (
         "failover",
@@ -497,9 +505,21 @@ pub(crate) fn cells(r: &Row) -> Vec<String> {
         r.acquire_latency_ms.map_or("-".to_string(), |q| {
             format!("{} / {}", duration_ms(q.p50), duration_ms(q.p99))
         }),
+        r.grants_per_s.map_or("-".to_string(), per_second),
         failover_text(r.failover),
         recovery_text(r.recovery),
     ]
+}
+
+/// A rate per second, with three significant digits.
+fn per_second(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
 }
 
 fn or_dash(s: &str) -> String {

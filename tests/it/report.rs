@@ -582,3 +582,27 @@ fn report_runs_on_jobs_threads_with_the_same_output_and_takes_filter_and_list() 
 fn every_new_flag_of_report_is_in_the_readme() {
     crate::tidy::flags_are_in_the_readme("report", &["--jobs", "--filter", "--list"]);
 }
+
+/// `grants_per_s` is every grant of every run over their summed simulated time, the same
+/// figures `lockstep run` prints per seed.
+#[test]
+fn throughput_is_grants_over_simulated_time_summed_over_the_runs() {
+    let dir = temp_dir("throughput");
+    let json = report_to(&dir.join("r.json"), &[K1, "--seeds", "3"]);
+    let c = Comparison::from_json(&json).expect("parses");
+    let got = c.rows[0]
+        .grants_per_s
+        .expect("a scenario row has a throughput");
+    let (mut grants, mut ms) = (0u64, 0f64);
+    for seed in 1..=3 {
+        let o = lockstep(&["run", K1, "--seed", &seed.to_string(), "--format", "json"]);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        grants += v["grants"].as_u64().expect("grants");
+        ms += v["simulated_ms"].as_f64().expect("simulated_ms");
+    }
+    assert!(grants > 0);
+    let want = grants as f64 / (ms / 1000.0);
+    assert!((got - want).abs() <= want * 1e-6, "{got} vs {want}");
+    let md = report_to(&dir.join("r.md"), &[K1, "--seeds", "3"]);
+    assert!(md.contains("| grants/s |"), "{md}");
+}
