@@ -124,6 +124,14 @@ impl Storage {
         }
     }
 
+    /// Storage in `mode` holding `value`, with no token seen: a replica's copy of a row.
+    pub fn with_value(mode: StorageMode, value: u64) -> Storage {
+        Storage {
+            value,
+            ..Storage::new(mode)
+        }
+    }
+
     /// The counter's value.
     pub fn value(&self) -> u64 {
         self.value

@@ -650,3 +650,55 @@ fn a_value_in_an_error_is_cut_short_and_cannot_break_the_line() {
     assert!(lines[1].contains("`a\\nb\\u{1b}[31m`"), "{}", lines[1]);
     assert!(!lines[1].contains('\u{1b}'), "{}", lines[1]);
 }
+
+#[test]
+fn the_postgres_keys_are_checked_with_their_paths() {
+    let pg = GOOD.replace("kind = \"redis\"", "kind = \"postgres\"");
+    let lines = errors_of(
+        "pg-keys",
+        &pg.replace(
+            "ttl_ms = 1_000",
+            "failover_after_ms = 5_000\npool_size = 4\ntcp_keepalives_count = 0",
+        ),
+    );
+    for expected in [
+        "model.failover_after_ms: is the standby's setting: set model.replica = true too",
+        "model.pool_size: is a pgbouncer setting: set model.pooler too",
+        "model.tcp_keepalives_count: 0 is out of range: expected 1 to 127",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
+    let lines = errors_of(
+        "pg-replica-pooler",
+        &pg.replace(
+            "ttl_ms = 1_000",
+            "replica = true\npooler = \"transaction\"\nfailover_after_ms = 0",
+        ),
+    );
+    for expected in [
+        "model.replica: a standby behind pgbouncer is not modelled",
+        "model.failover_after_ms: must be greater than 0",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
+    // A good standby file names the replica among its nodes.
+    let lines = errors_of(
+        "pg-replica-node",
+        &format!(
+            "{}\n[[fault]]\nat_ms = 1\ncrash = {{ node = \"postgres-2\" }}\n",
+            pg.replace("ttl_ms = 1_000", "replica = true")
+        ),
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "fault[0].crash.node: no node named `postgres-2` (nodes: postgres, postgres-replica, storage, client-1, client-2)"
+        )),
+        "{lines:#?}"
+    );
+}

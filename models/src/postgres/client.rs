@@ -40,6 +40,10 @@ pub enum Recipe {
 pub struct PgLockConfig {
     /// Where it connects: the server, or pgbouncer.
     pub endpoint: NodeId,
+    /// The standby, the second host of a multi-host connection string
+    /// (`host=postgres,postgres-replica target_session_attrs=read-write`): each new connection
+    /// tries `endpoint` first, then the standby when `endpoint` refuses it or is a standby.
+    pub standby: Option<NodeId>,
     /// The recipe.
     pub recipe: Recipe,
     /// Blocking lock functions (`pg_advisory_lock`) rather than `pg_try_advisory_lock`.
@@ -76,6 +80,18 @@ enum State {
     Releasing { id: u64 },
 }
 
+/// One of the client's open connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Connection {
+    /// Its host: 0 for the endpoint, 1 for the standby.
+    host: u8,
+    /// Statements sent on it (the next one's `seq` is one more).
+    sent: u32,
+    /// Until its first answer, its first statement: libpq connects, and this statement goes
+    /// again on a new connection to the next host if this one is turned down.
+    connecting: Option<Stmt>,
+}
+
 /// The PostgreSQL lock client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PgLock {
@@ -87,8 +103,8 @@ pub struct PgLock {
     lock_conn: Option<u32>,
     /// The pool's connection for the work (session recipe).
     data_conn: Option<u32>,
-    /// Statements sent on each open connection (the next one's `seq` is one more).
-    sent: BTreeMap<u32, u32>,
+    /// The open connections.
+    conns: BTreeMap<u32, Connection>,
     next_id: u64,
     state: State,
 }
@@ -101,15 +117,31 @@ impl PgLock {
             last_conn: 0,
             lock_conn: None,
             data_conn: None,
-            sent: BTreeMap::new(),
+            conns: BTreeMap::new(),
             next_id: 0,
             state: State::Idle,
         }
     }
 
-    fn open(&mut self) -> u32 {
+    /// Opens a connection to host `host` (0: the endpoint, 1: the standby).
+    fn open(&mut self, host: u8) -> u32 {
         self.last_conn += 1;
+        self.conns.insert(
+            self.last_conn,
+            Connection {
+                host,
+                sent: 0,
+                connecting: None,
+            },
+        );
         self.last_conn
+    }
+
+    fn host(&self, host: u8) -> NodeId {
+        match (host, self.config.standby) {
+            (1, Some(standby)) => standby,
+            _ => self.config.endpoint,
+        }
     }
 
     fn send(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>, conn: u32, stmt: Stmt) -> u64 {
@@ -132,11 +164,15 @@ impl PgLock {
     fn query(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>, conn: u32, stmt: Stmt) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
-        let sent = self.sent.entry(conn).or_insert(0);
-        *sent += 1;
-        let seq = *sent;
+        let c = self.conns.get_mut(&conn).expect("an open connection");
+        c.sent += 1;
+        if c.sent == 1 {
+            c.connecting = Some(stmt);
+        }
+        let (seq, host) = (c.sent, c.host);
+        let to = self.host(host);
         ctx.send(
-            self.config.endpoint,
+            to,
             Msg::Query {
                 conn,
                 seq,
@@ -151,17 +187,79 @@ impl PgLock {
         match self.lock_conn {
             Some(c) => c,
             None => {
-                let c = self.open();
+                let c = self.open(0);
                 self.lock_conn = Some(c);
                 c
             }
         }
     }
 
+    /// Connection `conn` was turned down before its first answer (refused, reset, a standby,
+    /// or silent past the socket timeout): its first statement goes on a new connection to
+    /// the next host; after the last host, the connection has failed.
+    fn turned_down(
+        &mut self,
+        ctx: &mut impl Host<Msg, SocketTimeout>,
+        conn: u32,
+    ) -> Option<LockSignal> {
+        let Some(stmt) = self.conns.get(&conn).and_then(|c| c.connecting) else {
+            return self.broke(conn);
+        };
+        let c = self.conns.remove(&conn).expect("open");
+        let next = c.host + 1;
+        let more = next == 1 && self.config.standby.is_some();
+        if Some(conn) == self.lock_conn {
+            if !more {
+                self.conns.insert(conn, c);
+                return self.lock_conn_broke();
+            }
+            let new = self.open(next);
+            self.lock_conn = Some(new);
+            let id = self.send(ctx, new, stmt);
+            if let State::Locking { .. } = self.state {
+                self.state = State::Locking { id };
+            }
+            return None;
+        }
+        if Some(conn) == self.data_conn {
+            self.data_conn = None;
+            if more {
+                let new = self.open(next);
+                self.data_conn = Some(new);
+                self.query(ctx, new, stmt);
+            }
+        }
+        None
+    }
+
+    /// Connection `conn`, past its first answer, broke.
+    fn broke(&mut self, conn: u32) -> Option<LockSignal> {
+        if Some(conn) == self.lock_conn {
+            return self.lock_conn_broke();
+        }
+        if Some(conn) == self.data_conn {
+            self.data_conn = None;
+        }
+        self.conns.remove(&conn);
+        None
+    }
+
+    /// Whether connection `conn` is open to `peer`.
+    fn on_host(&self, conn: u32, peer: NodeId) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| self.host(c.host) == peer)
+    }
+
+    /// Whether connection `conn` waits for its first answer.
+    fn connecting(&self, conn: u32) -> bool {
+        self.conns.get(&conn).is_some_and(|c| c.connecting.is_some())
+    }
+
     /// The lock's connection broke: what was in flight on it fails.
     fn lock_conn_broke(&mut self) -> Option<LockSignal> {
         if let Some(c) = self.lock_conn.take() {
-            self.sent.remove(&c);
+            self.conns.remove(&c);
         }
         match self.state {
             State::Locking { .. } | State::GivingUp { .. } => {
@@ -183,6 +281,12 @@ impl PgLock {
         id: u64,
         answer: Answer,
     ) -> Option<LockSignal> {
+        if answer == Answer::ReadOnly {
+            return self.turned_down(ctx, conn);
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.connecting = None;
+        }
         if let Answer::Resource(reply) = answer {
             return Some(LockSignal::Resource(reply));
         }
@@ -271,42 +375,36 @@ impl LockClient for PgLock {
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, SocketTimeout>,
-        _: NodeId,
+        from: NodeId,
         msg: Msg,
     ) -> Option<LockSignal> {
         match msg {
             Msg::Answer { conn, id, answer } => self.on_answer(ctx, conn, id, answer),
             Msg::Probe { conn } => {
-                let alive = Some(conn) == self.lock_conn || Some(conn) == self.data_conn;
-                ctx.send(self.config.endpoint, Msg::ProbeAck { conn, alive });
+                let alive = self.conns.contains_key(&conn);
+                ctx.send(from, Msg::ProbeAck { conn, alive });
                 None
             }
             Msg::Close { conn } => {
-                if Some(conn) == self.data_conn {
-                    self.data_conn = None;
-                    self.sent.remove(&conn);
+                if self.connecting(conn) {
+                    return self.turned_down(ctx, conn);
                 }
-                if Some(conn) == self.lock_conn {
-                    return self.lock_conn_broke();
-                }
-                None
+                self.broke(conn)
             }
-            Msg::Query { .. } | Msg::ProbeAck { .. } => None,
+            Msg::Query { .. } | Msg::ProbeAck { .. } | Msg::Wal { .. } => None,
         }
     }
 
-    fn on_reset(&mut self, _: &mut impl Host<Msg, SocketTimeout>, peer: NodeId) -> Option<LockSignal> {
-        if peer != self.config.endpoint {
-            return None;
+    fn on_reset(
+        &mut self,
+        ctx: &mut impl Host<Msg, SocketTimeout>,
+        peer: NodeId,
+    ) -> Option<LockSignal> {
+        if let Some(c) = self.data_conn.filter(|c| self.on_host(*c, peer)) {
+            self.turned_down(ctx, c);
         }
-        if let Some(c) = self.data_conn.take() {
-            self.sent.remove(&c);
-        }
-        if self.lock_conn.is_some() {
-            self.lock_conn_broke()
-        } else {
-            None
-        }
+        let c = self.lock_conn.filter(|c| self.on_host(*c, peer))?;
+        self.turned_down(ctx, c)
     }
 
     fn on_timer(
@@ -318,8 +416,11 @@ impl LockClient for PgLock {
             return None;
         }
         // The driver gives up on the connection and closes it.
-        if let Some(conn) = self.lock_conn {
-            self.query(ctx, conn, Stmt::Terminate);
+        let conn = self.lock_conn?;
+        self.query(ctx, conn, Stmt::Terminate);
+        if self.connecting(conn) {
+            // (libpq's `connect_timeout`: the next host.)
+            return self.turned_down(ctx, conn);
         }
         self.lock_conn_broke()
     }
@@ -330,7 +431,7 @@ impl LockClient for PgLock {
             Recipe::Session => match self.data_conn {
                 Some(c) => c,
                 None => {
-                    let c = self.open();
+                    let c = self.open(0);
                     self.data_conn = Some(c);
                     c
                 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::bouncer::{Bouncer, BouncerConfig, PoolMode};
 use super::client::{silent_holder_keeps, PgLock, PgLockConfig, Recipe, Row, UNLOCK_FALSE};
-use super::server::{Keepalive, PgServer, PgServerConfig};
+use super::server::{Keepalive, PROMOTIONS, PgServer, PgServerConfig, Replication};
 use super::{Msg, PgNode, Timer};
 use crate::family::{Counter, Family, Fencing, Role, Tokens};
 use crate::keys::{Check, NoKeys};
@@ -31,7 +31,13 @@ pub struct Postgres {
     pub wait: bool,
     /// The clients' socket timeout.
     pub socket_timeout: Option<Dur>,
+    /// A streaming standby, `postgres-replica`, promoted when it has heard no primary for
+    /// this long; `None` without a standby.
+    pub failover_after: Option<Dur>,
 }
+
+/// Between the servers' status messages when there is a standby.
+const HEARTBEAT: Dur = Dur::from_secs(1);
 
 /// The `[model]` keys of `kind = "postgres"`.
 #[derive(Debug, Deserialize)]
@@ -50,6 +56,8 @@ pub struct PostgresKeys {
     pool_size: Option<u32>,
     server_round_robin: Option<bool>,
     socket_timeout_ms: Option<f64>,
+    replica: Option<bool>,
+    failover_after_ms: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -118,7 +126,19 @@ impl Family for Postgres {
                 "model.idle_in_transaction_session_timeout_ms",
                 k.idle_in_transaction_session_timeout_ms,
             ),
+            replication: None,
         };
+        let replica = k.replica.unwrap_or(false);
+        if !replica && k.failover_after_ms.is_some() {
+            check.problems.push(
+                "model.failover_after_ms",
+                "is the standby's setting: set model.replica = true too",
+            );
+        }
+        let failover_after = replica.then(|| match k.failover_after_ms {
+            Some(v) => check.positive_ms("model.failover_after_ms", v),
+            None => Dur::from_secs(30),
+        });
         let pooler = match k.pooler {
             None | Some(PoolerName::None) => None,
             Some(PoolerName::Session) => Some(PoolMode::Session),
@@ -132,6 +152,13 @@ impl Family for Postgres {
             };
             check.problems.push(key, "is a pgbouncer setting: set model.pooler too");
         }
+        if replica && !matches!(k.pooler, None | Some(PoolerName::None)) {
+            check.problems.push(
+                "model.replica",
+                "a standby behind pgbouncer is not modelled: pgbouncer connects to one host; \
+                 leave out model.pooler or model.replica",
+            );
+        }
         let pool_size = check.count("model.pool_size", k.pool_size.unwrap_or(20), 1, 1_000);
         Postgres {
             server,
@@ -144,6 +171,7 @@ impl Family for Postgres {
             },
             wait: k.wait != Some(WaitName::Try),
             socket_timeout: off_or_ms(check, "model.socket_timeout_ms", k.socket_timeout_ms),
+            failover_after,
         }
     }
 
@@ -153,6 +181,9 @@ impl Family for Postgres {
 
     fn layout(&self) -> Vec<(String, Role)> {
         let mut nodes = vec![("postgres".to_string(), Role::Server)];
+        if self.failover_after.is_some() {
+            nodes.push(("postgres-replica".to_string(), Role::Server));
+        }
         if self.pooler.is_some() {
             nodes.push((
                 "pgbouncer".to_string(),
@@ -168,7 +199,24 @@ impl Family for Postgres {
 
     fn build(&self, _: Option<&Row>) -> (Vec<PgNode>, PgLock) {
         let server = NodeId(0);
-        let mut nodes = vec![PgNode::Server(PgServer::new(self.server))];
+        let mut nodes = vec![];
+        let mut standby = None;
+        match self.failover_after {
+            None => nodes.push(PgNode::Server(PgServer::new(self.server))),
+            Some(failover_after) => {
+                let replication = |peer| PgServerConfig {
+                    replication: Some(Replication {
+                        peer,
+                        failover_after,
+                        heartbeat: HEARTBEAT,
+                    }),
+                    ..self.server
+                };
+                nodes.push(PgNode::Server(PgServer::new(replication(NodeId(1)))));
+                nodes.push(PgNode::Server(PgServer::standby(replication(server))));
+                standby = Some(NodeId(1));
+            }
+        }
         let endpoint = match self.pooler {
             Some(mode) => {
                 nodes.push(PgNode::Bouncer(Bouncer::new(BouncerConfig {
@@ -184,6 +232,7 @@ impl Family for Postgres {
         };
         let lock = PgLock::new(PgLockConfig {
             endpoint,
+            standby,
             recipe: self.recipe,
             wait: self.wait,
             socket_timeout: self.socket_timeout,
@@ -200,10 +249,21 @@ impl Family for Postgres {
     }
 
     fn counters(&self) -> &'static [Counter] {
-        &[Counter {
+        const UNLOCKS: Counter = Counter {
             name: UNLOCK_FALSE,
             per: None,
-        }]
+        };
+        if self.failover_after.is_some() {
+            &[
+                UNLOCKS,
+                Counter {
+                    name: PROMOTIONS,
+                    per: None,
+                },
+            ]
+        } else {
+            &[UNLOCKS]
+        }
     }
 
     fn describe(&self) -> Vec<String> {
@@ -226,6 +286,9 @@ impl Family for Postgres {
         let ka = self.server.keepalive;
         if ka != Keepalive::LINUX {
             p.push(format!("keepalive {} + {} × {}", ka.idle, ka.count, ka.interval));
+        }
+        if let Some(t) = self.failover_after {
+            p.push(format!("standby, failover after {t}"));
         }
         if let Some(t) = self.socket_timeout {
             p.push(format!("socket timeout {t}"));

@@ -89,6 +89,9 @@ pub enum Answer {
     /// `ERROR: current transaction is aborted, commands ignored until end of transaction
     /// block`, or a statement pgbouncer could not run (its server connection was lost).
     Error,
+    /// The server is a standby (in recovery): libpq's `target_session_attrs = read-write`
+    /// turns the new connection down and tries the next host.
+    ReadOnly,
 }
 
 /// Every message of the family.
@@ -138,6 +141,20 @@ pub enum Msg {
         /// The connection.
         conn: u32,
     },
+    /// A server's replication status to the other server, every heartbeat and, from a
+    /// primary, on every commit: its timeline, its WAL position (commits since the row was
+    /// created), and, from a primary, the counter row's committed value, which a standby
+    /// following it takes (streaming replication; `pg_rewind` when it had diverged).
+    Wal {
+        /// The sender's timeline (a promotion starts a new one).
+        timeline: u32,
+        /// The sender's WAL position.
+        lsn: u64,
+        /// The sender's row value.
+        value: u64,
+        /// The sender is a primary.
+        primary: bool,
+    },
 }
 
 /// Timers of the server and pgbouncer.
@@ -151,6 +168,9 @@ pub enum Timer {
     /// `idle_session_timeout` or `idle_in_transaction_session_timeout`: time to look whether
     /// the backend is still idle.
     Idle(Conn),
+    /// Time to send the server's replication status and, on a standby, to look whether the
+    /// primary has been silent long enough to promote.
+    Heartbeat,
 }
 
 /// A service node: the server or pgbouncer.
@@ -166,7 +186,11 @@ impl Service for PgNode {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _: &mut impl Host<Msg, Timer>) {}
+    fn on_start(&mut self, env: &mut impl Host<Msg, Timer>) {
+        if let PgNode::Server(s) = self {
+            s.on_start(env);
+        }
+    }
 
     fn on_message(&mut self, env: &mut impl Host<Msg, Timer>, from: NodeId, msg: Msg) {
         match self {
@@ -189,7 +213,11 @@ impl Service for PgNode {
         }
     }
 
-    fn on_restart(&mut self, _: &mut impl Host<Msg, Timer>) {}
+    fn on_restart(&mut self, env: &mut impl Host<Msg, Timer>) {
+        if let PgNode::Server(s) = self {
+            s.on_restart(env);
+        }
+    }
 
     fn on_reset(&mut self, env: &mut impl Host<Msg, Timer>, peer: NodeId) {
         match self {

@@ -33,6 +33,9 @@ use crate::env::Host;
 use crate::observe::{HolderView, Observation};
 use crate::storage::{RequestKind, Storage, StorageMode, StorageReply, StorageRequest, StorageResult};
 
+/// The name of the family's counter of standbys promoted.
+pub const PROMOTIONS: &str = "promotions";
+
 /// TCP keepalive of one end of its connections (Linux: `tcp_keepalive_time`, `_intvl`,
 /// `_probes`; PostgreSQL's `tcp_keepalives_*` and pgbouncer's `tcp_keep*` set them per socket).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +131,26 @@ impl Probing {
     }
 }
 
+/// Streaming replication to one standby, with automatic failover: each server sends the
+/// other its status every `heartbeat`; a standby that has heard no primary for
+/// `failover_after` promotes itself (Patroni's leader key running out: `ttl`, 30 s by default),
+/// unless the other server, heard within that time, is ahead of it (Patroni's lag check). A
+/// primary that hears a primary on a later timeline (or on the same one with a lower node id)
+/// demotes itself: every backend ends, and it follows the new primary, its own unreplicated
+/// commits discarded (`pg_rewind`). A restarted server comes back as a standby (Patroni starts
+/// PostgreSQL in recovery and promotes only the member that wins the race). There is no
+/// witness: two servers cut off from each other for `failover_after` are two primaries until
+/// they hear each other again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replication {
+    /// The other server.
+    pub peer: NodeId,
+    /// A standby that has heard no primary for this long promotes itself.
+    pub failover_after: Dur,
+    /// Between status messages.
+    pub heartbeat: Dur,
+}
+
 /// The server's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PgServerConfig {
@@ -139,6 +162,8 @@ pub struct PgServerConfig {
     pub idle_session_timeout: Option<Dur>,
     /// `idle_in_transaction_session_timeout`; `None` (0, the default) is off.
     pub idle_in_transaction_timeout: Option<Dur>,
+    /// Streaming replication and failover, if there is a standby.
+    pub replication: Option<Replication>,
 }
 
 impl Default for PgServerConfig {
@@ -148,6 +173,7 @@ impl Default for PgServerConfig {
             keepalive: Keepalive::LINUX,
             idle_session_timeout: None,
             idle_in_transaction_timeout: None,
+            replication: None,
         }
     }
 }
@@ -221,10 +247,21 @@ pub struct PgServer {
     opened: BTreeMap<NodeId, u32>,
     /// The counter row (durable).
     row: Storage,
+    /// A primary, or a standby (in recovery: it turns new connections down).
+    primary: bool,
+    /// The timeline (durable): one more at each promotion.
+    timeline: u32,
+    /// Commits applied to the row (durable).
+    lsn: u64,
+    /// A standby: when it last heard a primary (monotonic).
+    heard_primary: LocalTime,
+    /// A standby: the other server's status as a standby, when last heard, with its
+    /// timeline and WAL position.
+    peer_standby: Option<(LocalTime, u32, u64)>,
 }
 
 impl PgServer {
-    /// A server with no backends.
+    /// A primary with no backends.
     pub fn new(config: PgServerConfig) -> PgServer {
         PgServer {
             config,
@@ -232,7 +269,121 @@ impl PgServer {
             locks: BTreeMap::new(),
             opened: BTreeMap::new(),
             row: Storage::new(StorageMode::Unfenced),
+            primary: true,
+            timeline: 1,
+            lsn: 0,
+            heard_primary: LocalTime::from_nanos(0),
+            peer_standby: None,
         }
+    }
+
+    /// A standby of `config.replication`'s peer.
+    pub fn standby(config: PgServerConfig) -> PgServer {
+        PgServer {
+            primary: false,
+            ..PgServer::new(config)
+        }
+    }
+
+    /// Whether the server is a primary, and its timeline, for tests.
+    pub fn role(&self) -> (bool, u32) {
+        (self.primary, self.timeline)
+    }
+
+    pub(crate) fn on_start(&mut self, env: &mut impl Host<Msg, Timer>) {
+        if let Some(r) = self.config.replication {
+            self.heard_primary = env.mono();
+            env.set_timer(ClockKind::Mono, r.heartbeat, Timer::Heartbeat);
+        }
+    }
+
+    pub(crate) fn on_restart(&mut self, env: &mut impl Host<Msg, Timer>) {
+        if self.config.replication.is_some() {
+            self.primary = false;
+            self.peer_standby = None;
+        }
+        self.on_start(env);
+    }
+
+    /// Sends the other server this server's status.
+    fn status(&self, env: &mut impl Host<Msg, Timer>) {
+        if let Some(r) = self.config.replication {
+            env.send(
+                r.peer,
+                Msg::Wal {
+                    timeline: self.timeline,
+                    lsn: self.lsn,
+                    value: self.row.value(),
+                    primary: self.primary,
+                },
+            );
+        }
+    }
+
+    /// A write was committed to the row: the WAL moves on and streams to the standby.
+    fn committed(&mut self, env: &mut impl Host<Msg, Timer>) {
+        self.lsn += 1;
+        self.status(env);
+    }
+
+    fn heartbeat(&mut self, env: &mut impl Host<Msg, Timer>) {
+        let Some(r) = self.config.replication else {
+            return;
+        };
+        env.set_timer(ClockKind::Mono, r.heartbeat, Timer::Heartbeat);
+        if !self.primary {
+            let now = env.mono();
+            let ahead = self.peer_standby.is_some_and(|(heard, timeline, lsn)| {
+                now.saturating_since(heard) < r.failover_after
+                    && (timeline, lsn) > (self.timeline, self.lsn)
+            });
+            if now.saturating_since(self.heard_primary) >= r.failover_after && !ahead {
+                // `pg_ctl promote`: a new timeline; connections are taken from now on.
+                self.primary = true;
+                self.timeline += 1;
+                env.observe(Observation::Count(PROMOTIONS));
+            }
+        }
+        self.status(env);
+    }
+
+    fn on_wal(
+        &mut self,
+        env: &mut impl Host<Msg, Timer>,
+        from: NodeId,
+        timeline: u32,
+        lsn: u64,
+        value: u64,
+        primary: bool,
+    ) {
+        if !primary {
+            if !self.primary {
+                self.peer_standby = Some((env.mono(), timeline, lsn));
+            }
+            return;
+        }
+        if self.primary {
+            if (timeline, std::cmp::Reverse(from)) <= (self.timeline, std::cmp::Reverse(env.id())) {
+                return; // The other one will demote.
+            }
+            // Demoted: PostgreSQL restarts in recovery; every connection ends.
+            let conns: Vec<Conn> = self.backends.keys().copied().collect();
+            for c in conns {
+                self.end(env, c, End::Server);
+            }
+            self.primary = false;
+        } else if (timeline, lsn) < (self.timeline, self.lsn) {
+            // An older status overtaken by a newer one (the links reorder; replication's TCP
+            // stream does not): the primary is heard, its WAL is not news.
+            if timeline == self.timeline {
+                self.heard_primary = env.mono();
+            }
+            return;
+        }
+        self.timeline = timeline;
+        self.lsn = lsn;
+        self.row = Storage::with_value(StorageMode::Unfenced, value);
+        self.heard_primary = env.mono();
     }
 
     /// The holder of advisory lock `key` and its session and transaction counts, for tests.
@@ -265,6 +416,17 @@ impl PgServer {
                 stmt,
             } => {
                 let c = (from, conn);
+                if !self.backends.contains_key(&c) && !self.primary {
+                    env.send(
+                        from,
+                        Msg::Answer {
+                            conn,
+                            id,
+                            answer: Answer::ReadOnly,
+                        },
+                    );
+                    return;
+                }
                 if !self.backends.contains_key(&c) {
                     let opened = self.opened.entry(from).or_insert(0);
                     if conn <= *opened {
@@ -312,6 +474,12 @@ impl PgServer {
                 // The server opens no connections: a probe names one it does not know.
                 env.send(from, Msg::ProbeAck { conn, alive: false });
             }
+            Msg::Wal {
+                timeline,
+                lsn,
+                value,
+                primary,
+            } => self.on_wal(env, from, timeline, lsn, value, primary),
             Msg::Answer { .. } => {}
         }
     }
@@ -441,9 +609,12 @@ impl PgServer {
                         b.pending.push(req);
                         StorageResult::Written
                     }
-                    _ => {
-                        let (kind, result) = self.row.apply(req);
-                        record(env, &req, kind, OpOutcome::Accepted);
+                    (kind, _) => {
+                        let (op, result) = self.row.apply(req);
+                        record(env, &req, op, OpOutcome::Accepted);
+                        if matches!(kind, RequestKind::Write { .. }) {
+                            self.committed(env);
+                        }
                         result
                     }
                 };
@@ -558,6 +729,7 @@ impl PgServer {
         let pending = std::mem::take(&mut b.pending);
         let keys: Vec<i64> = b.xact.keys().copied().collect();
         b.xact.clear();
+        let wrote = commit && !pending.is_empty();
         for req in pending {
             if commit {
                 let (kind, _) = self.row.apply(req);
@@ -565,6 +737,9 @@ impl PgServer {
             } else if let RequestKind::Write { value, base } = req.kind {
                 record(env, &req, OpKind::Write { value, base }, OpOutcome::Rejected);
             }
+        }
+        if wrote {
+            self.committed(env);
         }
         for key in keys {
             self.maybe_free(env, key);
@@ -623,6 +798,7 @@ impl PgServer {
                 }
                 self.answer(env, c, w.id, Answer::LockTimeout);
             }
+            Timer::Heartbeat => self.heartbeat(env),
             Timer::Idle(c) => {
                 let Some(b) = self.backends.get_mut(&c) else {
                     return;

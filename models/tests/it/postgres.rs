@@ -3,15 +3,17 @@
 //! answer, in a world with no latency, so every answer's time is exact.
 
 use lockstep_check::Event;
+use lockstep_check::{GrantId, NodeId as Who, OpId};
 use lockstep_models::Observation;
 use lockstep_models::env::{Scoped, Side};
 use lockstep_models::family::Service;
 use lockstep_models::postgres::bouncer::{Bouncer, BouncerConfig, PoolMode};
-use lockstep_models::postgres::server::{Keepalive, PgServer, PgServerConfig};
+use lockstep_models::postgres::server::{Keepalive, PgServer, PgServerConfig, Replication};
 use lockstep_models::postgres::{Answer, Msg, PgNode, Stmt, Timer};
+use lockstep_models::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
 use lockstep_sim::{
-    ClockKind, Dur, EnvOf, Fault, LocalTime, NodeConfig, NodeId, Process, ScheduledFault, Time,
-    TimerId, When, World, WorldConfig,
+    ClockKind, Dur, EnvOf, Fault, LocalTime, NodeConfig, NodeId, PartitionMode, Process,
+    ScheduledFault, Shape, Time, TimerId, When, World, WorldConfig,
 };
 
 const SERVER: NodeId = NodeId(0);
@@ -79,10 +81,13 @@ impl Process for TestNode {
     type Observation = Observation;
 
     fn on_start(&mut self, env: &mut impl EnvOf<Self>) {
-        if let TestNode::Script(s) = self {
-            for (i, (at, _)) in s.steps.iter().enumerate() {
-                env.set_timer(ClockKind::Mono, Dur::from_millis(*at), TestTimer::Step(i));
+        match self {
+            TestNode::Script(s) => {
+                for (i, (at, _)) in s.steps.iter().enumerate() {
+                    env.set_timer(ClockKind::Mono, Dur::from_millis(*at), TestTimer::Step(i));
+                }
             }
+            TestNode::Pg(n) => n.on_start(&mut Scoped::<_, PgSide>::new(env)),
         }
     }
 
@@ -148,7 +153,11 @@ impl Process for TestNode {
         }
     }
 
-    fn on_restart(&mut self, _: &mut impl EnvOf<Self>) {}
+    fn on_restart(&mut self, env: &mut impl EnvOf<Self>) {
+        if let TestNode::Pg(n) = self {
+            n.on_restart(&mut Scoped::<_, PgSide>::new(env));
+        }
+    }
 
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         if let TestNode::Pg(n) = self {
@@ -206,7 +215,11 @@ fn the_script(world: &World<TestNode>, node: u32) -> &Script {
 }
 
 fn server(world: &World<TestNode>) -> &PgServer {
-    match world.process(SERVER) {
+    server_at(world, SERVER)
+}
+
+fn server_at(world: &World<TestNode>, node: NodeId) -> &PgServer {
+    match world.process(node) {
         TestNode::Pg(PgNode::Server(s)) => s,
         _ => panic!("not the server"),
     }
@@ -522,4 +535,168 @@ fn a_connections_statements_run_in_their_order_once_each_as_tcp_delivers_them() 
         [(20, 1, 1, Answer::Locked), (20, 1, 0, Answer::Bool(true))]
     );
     assert!(server(&w).holder(1).is_none());
+}
+
+/// A write of `value` over `base` by client node `client`, its `seq`th operation.
+fn write(client: u32, seq: u32, value: u64, base: u64) -> Stmt {
+    Stmt::Resource(StorageRequest {
+        op: OpId {
+            client: Who(client),
+            seq,
+        },
+        grant: GrantId {
+            client: Who(client),
+            seq: 1,
+        },
+        token: None,
+        kind: RequestKind::Write { value, base },
+    })
+}
+
+#[test]
+fn a_standby_refuses_connections_promotes_after_silence_and_has_no_locks_nor_unstreamed_commits() {
+    let standby = NodeId(1);
+    let config = |peer| PgServerConfig {
+        replication: Some(Replication {
+            peer,
+            failover_after: Dur::from_secs(5),
+            heartbeat: Dur::from_secs(1),
+        }),
+        ..PgServerConfig::default()
+    };
+    let servers = vec![
+        PgNode::Server(PgServer::new(config(standby))),
+        PgNode::Server(PgServer::standby(config(SERVER))),
+    ];
+    // Node 2 holds the lock on the primary and commits 1 (streamed), then 2 (not: the link to
+    // the standby is cut from 100 ms); the primary crashes at 1 s.
+    let a = script(
+        SERVER,
+        vec![
+            (10, Step::Send(1, lock(false, true))),
+            (20, Step::Send(1, write(2, 1, 1, 0))),
+            (200, Step::Send(1, write(2, 2, 2, 1))),
+        ],
+    );
+    // Node 3 asks the standby before and after its promotion.
+    let b = script(
+        standby,
+        vec![
+            (3_000, Step::Send(1, lock(false, false))),
+            (5_500, Step::Send(2, lock(false, false))),
+            (6_500, Step::Send(3, lock(false, false))),
+            (
+                6_600,
+                Step::Send(
+                    3,
+                    Stmt::Resource(StorageRequest {
+                        op: OpId {
+                            client: Who(3),
+                            seq: 1,
+                        },
+                        grant: GrantId {
+                            client: Who(3),
+                            seq: 1,
+                        },
+                        token: None,
+                        kind: RequestKind::Read,
+                    }),
+                ),
+            ),
+        ],
+    );
+    let faults = vec![
+        ScheduledFault {
+            when: When::At(Time::from_millis(100)),
+            fault: Fault::Partition {
+                shape: Shape::OneWay {
+                    from: vec![SERVER],
+                    to: vec![standby],
+                },
+                mode: PartitionMode::Drop,
+                duration: None,
+            },
+        },
+        ScheduledFault {
+            when: When::At(Time::from_millis(1_000)),
+            fault: Fault::Crash {
+                node: SERVER,
+                restart_after: None,
+            },
+        },
+    ];
+    let w = run(servers, vec![a, b], 8, faults);
+    let got = by_step(&answers(&w, 3));
+    // In recovery it turns connections down (libpq then tries the next host). It last heard
+    // the primary at 20 ms (the streamed commit); its heartbeat at 6 s is the first at least
+    // 5 s later: it promotes, on timeline 2, with no lock held and the commit of 2 lost.
+    assert_eq!(got[0], (0, Answer::ReadOnly));
+    assert_eq!(got[1], (1, Answer::ReadOnly), "5.5 s: not yet");
+    assert_eq!(got[2], (2, Answer::Bool(true)), "the lock did not survive");
+    assert_eq!(
+        got[3],
+        (
+            3,
+            Answer::Resource(StorageReply {
+                op: OpId {
+                    client: Who(3),
+                    seq: 1
+                },
+                result: StorageResult::Read(1)
+            })
+        ),
+        "the unstreamed commit of 2 is lost"
+    );
+    assert_eq!(server_at(&w, standby).role(), (true, 2));
+}
+
+#[test]
+fn a_primary_that_hears_a_later_timeline_demotes_ends_its_sessions_and_rewinds() {
+    let standby = NodeId(1);
+    let config = |peer| PgServerConfig {
+        replication: Some(Replication {
+            peer,
+            failover_after: Dur::from_secs(3),
+            heartbeat: Dur::from_secs(1),
+        }),
+        ..PgServerConfig::default()
+    };
+    let servers = vec![
+        PgNode::Server(PgServer::new(config(standby))),
+        PgNode::Server(PgServer::standby(config(SERVER))),
+    ];
+    // The primary is cut off from the standby from 100 ms to 6 s: the standby, which last
+    // heard it at 0 s, promotes at its heartbeat at 3 s; there are two primaries until the
+    // link heals. Node 2 holds the lock on the old primary and commits 5 there at 5 s.
+    let a = script(
+        SERVER,
+        vec![
+            (10, Step::Send(1, lock(false, true))),
+            (5_000, Step::Send(1, write(2, 1, 5, 0))),
+        ],
+    );
+    let faults = vec![ScheduledFault {
+        when: When::At(Time::from_millis(100)),
+        fault: Fault::Partition {
+            shape: Shape::Split {
+                groups: vec![vec![SERVER], vec![standby]],
+            },
+            mode: PartitionMode::Drop,
+            duration: Some(Dur::from_millis(5_900)),
+        },
+    }];
+    let w = run(servers, vec![a], 9, faults);
+    let old = server_at(&w, SERVER);
+    assert_eq!(old.role(), (false, 2), "it follows timeline 2");
+    assert_eq!(old.value(), 0, "its commit of 5 is rewound away");
+    assert!(old.backends().is_empty() && old.holder(1).is_none());
+    let s = the_script(&w, 2);
+    assert_eq!(
+        s.closed.len(),
+        1,
+        "its session ended with a FIN: {:?}",
+        s.closed
+    );
+    assert!((6_000..=7_000).contains(&s.closed[0].0), "{:?}", s.closed);
+    assert_eq!(server_at(&w, standby).role(), (true, 2));
 }
