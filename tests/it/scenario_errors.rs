@@ -687,6 +687,40 @@ fn the_postgres_keys_are_checked_with_their_paths() {
             "no `{expected}` in {lines:#?}"
         );
     }
+    // The lock table's keys belong to its recipe, which needs a TTL and never waits.
+    let lines = errors_of(
+        "pg-table-keys",
+        &pg.replace(
+            "ttl_ms = 1_000",
+            "cleanup_ttl_ms = 5_000\nacquired_at = \"client\"",
+        ),
+    );
+    for expected in [
+        "model.cleanup_ttl_ms: is a lock table setting: set model.recipe = \"table\" too",
+        "model.acquired_at: is a lock table setting: set model.recipe = \"table\" too",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
+    let lines = errors_of(
+        "pg-table-recipe",
+        &pg.replace(
+            "ttl_ms = 1_000",
+            "recipe = \"table\"\nwait = \"block\"\ncleanup_every_ms = 0",
+        ),
+    );
+    for expected in [
+        "model.cleanup_ttl_ms: is required with recipe = \"table\"",
+        "model.wait: the lock table has no blocking form",
+        "model.cleanup_every_ms: must be greater than 0",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
     // A good standby file names the replica among its nodes.
     let lines = errors_of(
         "pg-replica-node",

@@ -175,7 +175,7 @@ impl Bouncer {
                 }
             }
             Msg::Probe { conn } => env.send(from, Msg::ProbeAck { conn, alive: false }),
-            Msg::Answer { .. } | Msg::Wal { .. } => {}
+            Msg::Answer { .. } | Msg::Wal(_) => {}
         }
     }
 
@@ -310,7 +310,7 @@ impl Bouncer {
                 env.send(self.config.server, Msg::ProbeAck { conn, alive });
             }
             Msg::Close { conn } => self.server_lost(env, conn),
-            Msg::Query { .. } | Msg::ProbeAck { .. } | Msg::Wal { .. } => {}
+            Msg::Query { .. } | Msg::ProbeAck { .. } | Msg::Wal(_) => {}
         }
     }
 

@@ -9,6 +9,12 @@
 //! - [`Recipe::Xact`]: `BEGIN; SELECT pg_advisory_xact_lock(1)` (or the `try` form), the work
 //!   in that transaction, `COMMIT` to release. If the connection broke, the transaction is
 //!   gone, and so is every write in it.
+//! - [`Recipe::Table`]: the lock table (the seed's §2.9): `INSERT INTO locks ... ON CONFLICT
+//!   DO NOTHING RETURNING owner` to acquire (a row back: the lock is ours; none: someone
+//!   holds it, try again later), the work on the pool's connection, `DELETE ... WHERE owner =
+//!   $me` to release. The row outlives its connection and its owner's process: only the
+//!   release or the server's cleanup job deletes it, the latter after a TTL whether or not its
+//!   owner still works under it.
 //!
 //! A try that fails, a `lock_timeout` and a broken connection while acquiring are failed
 //! acquisitions (in the `xact` recipe after a `ROLLBACK`); the workload thinks and tries
@@ -33,6 +39,12 @@ pub enum Recipe {
     Session,
     /// A transaction-level lock with the work in the same transaction.
     Xact,
+    /// A row in a lock table, the work on the pool's connection.
+    Table {
+        /// `acquired_at` is the client's wall clock (a parameter) rather than the server's
+        /// `now()`.
+        client_clock: bool,
+    },
 }
 
 /// The client's settings.
@@ -67,6 +79,10 @@ pub struct Row;
 
 /// The name of the family's counter of unlocks that returned false.
 pub const UNLOCK_FALSE: &str = "unlocks returning false";
+
+/// The name of the family's counter of lock table releases that deleted no row (the cleanup
+/// job had deleted it).
+pub const ROW_GONE: &str = "releases finding no row";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -317,7 +333,10 @@ impl PgLock {
             }
             (State::Releasing { id: i }, answer) if i == id => {
                 if answer == Answer::Bool(false) {
-                    ctx.observe(Observation::Count(UNLOCK_FALSE));
+                    ctx.observe(Observation::Count(match self.config.recipe {
+                        Recipe::Table { .. } => ROW_GONE,
+                        Recipe::Session | Recipe::Xact => UNLOCK_FALSE,
+                    }));
                 }
                 self.state = State::Idle;
                 Some(LockSignal::Released)
@@ -334,12 +353,20 @@ impl LockClient for PgLock {
 
     fn acquire(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
         let conn = self.lock_conn();
-        let xact = self.config.recipe == Recipe::Xact;
-        let stmt = Stmt::Lock {
-            key: LOCK_KEY,
-            xact,
-            wait: self.config.wait,
-            begin: xact,
+        let stmt = match self.config.recipe {
+            Recipe::Table { client_clock } => Stmt::InsertLock {
+                owner: ctx.id(),
+                at: client_clock.then(|| ctx.wall()),
+            },
+            recipe => {
+                let xact = recipe == Recipe::Xact;
+                Stmt::Lock {
+                    key: LOCK_KEY,
+                    xact,
+                    wait: self.config.wait,
+                    begin: xact,
+                }
+            }
         };
         let id = self.send(ctx, conn, stmt);
         self.state = State::Locking { id };
@@ -347,13 +374,20 @@ impl LockClient for PgLock {
     }
 
     fn release(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
-        let Some(conn) = self.lock_conn.filter(|_| self.state == State::Holding) else {
-            self.state = State::Idle;
-            return Some(LockSignal::Released);
+        let released = |this: &mut PgLock| {
+            this.state = State::Idle;
+            Some(LockSignal::Released)
         };
-        let stmt = match self.config.recipe {
-            Recipe::Session => Stmt::Unlock { key: LOCK_KEY },
-            Recipe::Xact => Stmt::Commit,
+        if self.state != State::Holding {
+            return released(self);
+        }
+        let (conn, stmt) = match (self.config.recipe, self.lock_conn) {
+            // The row does not depend on a connection: any one deletes it.
+            (Recipe::Table { .. }, _) => (self.lock_conn(), Stmt::DeleteLock { owner: ctx.id() }),
+            (Recipe::Session, Some(c)) => (c, Stmt::Unlock { key: LOCK_KEY }),
+            (Recipe::Xact, Some(c)) => (c, Stmt::Commit),
+            // The lock's connection broke: the lock went with it.
+            (Recipe::Session | Recipe::Xact, None) => return released(self),
         };
         let id = self.send(ctx, conn, stmt);
         self.state = State::Releasing { id };
@@ -391,7 +425,7 @@ impl LockClient for PgLock {
                 }
                 self.broke(conn)
             }
-            Msg::Query { .. } | Msg::ProbeAck { .. } | Msg::Wal { .. } => None,
+            Msg::Query { .. } | Msg::ProbeAck { .. } | Msg::Wal(_) => None,
         }
     }
 
@@ -428,7 +462,7 @@ impl LockClient for PgLock {
     fn resource_op(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>, _: &Row, op: StorageRequest) {
         let conn = match self.config.recipe {
             // The pool's connection, opened again if it broke.
-            Recipe::Session => match self.data_conn {
+            Recipe::Session | Recipe::Table { .. } => match self.data_conn {
                 Some(c) => c,
                 None => {
                     let c = self.open(0);

@@ -5,8 +5,8 @@ use lockstep_sim::{Dur, NodeId};
 use serde::Deserialize;
 
 use super::bouncer::{Bouncer, BouncerConfig, PoolMode};
-use super::client::{silent_holder_keeps, PgLock, PgLockConfig, Recipe, Row, UNLOCK_FALSE};
-use super::server::{Keepalive, PROMOTIONS, PgServer, PgServerConfig, Replication};
+use super::client::{silent_holder_keeps, PgLock, PgLockConfig, Recipe, Row, ROW_GONE, UNLOCK_FALSE};
+use super::server::{CLEANED, Cleanup, Keepalive, PROMOTIONS, PgServer, PgServerConfig, Replication};
 use super::{Msg, PgNode, Timer};
 use crate::family::{Counter, Family, Fencing, Role, Tokens};
 use crate::keys::{Check, NoKeys};
@@ -58,6 +58,9 @@ pub struct PostgresKeys {
     socket_timeout_ms: Option<f64>,
     replica: Option<bool>,
     failover_after_ms: Option<f64>,
+    cleanup_ttl_ms: Option<f64>,
+    cleanup_every_ms: Option<f64>,
+    acquired_at: Option<ClockName>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -65,6 +68,14 @@ pub struct PostgresKeys {
 enum RecipeName {
     Session,
     Xact,
+    Table,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ClockName {
+    Server,
+    Client,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -127,7 +138,49 @@ impl Family for Postgres {
                 k.idle_in_transaction_session_timeout_ms,
             ),
             replication: None,
+            cleanup: None,
         };
+        let table = k.recipe == Some(RecipeName::Table);
+        let server = PgServerConfig {
+            cleanup: table.then(|| Cleanup {
+                ttl: match k.cleanup_ttl_ms {
+                    Some(v) => check.positive_ms("model.cleanup_ttl_ms", v),
+                    None => {
+                        check.problems.push(
+                            "model.cleanup_ttl_ms",
+                            "is required with recipe = \"table\": the age past which the \
+                             cleanup job deletes a lock row",
+                        );
+                        Dur::ZERO
+                    }
+                },
+                every: check.positive_ms(
+                    "model.cleanup_every_ms",
+                    k.cleanup_every_ms.unwrap_or(60_000.0),
+                ),
+            }),
+            ..server
+        };
+        if !table {
+            for (key, set) in [
+                ("model.cleanup_ttl_ms", k.cleanup_ttl_ms.is_some()),
+                ("model.cleanup_every_ms", k.cleanup_every_ms.is_some()),
+                ("model.acquired_at", k.acquired_at.is_some()),
+            ] {
+                if set {
+                    check
+                        .problems
+                        .push(key, "is a lock table setting: set model.recipe = \"table\" too");
+                }
+            }
+        }
+        if table && k.wait.is_some() {
+            check.problems.push(
+                "model.wait",
+                "the lock table has no blocking form (INSERT ... ON CONFLICT DO NOTHING returns \
+                 at once; the client tries again after its retry delay): leave out model.wait",
+            );
+        }
         let replica = k.replica.unwrap_or(false);
         if !replica && k.failover_after_ms.is_some() {
             check.problems.push(
@@ -168,6 +221,9 @@ impl Family for Postgres {
             recipe: match k.recipe {
                 None | Some(RecipeName::Session) => Recipe::Session,
                 Some(RecipeName::Xact) => Recipe::Xact,
+                Some(RecipeName::Table) => Recipe::Table {
+                    client_clock: k.acquired_at == Some(ClockName::Client),
+                },
             },
             wait: k.wait != Some(WaitName::Try),
             socket_timeout: off_or_ms(check, "model.socket_timeout_ms", k.socket_timeout_ms),
@@ -245,24 +301,37 @@ impl Family for Postgres {
     }
 
     fn ttl(&self) -> Dur {
-        silent_holder_keeps(&self.server)
+        match self.server.cleanup {
+            // A dead owner's row lives until the first cleanup past its TTL.
+            Some(c) => c.ttl.saturating_add(c.every),
+            None => silent_holder_keeps(&self.server),
+        }
+    }
+
+    fn expiry_wall_clocks(&self) -> &'static [Role] {
+        // The cleanup job ages a lock table row by the primary's wall clock against
+        // `acquired_at`, which the server stamps, or the client.
+        match self.recipe {
+            Recipe::Table {
+                client_clock: false,
+            } => &[Role::Server],
+            Recipe::Table { client_clock: true } => &[Role::Server, Role::Client],
+            Recipe::Session | Recipe::Xact => &[],
+        }
     }
 
     fn counters(&self) -> &'static [Counter] {
-        const UNLOCKS: Counter = Counter {
-            name: UNLOCK_FALSE,
-            per: None,
-        };
-        if self.failover_after.is_some() {
-            &[
-                UNLOCKS,
-                Counter {
-                    name: PROMOTIONS,
-                    per: None,
-                },
-            ]
-        } else {
-            &[UNLOCKS]
+        const fn counter(name: &'static str) -> Counter {
+            Counter { name, per: None }
+        }
+        const UNLOCKS: Counter = counter(UNLOCK_FALSE);
+        const TABLE: [Counter; 2] = [counter(ROW_GONE), counter(CLEANED)];
+        const PROMOTED: Counter = counter(PROMOTIONS);
+        match (self.server.cleanup.is_some(), self.failover_after.is_some()) {
+            (false, false) => &[UNLOCKS],
+            (false, true) => &[UNLOCKS, PROMOTED],
+            (true, false) => &TABLE,
+            (true, true) => &[TABLE[0], TABLE[1], PROMOTED],
         }
     }
 
@@ -272,10 +341,17 @@ impl Family for Postgres {
             match self.recipe {
                 Recipe::Session => "session lock",
                 Recipe::Xact => "xact lock, work in its transaction",
+                Recipe::Table {
+                    client_clock: false,
+                } => "lock table",
+                Recipe::Table { client_clock: true } => "lock table, acquired_at client clock",
             }
             .to_string(),
         ];
-        if !self.wait {
+        if let Some(c) = self.server.cleanup {
+            p.push(format!("cleanup past {} every {}", c.ttl, c.every));
+        }
+        if !self.wait && self.server.cleanup.is_none() {
             p.push("try".to_string());
         }
         match self.pooler {

@@ -24,7 +24,7 @@ pub mod server;
 
 pub use family::Postgres;
 
-use lockstep_sim::NodeId;
+use lockstep_sim::{LocalTime, NodeId};
 
 use crate::env::Host;
 use crate::family::Service;
@@ -69,6 +69,31 @@ pub enum Stmt {
     DiscardAll,
     /// The protocol's Terminate message, then the FIN: the sender closes the connection.
     Terminate,
+    /// `INSERT INTO locks (resource_key, owner, acquired_at) VALUES (1, $owner, now() | $at)
+    /// ON CONFLICT DO NOTHING RETURNING owner`: the lock table's acquire, one autocommit
+    /// statement, answered `Bool(true)` when the row was inserted (the seed's §2.9).
+    InsertLock {
+        /// The owner: the client's node.
+        owner: NodeId,
+        /// `acquired_at` on the client's wall clock; `None`: the server's `now()`.
+        at: Option<LocalTime>,
+    },
+    /// `DELETE FROM locks WHERE resource_key = 1 AND owner = $owner`: the lock table's
+    /// release, answered `Bool(true)` when it deleted the row.
+    DeleteLock {
+        /// The owner.
+        owner: NodeId,
+    },
+}
+
+/// The lock table's row of the run's lock key: its owner and `acquired_at`, on the wall clock
+/// of whoever stamped it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LockRow {
+    /// The `owner` column.
+    pub owner: NodeId,
+    /// The `acquired_at` column.
+    pub acquired_at: LocalTime,
 }
 
 /// The server's answer to a statement.
@@ -141,20 +166,26 @@ pub enum Msg {
         /// The connection.
         conn: u32,
     },
-    /// A server's replication status to the other server, every heartbeat and, from a
-    /// primary, on every commit: its timeline, its WAL position (commits since the row was
-    /// created), and, from a primary, the counter row's committed value, which a standby
-    /// following it takes (streaming replication; `pg_rewind` when it had diverged).
-    Wal {
-        /// The sender's timeline (a promotion starts a new one).
-        timeline: u32,
-        /// The sender's WAL position.
-        lsn: u64,
-        /// The sender's row value.
-        value: u64,
-        /// The sender is a primary.
-        primary: bool,
-    },
+    /// A server's replication status to the other server.
+    Wal(WalStatus),
+}
+
+/// A server's replication status, sent to the other server every heartbeat and, from a
+/// primary, on every commit: its timeline, its WAL position (commits since the tables were
+/// created), and its committed rows, which a standby following a primary takes (streaming
+/// replication; `pg_rewind` when it had diverged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WalStatus {
+    /// The sender's timeline (a promotion starts a new one).
+    pub timeline: u32,
+    /// The sender's WAL position.
+    pub lsn: u64,
+    /// The sender's counter row value.
+    pub value: u64,
+    /// The sender is a primary.
+    pub primary: bool,
+    /// The sender's lock table row, if any.
+    pub lock_row: Option<LockRow>,
 }
 
 /// Timers of the server and pgbouncer.
@@ -171,6 +202,9 @@ pub enum Timer {
     /// Time to send the server's replication status and, on a standby, to look whether the
     /// primary has been silent long enough to promote.
     Heartbeat,
+    /// The lock table's cleanup job (pg_cron) runs: `DELETE FROM locks WHERE acquired_at <
+    /// now() - ttl`.
+    Cleanup,
 }
 
 /// A service node: the server or pgbouncer.

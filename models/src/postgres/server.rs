@@ -28,13 +28,26 @@ use std::collections::{BTreeMap, VecDeque};
 use lockstep_check::{Event, OpKind, OpOutcome, StorageOp};
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
-use super::{Answer, Conn, Msg, Stmt, Timer};
+use super::{Answer, Conn, LockRow, Msg, Stmt, Timer, WalStatus};
 use crate::env::Host;
 use crate::observe::{HolderView, Observation};
 use crate::storage::{RequestKind, Storage, StorageMode, StorageReply, StorageRequest, StorageResult};
 
 /// The name of the family's counter of standbys promoted.
 pub const PROMOTIONS: &str = "promotions";
+
+/// The name of the family's counter of lock table rows the cleanup job deleted.
+pub const CLEANED: &str = "rows deleted by cleanup";
+
+/// The lock table's cleanup job: pg_cron running `DELETE FROM locks WHERE acquired_at <
+/// now() - ttl` every `every` on the primary (pg_cron does not run jobs on a standby).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cleanup {
+    /// A row older than this, by the server's wall clock against its `acquired_at`, is deleted.
+    pub ttl: Dur,
+    /// Between runs of the job.
+    pub every: Dur,
+}
 
 /// TCP keepalive of one end of its connections (Linux: `tcp_keepalive_time`, `_intvl`,
 /// `_probes`; PostgreSQL's `tcp_keepalives_*` and pgbouncer's `tcp_keep*` set them per socket).
@@ -164,6 +177,8 @@ pub struct PgServerConfig {
     pub idle_in_transaction_timeout: Option<Dur>,
     /// Streaming replication and failover, if there is a standby.
     pub replication: Option<Replication>,
+    /// The lock table's cleanup job, if it is scheduled.
+    pub cleanup: Option<Cleanup>,
 }
 
 impl Default for PgServerConfig {
@@ -174,6 +189,7 @@ impl Default for PgServerConfig {
             idle_session_timeout: None,
             idle_in_transaction_timeout: None,
             replication: None,
+            cleanup: None,
         }
     }
 }
@@ -247,6 +263,8 @@ pub struct PgServer {
     opened: BTreeMap<NodeId, u32>,
     /// The counter row (durable).
     row: Storage,
+    /// The lock table's row (durable).
+    lock_row: Option<LockRow>,
     /// A primary, or a standby (in recovery: it turns new connections down).
     primary: bool,
     /// The timeline (durable): one more at each promotion.
@@ -269,6 +287,7 @@ impl PgServer {
             locks: BTreeMap::new(),
             opened: BTreeMap::new(),
             row: Storage::new(StorageMode::Unfenced),
+            lock_row: None,
             primary: true,
             timeline: 1,
             lsn: 0,
@@ -295,6 +314,32 @@ impl PgServer {
             self.heard_primary = env.mono();
             env.set_timer(ClockKind::Mono, r.heartbeat, Timer::Heartbeat);
         }
+        if let Some(c) = self.config.cleanup {
+            env.set_timer(ClockKind::Mono, c.every, Timer::Cleanup);
+        }
+    }
+
+    /// The lock table's row, for tests.
+    pub fn lock_row(&self) -> Option<LockRow> {
+        self.lock_row
+    }
+
+    /// The cleanup job runs: on a primary, the row older than the TTL by the server's wall
+    /// clock is deleted.
+    fn cleanup(&mut self, env: &mut impl Host<Msg, Timer>) {
+        let Some(c) = self.config.cleanup else {
+            return;
+        };
+        env.set_timer(ClockKind::Mono, c.every, Timer::Cleanup);
+        let Some(row) = self.lock_row.filter(|_| self.primary) else {
+            return;
+        };
+        if env.wall().nanos_since(row.acquired_at) > c.ttl.as_nanos() as i64 {
+            self.lock_row = None;
+            env.observe(Observation::Count(CLEANED));
+            env.observe(Observation::Holder(HolderView::Free));
+            self.committed(env);
+        }
     }
 
     pub(crate) fn on_restart(&mut self, env: &mut impl Host<Msg, Timer>) {
@@ -310,12 +355,13 @@ impl PgServer {
         if let Some(r) = self.config.replication {
             env.send(
                 r.peer,
-                Msg::Wal {
+                Msg::Wal(WalStatus {
                     timeline: self.timeline,
                     lsn: self.lsn,
                     value: self.row.value(),
                     primary: self.primary,
-                },
+                    lock_row: self.lock_row,
+                }),
             );
         }
     }
@@ -347,15 +393,14 @@ impl PgServer {
         self.status(env);
     }
 
-    fn on_wal(
-        &mut self,
-        env: &mut impl Host<Msg, Timer>,
-        from: NodeId,
-        timeline: u32,
-        lsn: u64,
-        value: u64,
-        primary: bool,
-    ) {
+    fn on_wal(&mut self, env: &mut impl Host<Msg, Timer>, from: NodeId, w: WalStatus) {
+        let WalStatus {
+            timeline,
+            lsn,
+            value,
+            primary,
+            lock_row,
+        } = w;
         if !primary {
             if !self.primary {
                 self.peer_standby = Some((env.mono(), timeline, lsn));
@@ -383,6 +428,7 @@ impl PgServer {
         self.timeline = timeline;
         self.lsn = lsn;
         self.row = Storage::with_value(StorageMode::Unfenced, value);
+        self.lock_row = lock_row;
         self.heard_primary = env.mono();
     }
 
@@ -474,12 +520,7 @@ impl PgServer {
                 // The server opens no connections: a probe names one it does not know.
                 env.send(from, Msg::ProbeAck { conn, alive: false });
             }
-            Msg::Wal {
-                timeline,
-                lsn,
-                value,
-                primary,
-            } => self.on_wal(env, from, timeline, lsn, value, primary),
+            Msg::Wal(w) => self.on_wal(env, from, w),
             Msg::Answer { .. } => {}
         }
     }
@@ -620,6 +661,31 @@ impl PgServer {
                 };
                 let reply = StorageReply { op: req.op, result };
                 self.answer(env, c, id, Answer::Resource(reply));
+            }
+            Stmt::InsertLock { owner, at } => {
+                // (Our recipe sends it in autocommit: committed at once.)
+                let inserted = self.lock_row.is_none();
+                if inserted {
+                    self.lock_row = Some(LockRow {
+                        owner,
+                        acquired_at: at.unwrap_or_else(|| env.wall()),
+                    });
+                    env.observe(Observation::Holder(HolderView::Granted {
+                        client: owner,
+                        expires: None,
+                    }));
+                    self.committed(env);
+                }
+                self.answer(env, c, id, Answer::Bool(inserted));
+            }
+            Stmt::DeleteLock { owner } => {
+                let deleted = self.lock_row.is_some_and(|r| r.owner == owner);
+                if deleted {
+                    self.lock_row = None;
+                    env.observe(Observation::Holder(HolderView::Free));
+                    self.committed(env);
+                }
+                self.answer(env, c, id, Answer::Bool(deleted));
             }
         }
     }
@@ -799,6 +865,7 @@ impl PgServer {
                 self.answer(env, c, w.id, Answer::LockTimeout);
             }
             Timer::Heartbeat => self.heartbeat(env),
+            Timer::Cleanup => self.cleanup(env),
             Timer::Idle(c) => {
                 let Some(b) = self.backends.get_mut(&c) else {
                     return;

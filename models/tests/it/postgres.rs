@@ -700,3 +700,85 @@ fn a_primary_that_hears_a_later_timeline_demotes_ends_its_sessions_and_rewinds()
     assert!((6_000..=7_000).contains(&s.closed[0].0), "{:?}", s.closed);
     assert_eq!(server_at(&w, standby).role(), (true, 2));
 }
+
+#[test]
+fn a_lock_table_row_outlives_its_owner_and_the_server_until_the_cleanup_job_deletes_it() {
+    use lockstep_models::postgres::server::Cleanup;
+    use lockstep_sim::world::DEFAULT_WALL_EPOCH;
+    let config = PgServerConfig {
+        cleanup: Some(Cleanup {
+            ttl: Dur::from_secs(2),
+            every: Dur::from_secs(1),
+        }),
+        ..PgServerConfig::default()
+    };
+    let insert = |owner: u32| Stmt::InsertLock {
+        owner: NodeId(owner),
+        at: None,
+    };
+    // Node 1 takes the row (`now()` = 10 ms) and closes its connection; node 2 tries around
+    // it. The server crashes at 500 ms and is back at 600 ms; its job runs every second from
+    // then on, and the row is older than 2 s at the run of 2.6 s.
+    let a = script(
+        SERVER,
+        vec![
+            (10, Step::Send(1, insert(1))),
+            (100, Step::Close(1)),
+            (3_000, Step::Send(2, Stmt::DeleteLock { owner: NodeId(1) })),
+        ],
+    );
+    let b = script(
+        SERVER,
+        vec![
+            (20, Step::Send(1, insert(2))),
+            (200, Step::Send(1, insert(2))),
+            (700, Step::Send(2, insert(2))),
+            (2_500, Step::Send(2, insert(2))),
+            (2_700, Step::Send(2, insert(2))),
+        ],
+    );
+    let restart = ScheduledFault {
+        when: When::At(Time::from_millis(500)),
+        fault: Fault::Crash {
+            node: SERVER,
+            restart_after: Some(Dur::from_millis(100)),
+        },
+    };
+    let w = run(vec![pg(config)], vec![a, b], 4, vec![restart]);
+    assert_eq!(
+        by_step(&answers(&w, 1)),
+        [(0, Answer::Bool(true)), (2, Answer::Bool(false))]
+    );
+    let got: Vec<(u64, Answer)> = answers(&w, 2).iter().map(|(t, _, _, a)| (*t, *a)).collect();
+    assert_eq!(
+        got,
+        [
+            (20, Answer::Bool(false)),
+            (200, Answer::Bool(false)),
+            (700, Answer::Bool(false)),
+            (2_500, Answer::Bool(false)),
+            (2_700, Answer::Bool(true)),
+        ],
+        "the row outlives its owner's connection and the server's restart, until the job of 2.6 s"
+    );
+    assert_eq!(server(&w).lock_row().map(|r| r.owner), Some(NodeId(2)));
+    // `acquired_at` from a client whose wall clock is 5 s behind the server's: the first run
+    // of the job deletes the row though it is 0.99 s old.
+    let behind = LocalTime::from_nanos(DEFAULT_WALL_EPOCH.as_nanos() - 5_000_000_000);
+    let a = script(
+        SERVER,
+        vec![(
+            10,
+            Step::Send(
+                1,
+                Stmt::InsertLock {
+                    owner: NodeId(1),
+                    at: Some(behind),
+                },
+            ),
+        )],
+    );
+    let b = script(SERVER, vec![(1_100, Step::Send(1, insert(2)))]);
+    let w = run(vec![pg(config)], vec![a, b], 2, vec![]);
+    assert_eq!(answers(&w, 2)[0].3, Answer::Bool(true));
+}
