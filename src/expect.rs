@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use lockstep_check::{Leadership, Property, Validity, Verdict};
+use lockstep_check::{Leadership, Property, Queue, Validity, Verdict};
 pub use lockstep_reports::suite::Miss;
 use lockstep_sim::{AppliedFault, Clocks, Dur};
 
@@ -34,6 +34,16 @@ pub enum Count {
     DuplicateItems,
     /// Work items skipped.
     SkippedItems,
+    /// Jobs done at least once (a job queue).
+    JobsDone,
+    /// Jobs done twice.
+    JobsDoneTwice,
+    /// Jobs lost: never done while a later job was.
+    JobsLost,
+    /// Jobs left in the queue at the end.
+    JobsLeft,
+    /// The queue lag's 99th percentile; bounded in ms, measured in ns.
+    QueueLagP99Ms,
 }
 
 impl Count {
@@ -51,6 +61,11 @@ impl Count {
             Count::FailoverMaxMs => leadership(verdict, |l| l.failover.map_or(0, |f| f.max_ns)),
             Count::DuplicateItems => leadership(verdict, |l| l.duplicate_items.count),
             Count::SkippedItems => leadership(verdict, |l| l.skipped_items.count),
+            Count::JobsDone => queue(verdict, |q| q.done),
+            Count::JobsDoneTwice => queue(verdict, |q| q.done_twice.count),
+            Count::JobsLost => queue(verdict, |q| q.lost.count),
+            Count::JobsLeft => queue(verdict, |q| q.left),
+            Count::QueueLagP99Ms => queue(verdict, |q| q.lag.map_or(0, |l| l.p99_ns)),
         }
     }
 
@@ -66,7 +81,7 @@ impl Count {
     /// Nanoseconds per unit of the bound: the `*_ms` keys bound times measured in ns.
     fn unit_ns(self) -> u64 {
         match self {
-            Count::TwoLeadersMs | Count::FailoverMaxMs => 1_000_000,
+            Count::TwoLeadersMs | Count::FailoverMaxMs | Count::QueueLagP99Ms => 1_000_000,
             _ => 1,
         }
     }
@@ -84,6 +99,11 @@ impl Count {
         let (n, unit) = (self.of(verdict), self.unit_ns());
         n < min.saturating_mul(unit) || max.is_some_and(|m| n > m.saturating_mul(unit))
     }
+}
+
+/// A job queue value of `verdict`, 0 when the history has no jobs.
+fn queue(verdict: &Verdict, value: impl Fn(&Queue) -> u64) -> u64 {
+    verdict.queue.as_ref().map_or(0, value)
 }
 
 /// A leadership value of `verdict`, 0 when the checker measured none.
@@ -105,6 +125,11 @@ impl fmt::Display for Count {
             Count::FailoverMaxMs => "failover_max_ms",
             Count::DuplicateItems => "duplicate_items",
             Count::SkippedItems => "skipped_items",
+            Count::JobsDone => "jobs_done",
+            Count::JobsDoneTwice => "jobs_done_twice",
+            Count::JobsLost => "jobs_lost",
+            Count::JobsLeft => "jobs_left",
+            Count::QueueLagP99Ms => "queue_lag_p99_ms",
         })
     }
 }

@@ -15,12 +15,14 @@
 
 use std::path::{Path, PathBuf};
 
-use lockstep_check::{Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns};
+use lockstep_check::{
+    Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns, queue_lags_ns,
+};
 pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::format::ms;
 use lockstep_reports::{
     Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, LeadershipStats,
-    OverlapStats, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
+    OverlapStats, QueueStats, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
 };
 
 use crate::run::{RunResult, run};
@@ -325,6 +327,9 @@ struct Tally {
     leadership: Option<LeadershipStats>,
     two_leaders_ns: u128,
     leader_failover: Histogram,
+    /// Job queue sums, from the first run that enqueued jobs.
+    queue: Option<QueueStats>,
+    queue_lag: Histogram,
 }
 
 impl Tally {
@@ -368,6 +373,7 @@ impl Tally {
         self.run_ns += u128::from(end);
         self.add_failover(v);
         self.add_leadership(r);
+        self.add_queue(r);
         if let Some(rec) = v.liveness.recovery {
             self.recovery_runs += 1;
             if let Some(after) = rec.after_ns() {
@@ -393,6 +399,21 @@ impl Tally {
         self.two_leaders_ns += u128::from(l.two_leaders_ns);
         for ns in leadership_failovers_ns(&r.history) {
             self.leader_failover.add(ns);
+        }
+    }
+
+    fn add_queue(&mut self, r: &RunResult) {
+        let Some(q) = &r.verdict.queue else {
+            return;
+        };
+        let sums = self.queue.get_or_insert_with(QueueStats::default);
+        sums.enqueued += q.enqueued;
+        sums.done += q.done;
+        sums.done_twice += q.done_twice.count;
+        sums.lost += q.lost.count;
+        sums.left += q.left;
+        for ns in queue_lags_ns(&r.history) {
+            self.queue_lag.add(ns);
         }
     }
 
@@ -460,6 +481,15 @@ impl Tally {
                 two_leaders_ms: self.two_leaders_ns as f64 / 1e6,
                 failover_ms: self.leader_failover.quantiles_ms(),
                 ..l
+            }),
+            queue: self.queue.map(|q| QueueStats {
+                jobs_per_s: if self.run_ns > 0 {
+                    q.done as f64 / (self.run_ns as f64 / 1e9)
+                } else {
+                    0.0
+                },
+                lag_ms: self.queue_lag.quantiles_ms(),
+                ..q
             }),
         }
     }
@@ -577,6 +607,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
             }
         }),
         leadership: None,
+        queue: None,
     };
     let mut failing = Vec::new();
     if let (Some(scenario), true) = (&input.scenario, input.replayable) {

@@ -218,6 +218,15 @@ pub struct Violations {
     pub exhausted: u64,
     /// With a chaos profile: no grant within its liveness bound of the quiet tail's start.
     pub no_recovery: u64,
+    /// The run enqueued jobs (a job queue): the two below apply.
+    #[serde(default)]
+    pub queue: u64,
+    /// A job was done twice.
+    #[serde(default)]
+    pub jobs_done_twice: u64,
+    /// A job was lost.
+    #[serde(default)]
+    pub jobs_lost: u64,
 }
 
 impl Violations {
@@ -228,6 +237,9 @@ impl Violations {
         self.token_order += other.token_order;
         self.exhausted += other.exhausted;
         self.no_recovery += other.no_recovery;
+        self.queue += other.queue;
+        self.jobs_done_twice += other.jobs_done_twice;
+        self.jobs_lost += other.jobs_lost;
     }
 }
 
@@ -516,6 +528,8 @@ impl SweepSummary {
             token_order: rate(v.token_order, n),
             exhausted: rate(v.exhausted, n),
             no_recovery: rate(v.no_recovery, n),
+            jobs_done_twice: (v.queue > 0).then(|| rate(v.jobs_done_twice, n)).flatten(),
+            jobs_lost: (v.queue > 0).then(|| rate(v.jobs_lost, n)).flatten(),
         }
     }
 
@@ -639,6 +653,11 @@ impl Work<'_> {
                         .as_ref()
                         .is_some_and(|b| b.missed(v.liveness.recovery.and_then(|r| r.after_ns()))),
                 ),
+                queue: u64::from(v.queue.is_some()),
+                jobs_done_twice: u64::from(
+                    v.queue.as_ref().is_some_and(|q| q.done_twice.count > 0),
+                ),
+                jobs_lost: u64::from(v.queue.as_ref().is_some_and(|q| q.lost.count > 0)),
             },
             grants: v.liveness.grants,
             recovery_ns: v.liveness.recovery.and_then(|r| r.after_ns()),

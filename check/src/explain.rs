@@ -59,6 +59,28 @@ impl Verdict {
         if let Some(leadership) = &self.leadership {
             leadership_lines(&mut lines, history, &tokens, leadership);
         }
+        if let Some(queue) = &self.queue {
+            let kind = ("job done twice", "jobs done twice");
+            let twice = &queue.done_twice;
+            push_found(&mut lines, twice.count, &twice.examples, kind, |d| {
+                format!(
+                    "job {} done twice: by {} at {}, and again by {} at {}.",
+                    d.job,
+                    history.name(d.first_client),
+                    seconds(d.first_ns),
+                    history.name(d.client),
+                    seconds(d.time_ns)
+                )
+            });
+            let kind = ("job lost", "jobs lost");
+            push_found(
+                &mut lines,
+                queue.lost.count,
+                &queue.lost.examples,
+                kind,
+                |job| format!("job {job} was never done, though jobs enqueued after it were."),
+            );
+        }
         if self.stale_rejected > 0 {
             lines.push(format!(
                 "fencing worked: storage rejected {} (not a violation).",

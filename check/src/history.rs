@@ -187,6 +187,27 @@ pub enum Event {
         /// The acquisition.
         ticket: u64,
     },
+    /// A job queue took job `job`: the producer's insert committed. Jobs are numbered from 1
+    /// in the order they were enqueued.
+    Enqueued {
+        /// The job.
+        job: u64,
+    },
+    /// `client` took job `job` from the queue and starts its work.
+    Dequeued {
+        /// The job.
+        job: u64,
+        /// The worker.
+        client: NodeId,
+    },
+    /// `client` finished job `job`'s work: its effect happened, whether or not the queue then
+    /// recorded the job as done.
+    Done {
+        /// The job.
+        job: u64,
+        /// The worker.
+        client: NodeId,
+    },
 }
 
 /// One history entry: an event at a true time.

@@ -214,6 +214,19 @@ fn write_entry(out: &mut String, h: &History, entry: &Entry) {
                 name(*client)
             );
         }
+        Event::Enqueued { job } => {
+            let _ = write!(out, "\"enqueued\",\"job\":{job}");
+        }
+        Event::Dequeued { job, client } => {
+            let _ = write!(
+                out,
+                "\"dequeued\",\"job\":{job},\"client\":{}",
+                name(*client)
+            );
+        }
+        Event::Done { job, client } => {
+            let _ = write!(out, "\"done\",\"job\":{job},\"client\":{}", name(*client));
+        }
     }
     out.push_str("}\n");
 }
@@ -273,6 +286,9 @@ const EVENT_KEYS: &[(&str, &[&str])] = &[
     ),
     ("fault", &["kind", "nodes", "detail"]),
     ("issued", &["client", "ticket"]),
+    ("enqueued", &["job"]),
+    ("dequeued", &["job", "client"]),
+    ("done", &["job", "client"]),
 ];
 
 /// Reads a history from its text (UTF-8, one JSON object a line; blank lines are skipped).
@@ -569,6 +585,19 @@ impl Reader {
             "acquire-failed" => Some(Event::AcquireFailed {
                 client: self.node(p, o, "client")?,
             }),
+            "enqueued" => Some(Event::Enqueued {
+                job: p.required(o, "job").and_then(|v| p.number(v, "job"))?,
+            }),
+            "dequeued" | "done" => {
+                let job = p.required(o, "job").and_then(|v| p.number(v, "job"));
+                let client = self.node(p, o, "client");
+                let (job, client) = (job?, client?);
+                Some(if kind == "done" {
+                    Event::Done { job, client }
+                } else {
+                    Event::Dequeued { job, client }
+                })
+            }
             "issued" => {
                 let client = self.node(p, o, "client");
                 let ticket = p.required(o, "ticket").and_then(|v| p.number(v, "ticket"));

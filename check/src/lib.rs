@@ -21,7 +21,9 @@ pub mod jsonl;
 mod text;
 pub mod verdict;
 
-pub use checker::{HistoryError, Options, acquire_latencies_ns, check, leadership_failovers_ns};
+pub use checker::{
+    HistoryError, Options, acquire_latencies_ns, check, leadership_failovers_ns, queue_lags_ns,
+};
 pub use history::{
     Entry, Event, ExitReason, Fault, FaultKind, GrantId, History, NodeId, OpId, OpKind, OpOutcome,
     StorageOp,

@@ -10,7 +10,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{GrantId, OpId};
+use crate::history::{GrantId, NodeId, OpId};
 
 /// Which property a scenario judges; the run's verdict is [`Verdict::get`] of it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,6 +161,10 @@ pub struct Verdict {
     /// two verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leadership: Option<Leadership>,
+    /// Job queue metrics, when the history enqueued jobs: jobs done twice and jobs lost make
+    /// both verdicts invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<Queue>,
 }
 
 impl Verdict {
@@ -391,6 +395,41 @@ pub struct DuplicateItem {
     pub op: OpId,
     /// True time at which storage accepted this write.
     pub time_ns: u64,
+}
+
+/// A job queue read from the history's `Enqueued`, `Dequeued` and `Done` events.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queue {
+    /// Jobs enqueued.
+    pub enqueued: u64,
+    /// Jobs whose work finished at least once.
+    pub done: u64,
+    /// Each `Done` of a job already done: its work happened twice.
+    pub done_twice: Found<DoneTwice>,
+    /// Jobs never done although a job enqueued after them was: left behind. Examples are the
+    /// smallest job numbers.
+    pub lost: Found<u64>,
+    /// Jobs never done, enqueued after the last job that was: the backlog at the end.
+    pub left: u64,
+    /// Queue lag: from each job's enqueue to its first dequeue; `None` when none was dequeued.
+    pub lag: Option<Percentiles>,
+}
+
+/// A job whose work finished a second time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoneTwice {
+    /// The job.
+    pub job: u64,
+    /// The worker that finished it first.
+    pub first_client: NodeId,
+    /// When it did (true time, ns).
+    pub first_ns: u64,
+    /// The worker that finished it again.
+    pub client: NodeId,
+    /// When it did.
+    pub time_ns: u64,
+    /// Index in `history.entries` of this `Done`.
+    pub entry: usize,
 }
 
 #[cfg(test)]

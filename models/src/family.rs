@@ -183,6 +183,11 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn expiry_wall_clocks(&self) -> &'static [Role] {
         &[]
     }
+    /// Whether its clients' acquire is a job queue's dequeue ([`crate::LockSignal::Job`]): the
+    /// workload must then be `kind = "queue"`, and only then.
+    fn dequeues(&self) -> bool {
+        false
+    }
     /// Its counters, in the order a report lists them.
     fn counters(&self) -> &'static [Counter] {
         &[]

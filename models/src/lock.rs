@@ -33,6 +33,9 @@ pub enum LockSignal {
     /// The service answered an operation on a resource it keeps itself
     /// ([`LockClient::resource_op`]), with storage's own reply.
     Resource(StorageReply),
+    /// A job queue's client took job `job` (its acquire is a dequeue; its release commits
+    /// the job done). Only under the `queue` workload.
+    Job(u64),
 }
 
 /// No resource: the `Resource` of a lock client whose service keeps none. It has no values,

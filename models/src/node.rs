@@ -80,6 +80,16 @@ pub enum WorkTimer {
         /// The grant's sequence number.
         grant: u32,
     },
+    /// A worker's job is done: its effect happened.
+    JobDone {
+        /// The job.
+        job: u64,
+    },
+    /// A worker commits its finished job (the lock client's release).
+    JobCommit {
+        /// The job.
+        job: u64,
+    },
 }
 
 /// The message type of family `F`'s worlds.

@@ -29,6 +29,15 @@
 //! show in the history. It never releases on its own; a task whose storage operation times
 //! out or is rejected fails alone and the term goes on. One `Grant`..`Exit` is one term.
 //!
+//! # A job queue's workers (`kind = "queue"`)
+//!
+//! A worker takes a job from the queue (its lock client's `acquire` is the dequeue, answered
+//! with [`LockSignal::Job`]), records `Dequeued`, works for a drawn `work` time, records `Done`
+//! (the job's effect happened) and reaches `work-done`, then, as a separate step, commits the
+//! job (the lock client's `release`), thinks and takes the next. An empty queue, or any failed
+//! dequeue, is a think before the next try. The history then judges jobs, not grants: the
+//! worker records no `Request`, `Grant` or storage operation.
+//!
 //! When the lock client says [`LockSignal::Lost`], [`OnStoppedLeading`] decides: `Exit` (the
 //! process dies, as client-go users' `klog.Fatal` in `OnStoppedLeading`; releasing first is
 //! client-go's `ReleaseOnCancel`), `Cancel` (work notices the cancelled context only after a
@@ -72,6 +81,11 @@ impl WorkloadConfig {
     pub fn is_leader(&self) -> bool {
         matches!(self.kind, WorkloadKind::Leader(_))
     }
+
+    /// Whether the clients are a job queue's workers.
+    pub fn is_queue(&self) -> bool {
+        matches!(self.kind, WorkloadKind::Queue)
+    }
 }
 
 /// The loop a workload client runs.
@@ -81,6 +95,8 @@ pub enum WorkloadKind {
     Counter,
     /// Campaign, then lead: a task every period until leadership is lost.
     Leader(LeaderConfig),
+    /// Take a job from the queue, work on it, commit it done, again.
+    Queue,
 }
 
 /// How a leader client behaves.
@@ -131,6 +147,10 @@ enum Phase {
     },
     /// A leader between tasks.
     Idle,
+    /// A worker on a job.
+    Job {
+        job: u64,
+    },
 }
 
 /// The current grant.
@@ -226,9 +246,11 @@ impl<L: LockClient> Client<L> {
     pub(crate) fn on_work_timer<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, timer: WorkTimer) {
         match (self.phase, timer) {
             (Phase::Thinking, WorkTimer::Think) => {
-                ctx.record(Event::Request {
-                    client: Self::me(ctx),
-                });
+                if !self.config.is_queue() {
+                    ctx.record(Event::Request {
+                        client: Self::me(ctx),
+                    });
+                }
                 self.phase = Phase::Acquiring;
                 let signal = self.lock.acquire(&mut LockEnv::<_, L, S>::new(ctx));
                 self.on_signal(ctx, signal);
@@ -284,6 +306,25 @@ impl<L: LockClient> Client<L> {
             }
             (Phase::Idle, WorkTimer::Task { grant }) if self.is_current(grant) => {
                 self.start_task(ctx);
+            }
+            (Phase::Job { job }, WorkTimer::JobDone { job: j }) if j == job => {
+                ctx.record(Event::Done {
+                    job,
+                    client: Self::me(ctx),
+                });
+                ctx.mark("work-done");
+                // The commit is a step of its own: a pause on `work-done` falls between the
+                // job's effect and its commit.
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    Dur::ZERO,
+                    Timer::Work(WorkTimer::JobCommit { job }),
+                );
+            }
+            (Phase::Job { job }, WorkTimer::JobCommit { job: j }) if j == job => {
+                self.phase = Phase::Releasing { restart: false };
+                let signal = self.lock.release(&mut LockEnv::<_, L, S>::new(ctx));
+                self.on_signal(ctx, signal);
             }
             (
                 Phase::Claiming { .. }
@@ -343,12 +384,30 @@ impl<L: LockClient> Client<L> {
                     self.phase = Phase::Reading { op };
                 }
             }
-            (Phase::Acquiring, LockSignal::AcquireFailed) => {
-                ctx.record(Event::AcquireFailed {
+            (Phase::Acquiring, LockSignal::Job(job)) => {
+                ctx.record(Event::Dequeued {
+                    job,
                     client: Self::me(ctx),
                 });
+                ctx.mark("granted");
+                self.phase = Phase::Job { job };
+                let work = self.config.work.sample(ctx.rng());
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    work,
+                    Timer::Work(WorkTimer::JobDone { job }),
+                );
+            }
+            (Phase::Acquiring, LockSignal::AcquireFailed) => {
+                if !self.config.is_queue() {
+                    ctx.record(Event::AcquireFailed {
+                        client: Self::me(ctx),
+                    });
+                }
                 self.think(ctx);
             }
+            // A worker learns nothing of its job's claim until it commits.
+            (Phase::Job { .. }, LockSignal::Lost) => {}
             (
                 Phase::Claiming { .. }
                 | Phase::Reading { .. }

@@ -153,6 +153,26 @@ pub struct LeadershipStats {
     pub skipped_items: u64,
 }
 
+/// A job queue's figures over a scenario's runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueStats {
+    /// Jobs enqueued, summed over the runs.
+    pub enqueued: u64,
+    /// Jobs done at least once, summed over the runs.
+    pub done: u64,
+    /// Throughput: jobs done per second of simulated time, over every run.
+    pub jobs_per_s: f64,
+    /// Jobs done twice, summed over the runs.
+    pub done_twice: u64,
+    /// Jobs lost, summed over the runs.
+    pub lost: u64,
+    /// Jobs left at the end, summed over the runs.
+    pub left: u64,
+    /// Queue lag (enqueue to first dequeue), pooled over every job of every run; `None`
+    /// when no job was dequeued.
+    pub lag_ms: Option<QuantilesMs>,
+}
+
 /// Recovery after a chaos profile's faults stop.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryStats {
@@ -216,6 +236,9 @@ pub struct Row {
     /// Leadership metrics; `None` when the scenario does not measure them, and for a sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leadership: Option<LeadershipStats>,
+    /// Job queue figures; `None` when the scenario's runs enqueued no job, and for a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueStats>,
 }
 
 /// A fault the world applied, for a failing seed's section.
@@ -363,12 +386,20 @@ impl Comparison {
         self.rows.iter().any(|r| r.leadership.is_some())
     }
 
+    /// True when some row has job queue figures: every rendering then adds their columns.
+    fn has_queue(&self) -> bool {
+        self.rows.iter().any(|r| r.queue.is_some())
+    }
+
     /// The columns of this report's table: [`COLUMNS`], and [`LEADERSHIP_COLUMNS`] when some
     /// row has leadership metrics.
     pub(crate) fn columns(&self) -> Vec<(&'static str, &'static str)> {
         let mut columns = COLUMNS.to_vec();
         if self.has_leadership() {
             columns.extend(LEADERSHIP_COLUMNS);
+        }
+        if self.has_queue() {
+            columns.extend(QUEUE_COLUMNS);
         }
         columns
     }
@@ -378,6 +409,9 @@ impl Comparison {
         let mut cells = cells(row);
         if self.has_leadership() {
             cells.extend(leadership_cells(row.leadership));
+        }
+        if self.has_queue() {
+            cells.extend(queue_cells(row.queue));
         }
         cells
     }
@@ -400,6 +434,46 @@ pub(crate) const LEADERSHIP_COLUMNS: [(&str, &str); 5] = [
     ("duplicates", "Work items done twice, summed over the runs."),
     ("skipped", "Work items never done, summed over the runs."),
 ];
+
+/// The columns added when some row has job queue figures.
+pub(crate) const QUEUE_COLUMNS: [(&str, &str); 5] = [
+    (
+        "jobs done",
+        "Jobs done at least once, of those enqueued, summed over the runs.",
+    ),
+    (
+        "jobs/s",
+        "Throughput: jobs done per second of simulated time, over every run.",
+    ),
+    (
+        "done twice / lost",
+        "Jobs done twice, and jobs never done while later ones were, summed over the runs.",
+    ),
+    (
+        "left",
+        "Jobs still queued at the end, summed over the runs.",
+    ),
+    (
+        "queue lag p50/p99",
+        "From each job's enqueue to its first dequeue, pooled over every job of every run.",
+    ),
+];
+
+/// A row's job queue cells, dashes without a queue.
+fn queue_cells(q: Option<QueueStats>) -> Vec<String> {
+    let Some(q) = q else {
+        return vec!["-".to_string(); QUEUE_COLUMNS.len()];
+    };
+    vec![
+        format!("{} / {}", q.done, q.enqueued),
+        per_second(q.jobs_per_s),
+        format!("{} / {}", q.done_twice, q.lost),
+        q.left.to_string(),
+        q.lag_ms.map_or("-".to_string(), |l| {
+            format!("{} / {}", duration_ms(l.p50), duration_ms(l.p99))
+        }),
+    ]
+}
 
 /// A row's leadership cells, dashes without leadership metrics.
 fn leadership_cells(l: Option<LeadershipStats>) -> Vec<String> {

@@ -26,8 +26,8 @@ pub mod timeline;
 
 pub use compare::{
     Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, FaultEntry, KEPT_FAILING,
-    KEPT_FAULTS, LeadershipStats, OverlapStats, QuantilesMs, Rate, Rates, RecoveryStats, Row,
-    Source, Verdicts, Visuals,
+    KEPT_FAULTS, LeadershipStats, OverlapStats, QuantilesMs, QueueStats, Rate, Rates,
+    RecoveryStats, Row, Source, Verdicts, Visuals,
 };
 pub use markdown::KEPT_EXPLANATIONS;
 pub use run_report::{Counter, FailoverMs, LatencyMs, LeadershipMs, RunReport, RunSource, Unfired};

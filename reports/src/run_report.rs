@@ -67,6 +67,25 @@ pub struct LeadershipMs {
     pub skipped_items: u64,
 }
 
+/// A job queue's figures in a run (the checker's `queue`), times in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueMs {
+    /// Jobs enqueued.
+    pub enqueued: u64,
+    /// Jobs done at least once.
+    pub done: u64,
+    /// Jobs done again.
+    pub done_twice: u64,
+    /// Jobs never done while a later one was.
+    pub lost: u64,
+    /// Jobs left in the queue at the end.
+    pub left: u64,
+    /// Jobs done per simulated second.
+    pub jobs_per_s: f64,
+    /// Queue lag: enqueue to first dequeue; null when no job was dequeued.
+    pub lag_ms: Option<LatencyMs>,
+}
+
 /// A family's named count about a run (for example ZooKeeper's watch notifications), shown
 /// beside the verdict, and per another counter when it is a rate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -223,6 +242,9 @@ pub struct RunReport {
     /// Leadership metrics, only when the scenario measures them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leadership: Option<LeadershipMs>,
+    /// A job queue's figures, only when the run enqueued jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueMs>,
     /// The family's own counts (empty for families that keep none).
     pub counters: Vec<Counter>,
     /// The faults placed on a mark that did not fire, in schedule order.
@@ -308,6 +330,23 @@ impl RunReport {
                 }),
                 duplicate_items: l.duplicate_items.count,
                 skipped_items: l.skipped_items.count,
+            }),
+            queue: verdict.queue.as_ref().map(|q| QueueMs {
+                enqueued: q.enqueued,
+                done: q.done,
+                done_twice: q.done_twice.count,
+                lost: q.lost.count,
+                left: q.left,
+                jobs_per_s: if source.end_ns == 0 {
+                    0.0
+                } else {
+                    q.done as f64 * 1e9 / source.end_ns as f64
+                },
+                lag_ms: q.lag.as_ref().map(|p| LatencyMs {
+                    p50: ms(p.p50_ns),
+                    p99: ms(p.p99_ns),
+                    max: ms(p.max_ns),
+                }),
             }),
             counters: Vec::new(),
             unfired: Vec::new(),

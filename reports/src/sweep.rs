@@ -98,6 +98,12 @@ pub struct SweepRates {
     pub exhausted: Option<Rate>,
     /// With a chaos profile: runs not granted within the liveness bound of the quiet tail.
     pub no_recovery: Option<Rate>,
+    /// A job queue's runs with a job done twice; `None` when no run enqueued jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_done_twice: Option<Rate>,
+    /// A job queue's runs with a job lost; `None` when no run enqueued jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_lost: Option<Rate>,
 }
 
 /// A sweep's values of one kind: nearest-rank percentiles, the maximum, and how many.
@@ -197,6 +203,13 @@ impl SweepView<'_> {
             ("out of events", r.exhausted),
             ("no recovery", r.no_recovery),
         ];
+        let queue = [
+            ("jobs done twice", r.jobs_done_twice),
+            ("jobs lost", r.jobs_lost),
+        ];
+        let rows = rows
+            .into_iter()
+            .chain(queue.into_iter().filter(|(_, rate)| rate.is_some()));
         for (name, rate) in rows {
             // Without runs there is no rate, and every count is 0.
             let k = rate.map_or(0, |r| r.seeds);

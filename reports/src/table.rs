@@ -97,6 +97,32 @@ impl RunReport {
         ]);
         b.push_record(["lost updates".to_string(), self.lost_updates.to_string()]);
         b.push_record(["token order".to_string(), self.token_order.to_string()]);
+        if let Some(q) = &self.queue {
+            // A job queue's run has jobs, not grants: its figures replace the lock's.
+            b.push_record([
+                "jobs".to_string(),
+                format!(
+                    "{} enqueued, {} done ({:.1}/s), {} done twice, {} lost, {} left",
+                    q.enqueued, q.done, q.jobs_per_s, q.done_twice, q.lost, q.left
+                ),
+            ]);
+            let lag = match &q.lag_ms {
+                Some(l) => format!(
+                    "p50 {}  p99 {}  max {}",
+                    duration_ms(l.p50),
+                    duration_ms(l.p99),
+                    duration_ms(l.max)
+                ),
+                None => "-".to_string(),
+            };
+            b.push_record(["queue lag".to_string(), lag]);
+            for c in &self.counters {
+                b.push_record([c.name.clone(), c.value.to_string()]);
+            }
+            let mut table = b.build();
+            table.with(Style::rounded());
+            return table.to_string();
+        }
         b.push_record([
             "grants".to_string(),
             format!(

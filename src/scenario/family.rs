@@ -226,6 +226,21 @@ fn system<F: Family>(
     }
     let family = F::resolve(&file.model, check);
     let (clients, workload) = resolve::workload(check, &file.workload);
+    match (family.dequeues(), workload.is_queue()) {
+        (true, false) => check.problems.push(
+            "workload.kind",
+            "the job queue recipe needs its workers: set workload.kind = \"queue\"",
+        ),
+        (false, true) => check.problems.push(
+            "workload.kind",
+            format!(
+                "\"queue\" needs a family recipe whose clients dequeue jobs (see the families' \
+                 pages in docs/families/); {} has none as set",
+                F::NAME
+            ),
+        ),
+        _ => {}
+    }
     let resource = resource::<F>(check, &file.storage, family.tokens());
     Arc::new(SystemSpec {
         family,

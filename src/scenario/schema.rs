@@ -190,6 +190,7 @@ pub(crate) struct WorkloadSection {
 pub(crate) enum WorkloadKindSpec {
     Counter,
     Leader,
+    Queue,
 }
 
 /// `workload.on_stopped_leading`.
@@ -460,6 +461,11 @@ pub(crate) struct ExpectSection {
     pub(crate) failover_max_ms: Option<Bound>,
     pub(crate) duplicate_items: Option<Bound>,
     pub(crate) skipped_items: Option<Bound>,
+    pub(crate) jobs_done: Option<Bound>,
+    pub(crate) jobs_done_twice: Option<Bound>,
+    pub(crate) jobs_lost: Option<Bound>,
+    pub(crate) jobs_left: Option<Bound>,
+    pub(crate) queue_lag_p99_ms: Option<Bound>,
     pub(crate) recovers: Option<bool>,
 }
 

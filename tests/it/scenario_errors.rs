@@ -721,6 +721,47 @@ fn the_postgres_keys_are_checked_with_their_paths() {
             "no `{expected}` in {lines:#?}"
         );
     }
+    // The job queue's keys belong to its recipe, which runs the queue workload and only it.
+    let lines = errors_of(
+        "pg-queue-keys",
+        &pg.replace("ttl_ms = 1_000", "skip_locked = false\njobs = 5"),
+    );
+    for expected in [
+        "model.skip_locked: is a job queue setting: set model.recipe = \"queue\" too",
+        "model.jobs: is a job queue setting: set model.recipe = \"queue\" too",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
+    let lines = errors_of(
+        "pg-queue-workload",
+        &pg.replace(
+            "ttl_ms = 1_000",
+            "recipe = \"queue\"\nwait = \"try\"\nreplica = true",
+        ),
+    );
+    for expected in [
+        "workload.kind: the job queue recipe needs its workers: set workload.kind = \"queue\"",
+        "model.wait: a dequeue waits for a locked row unless model.skip_locked = true",
+        "model.replica: a standby of the job queue is not modelled",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "no `{expected}` in {lines:#?}"
+        );
+    }
+    let lines = errors_of(
+        "queue-on-redis",
+        &format!("{GOOD}\n[workload]\nkind = \"queue\"\n"),
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "workload.kind: \"queue\" needs a family recipe whose clients dequeue jobs (see the families' pages in docs/families/); Redis has none as set"
+        )),
+        "{lines:#?}"
+    );
     // A good standby file names the replica among its nodes.
     let lines = errors_of(
         "pg-replica-node",

@@ -70,8 +70,9 @@ fn an_unknown_kind_lists_the_kinds() {
     let lines = errors_of("kind", &with_workload("kind = \"follower\""));
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
-        lines[0]
-            .contains("workload.kind: unknown value `follower`, expected `counter` or `leader`"),
+        lines[0].contains(
+            "workload.kind: unknown value `follower`, expected one of `counter`, `leader`, `queue`"
+        ),
         "{}",
         lines[0]
     );

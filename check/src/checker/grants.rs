@@ -158,7 +158,10 @@ impl Grants {
                 Event::Request { .. }
                 | Event::AcquireFailed { .. }
                 | Event::Fault(_)
-                | Event::Issued { .. } => {}
+                | Event::Issued { .. }
+                | Event::Enqueued { .. }
+                | Event::Dequeued { .. }
+                | Event::Done { .. } => {}
             }
         }
         // Service order: by the entry that issued each grant; two grants of one ticket (a

@@ -44,13 +44,13 @@ pub(super) fn measure(
     }
 }
 
-/// The first grant at or after the faults stopped.
+/// The first grant at or after the faults stopped; for a job queue, the first dequeue.
 fn recovery(history: &History, quiet_from_ns: u64) -> Recovery {
     let first_grant_ns = history
         .entries
         .iter()
         .filter(|e| e.time_ns >= quiet_from_ns)
-        .find(|e| matches!(e.event, Event::Grant { .. }))
+        .find(|e| matches!(e.event, Event::Grant { .. } | Event::Dequeued { .. }))
         .map(|e| e.time_ns);
     Recovery {
         quiet_from_ns,

@@ -7,11 +7,14 @@
 //!
 //! Start reading at [`check`]: it validates the history while building the grant table
 //! ([`grants`]), then runs the safety checks ([`safety`]) and the liveness metrics
-//! ([`liveness`]) and, when asked, the leadership metrics ([`leadership`]), each a separate pass over the table or the history.
+//! ([`liveness`]) and, when asked, the leadership metrics ([`leadership`]), and the job queue
+//! metrics when the history has jobs ([`queue`]), each a separate pass over the table or the
+//! history.
 
 mod grants;
 mod leadership;
 mod liveness;
+mod queue;
 mod safety;
 
 use std::fmt;
@@ -22,6 +25,7 @@ use crate::verdict::{Found, Validity, Verdict};
 use grants::Grants;
 pub use leadership::leadership_failovers_ns;
 pub use liveness::acquire_latencies_ns;
+pub use queue::queue_lags_ns;
 
 /// What the checker needs to know beyond the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,8 +95,9 @@ impl std::error::Error for HistoryError {}
 /// # Errors
 /// A [`HistoryError`] for the first entry that breaks the history format: entries out of
 /// true-time order or after `history.end_ns`, a grant id granted twice, an exit or storage op
-/// naming a grant with no earlier `Grant`, or a storage op whose sender is not its grant's
-/// holder.
+/// naming a grant with no earlier `Grant`, a storage op whose sender is not its grant's
+/// holder, or a job enqueued twice, dequeued before its enqueue or done by a worker that had
+/// not dequeued it.
 pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryError> {
     let grants = Grants::build(history)?;
     let limit = options.example_limit;
@@ -105,8 +110,14 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         false => Found::default(),
     };
 
-    let resource_harmed =
-        stale.accepted.count > 0 || replay.lost_updates.count > 0 || token_order.count > 0;
+    let queue = queue::measure(history, limit)?;
+    let jobs_harmed = queue
+        .as_ref()
+        .is_some_and(|q| q.done_twice.count > 0 || q.lost.count > 0);
+    let resource_harmed = stale.accepted.count > 0
+        || replay.lost_updates.count > 0
+        || token_order.count > 0
+        || jobs_harmed;
     let overlapped = double_holders.pairs > 0;
     let liveness = liveness::measure(history, &grants, &replay, options.quiet_from_ns);
     let leadership = options
@@ -123,5 +134,6 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         token_order,
         liveness,
         leadership,
+        queue,
     })
 }

@@ -9,6 +9,7 @@ mod leadership;
 mod liveness;
 mod lost_updates;
 mod malformed;
+mod queue;
 mod scenarios;
 mod stale_ops;
 mod support;

@@ -221,6 +221,18 @@ impl Builder {
         self.fault(at_ms, FaultKind::Crash, &[node])
     }
 
+    pub(crate) fn enqueued(self, at_ms: u64, job: u64) -> Self {
+        self.push(at_ms, Event::Enqueued { job })
+    }
+
+    pub(crate) fn dequeued(self, at_ms: u64, client: NodeId, job: u64) -> Self {
+        self.push(at_ms, Event::Dequeued { job, client })
+    }
+
+    pub(crate) fn done(self, at_ms: u64, client: NodeId, job: u64) -> Self {
+        self.push(at_ms, Event::Done { job, client })
+    }
+
     /// The run hit its event bound before its planned end.
     pub(crate) fn incomplete(mut self) -> Self {
         self.history.complete = false;

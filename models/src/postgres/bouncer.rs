@@ -274,8 +274,10 @@ impl Bouncer {
                     return;
                 };
                 server.in_txn = match f.stmt {
-                    Stmt::Begin | Stmt::Lock { begin: true, .. } => true,
-                    Stmt::Commit | Stmt::Rollback | Stmt::DiscardAll => false,
+                    Stmt::Begin | Stmt::Lock { begin: true, .. } | Stmt::Dequeue { .. } => true,
+                    Stmt::Commit | Stmt::Rollback | Stmt::DiscardAll | Stmt::Complete { .. } => {
+                        false
+                    }
                     _ => server.in_txn,
                 };
                 let in_txn = server.in_txn;

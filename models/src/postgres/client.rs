@@ -6,6 +6,11 @@
 //!   The client learns that its lock's connection broke only when it next uses it (libpq has
 //!   no callback): a holder whose backend the server ended keeps working, and its writes go
 //!   through the pool's connection all the same.
+//! - [`Recipe::Queue`]: a job queue's worker. Its acquire is `BEGIN; SELECT id FROM jobs
+//!   WHERE NOT done ORDER BY id LIMIT 1 FOR UPDATE [SKIP LOCKED]` (a job: [`LockSignal::Job`];
+//!   none: `ROLLBACK`, a failed acquisition), its release `UPDATE jobs SET done = true WHERE
+//!   id = $job; COMMIT`. The row lock is the transaction's: if the connection broke, the job
+//!   is back in the queue, whatever the worker did.
 //! - [`Recipe::Xact`]: `BEGIN; SELECT pg_advisory_xact_lock(1)` (or the `try` form), the work
 //!   in that transaction, `COMMIT` to release. If the connection broke, the transaction is
 //!   gone, and so is every write in it.
@@ -39,6 +44,11 @@ pub enum Recipe {
     Session,
     /// A transaction-level lock with the work in the same transaction.
     Xact,
+    /// A job queue's worker: a job's row locked in a transaction, committed done.
+    Queue {
+        /// `SKIP LOCKED`.
+        skip_locked: bool,
+    },
     /// A row in a lock table, the work on the pool's connection.
     Table {
         /// `acquired_at` is the client's wall clock (a parameter) rather than the server's
@@ -123,6 +133,8 @@ pub struct PgLock {
     conns: BTreeMap<u32, Connection>,
     next_id: u64,
     state: State,
+    /// The job held (the queue recipe).
+    job: Option<u64>,
 }
 
 impl PgLock {
@@ -136,6 +148,7 @@ impl PgLock {
             conns: BTreeMap::new(),
             next_id: 0,
             state: State::Idle,
+            job: None,
         }
     }
 
@@ -310,6 +323,11 @@ impl PgLock {
             return None;
         }
         match (self.state, answer) {
+            (State::Locking { id: i }, Answer::Job(Some(job))) if i == id => {
+                self.state = State::Holding;
+                self.job = Some(job);
+                Some(LockSignal::Job(job))
+            }
             (State::Locking { id: i }, Answer::Locked | Answer::Bool(true)) if i == id => {
                 self.state = State::Holding;
                 Some(LockSignal::Granted {
@@ -318,7 +336,7 @@ impl PgLock {
                 })
             }
             (State::Locking { id: i }, _) if i == id => {
-                if self.config.recipe == Recipe::Xact {
+                if let Recipe::Xact | Recipe::Queue { .. } = self.config.recipe {
                     let id = self.send(ctx, conn, Stmt::Rollback);
                     self.state = State::GivingUp { id };
                     None
@@ -335,7 +353,7 @@ impl PgLock {
                 if answer == Answer::Bool(false) {
                     ctx.observe(Observation::Count(match self.config.recipe {
                         Recipe::Table { .. } => ROW_GONE,
-                        Recipe::Session | Recipe::Xact => UNLOCK_FALSE,
+                        Recipe::Session | Recipe::Xact | Recipe::Queue { .. } => UNLOCK_FALSE,
                     }));
                 }
                 self.state = State::Idle;
@@ -358,6 +376,7 @@ impl LockClient for PgLock {
                 owner: ctx.id(),
                 at: client_clock.then(|| ctx.wall()),
             },
+            Recipe::Queue { skip_locked } => Stmt::Dequeue { skip_locked },
             recipe => {
                 let xact = recipe == Recipe::Xact;
                 Stmt::Lock {
@@ -386,8 +405,14 @@ impl LockClient for PgLock {
             (Recipe::Table { .. }, _) => (self.lock_conn(), Stmt::DeleteLock { owner: ctx.id() }),
             (Recipe::Session, Some(c)) => (c, Stmt::Unlock { key: LOCK_KEY }),
             (Recipe::Xact, Some(c)) => (c, Stmt::Commit),
+            (Recipe::Queue { .. }, Some(c)) => match self.job.take() {
+                Some(job) => (c, Stmt::Complete { job }),
+                None => (c, Stmt::Commit),
+            },
             // The lock's connection broke: the lock went with it.
-            (Recipe::Session | Recipe::Xact, None) => return released(self),
+            (Recipe::Session | Recipe::Xact | Recipe::Queue { .. }, None) => {
+                return released(self);
+            }
         };
         let id = self.send(ctx, conn, stmt);
         self.state = State::Releasing { id };
@@ -471,7 +496,7 @@ impl LockClient for PgLock {
                 }
             },
             // In the lock's transaction, or nowhere: its connection is gone.
-            Recipe::Xact => match self.lock_conn {
+            Recipe::Xact | Recipe::Queue { .. } => match self.lock_conn {
                 Some(c) if self.state == State::Holding => c,
                 _ => return,
             },

@@ -6,7 +6,9 @@ use serde::Deserialize;
 
 use super::bouncer::{Bouncer, BouncerConfig, PoolMode};
 use super::client::{silent_holder_keeps, PgLock, PgLockConfig, Recipe, Row, ROW_GONE, UNLOCK_FALSE};
-use super::server::{CLEANED, Cleanup, Keepalive, PROMOTIONS, PgServer, PgServerConfig, Replication};
+use super::server::{
+    CLEANED, Cleanup, Keepalive, PROMOTIONS, PgServer, PgServerConfig, Producer, Replication,
+};
 use super::{Msg, PgNode, Timer};
 use crate::family::{Counter, Family, Fencing, Role, Tokens};
 use crate::keys::{Check, NoKeys};
@@ -61,6 +63,9 @@ pub struct PostgresKeys {
     cleanup_ttl_ms: Option<f64>,
     cleanup_every_ms: Option<f64>,
     acquired_at: Option<ClockName>,
+    skip_locked: Option<bool>,
+    jobs: Option<u64>,
+    enqueue_every_ms: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -69,6 +74,7 @@ enum RecipeName {
     Session,
     Xact,
     Table,
+    Queue,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -139,8 +145,40 @@ impl Family for Postgres {
             ),
             replication: None,
             cleanup: None,
+            producer: None,
         };
         let table = k.recipe == Some(RecipeName::Table);
+        let queue = k.recipe == Some(RecipeName::Queue);
+        let server = PgServerConfig {
+            producer: queue.then(|| Producer {
+                every: check.positive_ms(
+                    "model.enqueue_every_ms",
+                    k.enqueue_every_ms.unwrap_or(100.0),
+                ),
+                jobs: check.count("model.jobs", k.jobs.unwrap_or(100), 1, 1_000_000),
+            }),
+            ..server
+        };
+        if !queue {
+            for (key, set) in [
+                ("model.skip_locked", k.skip_locked.is_some()),
+                ("model.jobs", k.jobs.is_some()),
+                ("model.enqueue_every_ms", k.enqueue_every_ms.is_some()),
+            ] {
+                if set {
+                    check
+                        .problems
+                        .push(key, "is a job queue setting: set model.recipe = \"queue\" too");
+                }
+            }
+        }
+        if queue && k.wait.is_some() {
+            check.problems.push(
+                "model.wait",
+                "a dequeue waits for a locked row unless model.skip_locked = true: leave out \
+                 model.wait",
+            );
+        }
         let server = PgServerConfig {
             cleanup: table.then(|| Cleanup {
                 ttl: match k.cleanup_ttl_ms {
@@ -205,6 +243,13 @@ impl Family for Postgres {
             };
             check.problems.push(key, "is a pgbouncer setting: set model.pooler too");
         }
+        if replica && queue {
+            check.problems.push(
+                "model.replica",
+                "a standby of the job queue is not modelled (its jobs table is not streamed): \
+                 leave out model.replica or use another recipe",
+            );
+        }
         if replica && !matches!(k.pooler, None | Some(PoolerName::None)) {
             check.problems.push(
                 "model.replica",
@@ -223,6 +268,9 @@ impl Family for Postgres {
                 Some(RecipeName::Xact) => Recipe::Xact,
                 Some(RecipeName::Table) => Recipe::Table {
                     client_clock: k.acquired_at == Some(ClockName::Client),
+                },
+                Some(RecipeName::Queue) => Recipe::Queue {
+                    skip_locked: k.skip_locked.unwrap_or(true),
                 },
             },
             wait: k.wait != Some(WaitName::Try),
@@ -316,8 +364,12 @@ impl Family for Postgres {
                 client_clock: false,
             } => &[Role::Server],
             Recipe::Table { client_clock: true } => &[Role::Server, Role::Client],
-            Recipe::Session | Recipe::Xact => &[],
+            Recipe::Session | Recipe::Xact | Recipe::Queue { .. } => &[],
         }
+    }
+
+    fn dequeues(&self) -> bool {
+        matches!(self.recipe, Recipe::Queue { .. })
     }
 
     fn counters(&self) -> &'static [Counter] {
@@ -327,6 +379,9 @@ impl Family for Postgres {
         const UNLOCKS: Counter = counter(UNLOCK_FALSE);
         const TABLE: [Counter; 2] = [counter(ROW_GONE), counter(CLEANED)];
         const PROMOTED: Counter = counter(PROMOTIONS);
+        if self.server.producer.is_some() {
+            return &[];
+        }
         match (self.server.cleanup.is_some(), self.failover_after.is_some()) {
             (false, false) => &[UNLOCKS],
             (false, true) => &[UNLOCKS, PROMOTED],
@@ -345,13 +400,18 @@ impl Family for Postgres {
                     client_clock: false,
                 } => "lock table",
                 Recipe::Table { client_clock: true } => "lock table, acquired_at client clock",
+                Recipe::Queue { skip_locked: true } => "job queue, FOR UPDATE SKIP LOCKED",
+                Recipe::Queue { skip_locked: false } => "job queue, FOR UPDATE",
             }
             .to_string(),
         ];
+        if let Some(q) = self.server.producer {
+            p.push(format!("{} jobs every {}", q.jobs, q.every));
+        }
         if let Some(c) = self.server.cleanup {
             p.push(format!("cleanup past {} every {}", c.ttl, c.every));
         }
-        if !self.wait && self.server.cleanup.is_none() {
+        if !self.wait && self.server.cleanup.is_none() && self.server.producer.is_none() {
             p.push("try".to_string());
         }
         match self.pooler {

@@ -84,6 +84,18 @@ pub enum Stmt {
         /// The owner.
         owner: NodeId,
     },
+    /// `BEGIN; SELECT id FROM jobs WHERE NOT done ORDER BY id LIMIT 1 FOR UPDATE [SKIP
+    /// LOCKED]`: a job queue's dequeue, answered [`Answer::Job`] with the job whose row it
+    /// locked, or none.
+    Dequeue {
+        /// `SKIP LOCKED`: pass over rows other transactions locked rather than wait for them.
+        skip_locked: bool,
+    },
+    /// `UPDATE jobs SET done = true WHERE id = $job; COMMIT`: the job is done.
+    Complete {
+        /// The job.
+        job: u64,
+    },
 }
 
 /// The lock table's row of the run's lock key: its owner and `acquired_at`, on the wall clock
@@ -117,6 +129,8 @@ pub enum Answer {
     /// The server is a standby (in recovery): libpq's `target_session_attrs = read-write`
     /// turns the new connection down and tries the next host.
     ReadOnly,
+    /// A dequeue's row: the job it locked, or `None` when no row qualified.
+    Job(Option<u64>),
 }
 
 /// Every message of the family.
@@ -205,6 +219,8 @@ pub enum Timer {
     /// The lock table's cleanup job (pg_cron) runs: `DELETE FROM locks WHERE acquired_at <
     /// now() - ttl`.
     Cleanup,
+    /// The job queue's producer enqueues its next job.
+    Enqueue,
 }
 
 /// A service node: the server or pgbouncer.

@@ -23,7 +23,7 @@
 //! transaction rolls back instead: the database is the fence of work done in the lock's own
 //! transaction. Rows are durable; the lock table is in shared memory and a crash loses it.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use lockstep_check::{Event, OpKind, OpOutcome, StorageOp};
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
@@ -38,6 +38,16 @@ pub const PROMOTIONS: &str = "promotions";
 
 /// The name of the family's counter of lock table rows the cleanup job deleted.
 pub const CLEANED: &str = "rows deleted by cleanup";
+
+/// The job queue's producer: `INSERT INTO jobs DEFAULT VALUES` every `every`, `jobs` times,
+/// on the primary (an application's producer; pg_cron in the model, so that it needs no node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Producer {
+    /// Between two enqueues.
+    pub every: Dur,
+    /// How many jobs it enqueues in all.
+    pub jobs: u64,
+}
 
 /// The lock table's cleanup job: pg_cron running `DELETE FROM locks WHERE acquired_at <
 /// now() - ttl` every `every` on the primary (pg_cron does not run jobs on a standby).
@@ -179,6 +189,8 @@ pub struct PgServerConfig {
     pub replication: Option<Replication>,
     /// The lock table's cleanup job, if it is scheduled.
     pub cleanup: Option<Cleanup>,
+    /// The job queue's producer, if there is a queue.
+    pub producer: Option<Producer>,
 }
 
 impl Default for PgServerConfig {
@@ -190,6 +202,7 @@ impl Default for PgServerConfig {
             idle_in_transaction_timeout: None,
             replication: None,
             cleanup: None,
+            producer: None,
         }
     }
 }
@@ -203,6 +216,14 @@ enum Txn {
     Open,
     /// In a failed transaction block: only `ROLLBACK` (or `COMMIT`) ends it.
     Aborted,
+}
+
+/// A dequeue waiting for a job's row lock (`FOR UPDATE` without `SKIP LOCKED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RowWait {
+    job: u64,
+    id: u64,
+    timer: Option<TimerId>,
 }
 
 /// A blocking lock request in line.
@@ -227,6 +248,9 @@ struct Backend {
     /// `UPDATE`s of the open transaction, applied at `COMMIT`.
     pending: Vec<StorageRequest>,
     waiting: Option<Waiting>,
+    /// Jobs whose rows its transaction locked.
+    rows: Vec<u64>,
+    row_wait: Option<RowWait>,
     probing: Probing,
     /// The next statement's place on the connection.
     next_seq: u32,
@@ -265,6 +289,11 @@ pub struct PgServer {
     row: Storage,
     /// The lock table's row (durable).
     lock_row: Option<LockRow>,
+    /// The jobs table (durable): the jobs not yet done, and the last job enqueued.
+    pending: BTreeSet<u64>,
+    last_job: u64,
+    /// Each locked job row's transaction, and the dequeues waiting for it in line.
+    row_locks: BTreeMap<u64, (Conn, VecDeque<Conn>)>,
     /// A primary, or a standby (in recovery: it turns new connections down).
     primary: bool,
     /// The timeline (durable): one more at each promotion.
@@ -288,6 +317,9 @@ impl PgServer {
             opened: BTreeMap::new(),
             row: Storage::new(StorageMode::Unfenced),
             lock_row: None,
+            pending: BTreeSet::new(),
+            last_job: 0,
+            row_locks: BTreeMap::new(),
             primary: true,
             timeline: 1,
             lsn: 0,
@@ -316,6 +348,99 @@ impl PgServer {
         }
         if let Some(c) = self.config.cleanup {
             env.set_timer(ClockKind::Mono, c.every, Timer::Cleanup);
+        }
+        if let Some(p) = self.config.producer.filter(|p| self.last_job < p.jobs) {
+            env.set_timer(ClockKind::Mono, p.every, Timer::Enqueue);
+        }
+    }
+
+    /// The producer enqueues the next job (on a primary).
+    fn enqueue(&mut self, env: &mut impl Host<Msg, Timer>) {
+        let Some(p) = self.config.producer else {
+            return;
+        };
+        if self.primary {
+            self.last_job += 1;
+            self.pending.insert(self.last_job);
+            env.record(Event::Enqueued { job: self.last_job });
+            self.committed(env);
+        }
+        if self.last_job < p.jobs {
+            env.set_timer(ClockKind::Mono, p.every, Timer::Enqueue);
+        }
+    }
+
+    /// The jobs not yet done, for tests.
+    pub fn pending_jobs(&self) -> Vec<u64> {
+        self.pending.iter().copied().collect()
+    }
+
+    /// Backend `c` dequeues: the first job not done whose row it can lock. A row another
+    /// transaction locked is passed over with `skip_locked`, and waited for without (its
+    /// locker's commit marks it done, so the wait then goes on to the next row, as
+    /// PostgreSQL's recheck of the updated row does).
+    fn dequeue(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn, id: u64, skip_locked: bool) {
+        let mut wait_for = None;
+        let mut got = None;
+        for &job in &self.pending {
+            match self.row_locks.get(&job) {
+                None => {
+                    got = Some(job);
+                    break;
+                }
+                Some((holder, _)) if *holder == c => {
+                    got = Some(job);
+                    break;
+                }
+                Some(_) if skip_locked => {}
+                Some(_) => {
+                    wait_for = Some(job);
+                    break;
+                }
+            }
+        }
+        if let Some(job) = wait_for {
+            let timer = self
+                .config
+                .lock_timeout
+                .map(|t| env.set_timer(ClockKind::Mono, t, Timer::LockTimeout(c)));
+            let b = self.backends.get_mut(&c).expect("a backend");
+            b.row_wait = Some(RowWait { job, id, timer });
+            self.row_locks.get_mut(&job).expect("locked").1.push_back(c);
+            return;
+        }
+        if let Some(job) = got {
+            if let std::collections::btree_map::Entry::Vacant(e) = self.row_locks.entry(job) {
+                e.insert((c, VecDeque::new()));
+                self.backends.get_mut(&c).expect("a backend").rows.push(job);
+            }
+        }
+        self.answer(env, c, id, Answer::Job(got));
+    }
+
+    /// The row locks of `c`'s transaction go; each row's waiters look again.
+    fn free_rows(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn) {
+        let Some(b) = self.backends.get_mut(&c) else {
+            return;
+        };
+        let rows = std::mem::take(&mut b.rows);
+        for job in rows {
+            let Some((_, line)) = self.row_locks.remove(&job) else {
+                continue;
+            };
+            for next in line {
+                let Some(w) = self
+                    .backends
+                    .get_mut(&next)
+                    .and_then(|b| b.row_wait.take_if(|w| w.job == job))
+                else {
+                    continue;
+                };
+                if let Some(t) = w.timer {
+                    env.cancel_timer(t);
+                }
+                self.dequeue(env, next, w.id, false);
+            }
         }
     }
 
@@ -490,6 +615,8 @@ impl PgServer {
                             xact: BTreeMap::new(),
                             pending: Vec::new(),
                             waiting: None,
+                            rows: Vec::new(),
+                            row_wait: None,
                             probing: Probing::new(now),
                             next_seq: 1,
                             early: BTreeMap::new(),
@@ -561,7 +688,7 @@ impl PgServer {
         let Some(b) = self.backends.get_mut(&c) else {
             return;
         };
-        if b.waiting.is_some() {
+        if b.waiting.is_some() || b.row_wait.is_some() {
             return;
         }
         let limit = match b.txn {
@@ -677,6 +804,19 @@ impl PgServer {
                     self.committed(env);
                 }
                 self.answer(env, c, id, Answer::Bool(inserted));
+            }
+            Stmt::Dequeue { skip_locked } => {
+                if b.txn == Txn::None {
+                    b.txn = Txn::Open;
+                }
+                self.dequeue(env, c, id, skip_locked);
+            }
+            Stmt::Complete { job } => {
+                if b.rows.contains(&job) && self.pending.remove(&job) {
+                    self.committed(env);
+                }
+                self.end_txn(env, c, true);
+                self.answer(env, c, id, Answer::Done);
             }
             Stmt::DeleteLock { owner } => {
                 let deleted = self.lock_row.is_some_and(|r| r.owner == owner);
@@ -810,6 +950,7 @@ impl PgServer {
         for key in keys {
             self.maybe_free(env, key);
         }
+        self.free_rows(env, c);
     }
 
     /// Backend `c` ends: its transaction rolls back, its locks go, its place in line too.
@@ -825,6 +966,14 @@ impl PgServer {
                 env.cancel_timer(t);
             }
             if let Some((_, line)) = self.locks.get_mut(&w.key) {
+                line.retain(|x| *x != c);
+            }
+        }
+        if let Some(w) = b.row_wait {
+            if let Some(t) = w.timer {
+                env.cancel_timer(t);
+            }
+            if let Some((_, line)) = self.row_locks.get_mut(&w.job) {
                 line.retain(|x| *x != c);
             }
         }
@@ -853,6 +1002,14 @@ impl PgServer {
                 let Some(b) = self.backends.get_mut(&c) else {
                     return;
                 };
+                if let Some(w) = b.row_wait.take() {
+                    b.txn = Txn::Aborted;
+                    if let Some((_, line)) = self.row_locks.get_mut(&w.job) {
+                        line.retain(|x| *x != c);
+                    }
+                    self.answer(env, c, w.id, Answer::LockTimeout);
+                    return;
+                }
                 let Some(w) = b.waiting.take() else {
                     return;
                 };
@@ -866,12 +1023,13 @@ impl PgServer {
             }
             Timer::Heartbeat => self.heartbeat(env),
             Timer::Cleanup => self.cleanup(env),
+            Timer::Enqueue => self.enqueue(env),
             Timer::Idle(c) => {
                 let Some(b) = self.backends.get_mut(&c) else {
                     return;
                 };
                 b.idle_timer = None;
-                if b.waiting.is_none() {
+                if b.waiting.is_none() && b.row_wait.is_none() {
                     self.end(env, c, End::Server);
                 }
             }
@@ -882,6 +1040,7 @@ impl PgServer {
         // Shared memory is gone: backends, the lock table. Committed rows stay.
         self.backends.clear();
         self.locks.clear();
+        self.row_locks.clear();
         self.opened.clear();
     }
 

@@ -64,6 +64,8 @@ struct Script {
     probes: Vec<u64>,
 }
 
+// (A handful of nodes per test: their size does not matter.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 enum TestNode {
     Pg(PgNode),
@@ -781,4 +783,56 @@ fn a_lock_table_row_outlives_its_owner_and_the_server_until_the_cleanup_job_dele
     let b = script(SERVER, vec![(1_100, Step::Send(1, insert(2)))]);
     let w = run(vec![pg(config)], vec![a, b], 2, vec![]);
     assert_eq!(answers(&w, 2)[0].3, Answer::Bool(true));
+}
+
+#[test]
+fn skip_locked_passes_over_locked_jobs_for_update_waits_and_a_rollback_returns_the_job() {
+    use lockstep_models::postgres::server::Producer;
+    let config = PgServerConfig {
+        producer: Some(Producer {
+            every: Dur::from_millis(10),
+            jobs: 3,
+        }),
+        ..PgServerConfig::default()
+    };
+    let dequeue = |skip_locked| Stmt::Dequeue { skip_locked };
+    // Jobs 1, 2, 3 are enqueued at 10, 20 and 30 ms.
+    let a = script(
+        SERVER,
+        vec![
+            (50, Step::Send(1, dequeue(true))),
+            (100, Step::Send(1, Stmt::Complete { job: 1 })),
+        ],
+    );
+    let b = script(
+        SERVER,
+        vec![(60, Step::Send(1, dequeue(true))), (150, Step::Close(1))],
+    );
+    // Without SKIP LOCKED: waits for job 1's row; at its commit goes on to job 2, locked by
+    // node 2, and waits again; node 2's session ends and its transaction rolls back, so job 2
+    // is back in the queue, and node 3 has it.
+    let c = script(SERVER, vec![(70, Step::Send(1, dequeue(false)))]);
+    let d = script(
+        SERVER,
+        vec![
+            (200, Step::Send(1, dequeue(true))),
+            (210, Step::Send(2, dequeue(true))),
+        ],
+    );
+    let w = run(vec![pg(config)], vec![a, b, c, d], 1, vec![]);
+    let at = |node| -> Vec<(u64, Answer)> {
+        answers(&w, node)
+            .iter()
+            .map(|(t, _, _, a)| (*t, *a))
+            .collect()
+    };
+    assert_eq!(at(1), [(50, Answer::Job(Some(1))), (100, Answer::Done)]);
+    assert_eq!(at(2), [(60, Answer::Job(Some(2)))]);
+    assert_eq!(at(3), [(150, Answer::Job(Some(2)))]);
+    assert_eq!(
+        at(4),
+        [(200, Answer::Job(Some(3))), (210, Answer::Job(None))],
+        "SKIP LOCKED: jobs 2 and 3 are locked, job 1 done: no row"
+    );
+    assert_eq!(server(&w).pending_jobs(), [2, 3]);
 }

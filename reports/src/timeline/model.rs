@@ -224,7 +224,10 @@ impl Timeline {
         for (i, entry) in history.entries.iter().enumerate() {
             let t = entry.time_ns;
             match &entry.event {
-                Event::Request { client } | Event::AcquireFailed { client } => {
+                Event::Request { client }
+                | Event::AcquireFailed { client }
+                | Event::Dequeued { client, .. }
+                | Event::Done { client, .. } => {
                     let l = lane_of(*client, &mut lanes);
                     lanes[l].kind = LaneKind::Client;
                 }
@@ -261,7 +264,8 @@ impl Timeline {
                 }
                 // What the servers issued is drawn from their own audits (the builder's
                 // `granted`), which also know when each ownership ended.
-                Event::Fault(_) | Event::Issued { .. } => {}
+                // (A job queue's jobs are not drawn: its workers' lanes are.)
+                Event::Fault(_) | Event::Issued { .. } | Event::Enqueued { .. } => {}
                 Event::Storage(op) => {
                     let l = lane_of(op.op.client, &mut lanes);
                     ops.push(Op {

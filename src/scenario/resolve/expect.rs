@@ -32,6 +32,11 @@ pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
         (Count::FailoverMaxMs, e.failover_max_ms),
         (Count::DuplicateItems, e.duplicate_items),
         (Count::SkippedItems, e.skipped_items),
+        (Count::JobsDone, e.jobs_done),
+        (Count::JobsDoneTwice, e.jobs_done_twice),
+        (Count::JobsLost, e.jobs_lost),
+        (Count::JobsLeft, e.jobs_left),
+        (Count::QueueLagP99Ms, e.queue_lag_p99_ms),
     ]
     .into_iter()
     .filter_map(|(c, b)| b.and_then(|b| bound(r, c, b)).map(|b| (c, b.min, b.max)))
@@ -54,7 +59,10 @@ fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
         );
         return None;
     }
-    let is_ms = matches!(count, Count::TwoLeadersMs | Count::FailoverMaxMs);
+    let is_ms = matches!(
+        count,
+        Count::TwoLeadersMs | Count::FailoverMaxMs | Count::QueueLagP99Ms
+    );
     let largest = b.max.unwrap_or(b.min);
     if is_ms && largest as f64 > MAX_MS {
         let message = format!("{} ms", out_of_range(largest, 0, MAX_MS));

@@ -1,7 +1,8 @@
 //! The workload every family's clients run (`[workload]`). The family's own keys are its own
 //! (`lockstep_models::Family::resolve`), and where the resource lives is read with the
 //! family's storage mode in `super::super::family`. `kind = "leader"` runs the leader loop
-//! (`lockstep_models::workload`), whose keys a counter refuses.
+//! (`lockstep_models::workload`), whose keys a counter refuses; `kind = "queue"` runs a job
+//! queue's workers, for a family whose recipe dequeues.
 
 use lockstep_models::keys::{Check, DistSpec};
 use lockstep_models::{LeaderConfig, OnStoppedLeading, WorkloadConfig, WorkloadKind};
@@ -35,6 +36,7 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
 fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
     let leader = w.kind == Some(WorkloadKindSpec::Leader);
     if !leader {
+        let queue = w.kind == Some(WorkloadKindSpec::Queue);
         let set = [
             ("task_every_ms", w.task_every_ms.is_some()),
             ("on_stopped_leading", w.on_stopped_leading.is_some()),
@@ -46,7 +48,11 @@ fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
                 "applies only to a leader workload: needs `kind = \"leader\"`".to_string(),
             );
         }
-        return WorkloadKind::Counter;
+        return if queue {
+            WorkloadKind::Queue
+        } else {
+            WorkloadKind::Counter
+        };
     }
     let mode = w.on_stopped_leading.unwrap_or(OnStoppedSpec::Exit);
     if mode != OnStoppedSpec::Cancel && w.stop_delay_ms.is_some() {
