@@ -46,6 +46,7 @@ families! {
     zookeeper => ZooKeeper,
     kubernetes => Kubernetes,
     postgres => Postgres,
+    consul => Consul,
 }
 
 pub use family::{Family, Role};

@@ -6,6 +6,7 @@ mod catalogue;
 mod chaos;
 mod check_cmd;
 mod cli;
+mod consul_timing;
 mod fault_keys;
 mod fuzz;
 mod hunt;

@@ -317,7 +317,7 @@ fn the_etcd_keys_are_checked_with_their_paths() {
     let text = lines.join("\n");
     assert!(
         text.contains(
-            "model.members: applies to kind = \"etcd\", \"zookeeper\" or \"kubernetes\" only, not to \"redis\""
+            "model.members: applies to kind = \"etcd\", \"zookeeper\", \"kubernetes\" or \"consul\" only, not to \"redis\""
         ),
         "{text}"
     );
@@ -407,9 +407,9 @@ fn the_zookeeper_keys_are_checked_with_their_paths() {
         "model.sync_limit: must be between 1 and 100 ticks, not 0",
         "model.max_session_timeout_ms: must not be below the minimum session timeout",
         "model.fencing: \"revision\" is etcd's token (the lock key's create revision); ZooKeeper's: \"czxid\" (the lock node's creation zxid)",
-        "model.election_ms: applies to kind = \"etcd\" only, not to \"zookeeper\"",
+        "model.election_ms: applies to kind = \"etcd\" or \"consul\" only, not to \"zookeeper\"",
         "model.recipe: applies to kind = \"etcd\" or \"postgres\" only, not to \"zookeeper\"",
-        "model.request_timeout_ms: applies to kind = \"redis\", \"redlock\" or \"etcd\" only, not to \"zookeeper\"",
+        "model.request_timeout_ms: applies to kind = \"redis\", \"redlock\", \"etcd\" or \"consul\" only, not to \"zookeeper\"",
     ] {
         assert!(
             lines.iter().any(|l| l.contains(expected)),
