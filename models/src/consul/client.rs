@@ -394,6 +394,13 @@ impl ConsulLock {
                 self.stop_renewing(ctx);
                 None
             }
+            (Purpose::Acquire, Reply::SessionGone) if self.phase == Phase::Locking => {
+                // "invalid session": `Lock()` returns the error; the next one creates a new
+                // session.
+                self.stop_renewing(ctx);
+                self.session = None;
+                self.lock_failed(ctx)
+            }
             (Purpose::Release, _) => self.released(ctx),
             _ => None,
         }
@@ -465,9 +472,11 @@ impl LockClient for ConsulLock {
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,
-        _: NodeId,
+        from: NodeId,
         msg: Msg,
     ) -> Option<LockSignal> {
+        // The client's agent is a gossip member: it answers probes and relays them.
+        super::gossip(ctx, from, &msg);
         let Msg::Reply { id, reply } = msg else {
             return None;
         };

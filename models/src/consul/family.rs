@@ -35,6 +35,8 @@ pub struct ConsulKeys {
     members: Option<u32>,
     election_ms: Option<f64>,
     request_timeout_ms: Option<f64>,
+    health_check: Option<bool>,
+    suspicion_ms: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -132,6 +134,22 @@ impl Family for Consul {
                 server.election_ticks = u32::try_from(ticks).unwrap_or(u32::MAX);
             }
         }
+        let suspicion = match k.suspicion_ms {
+            Some(v) => check.positive_ms("model.suspicion_ms", v),
+            None => Dur::from_secs(4),
+        };
+        server.health_check = match k.health_check {
+            Some(false) => {
+                if k.suspicion_ms.is_some() {
+                    check.problems.push(
+                        "model.suspicion_ms",
+                        "is the health check's: leave it out with health_check = false",
+                    );
+                }
+                None
+            }
+            _ => Some(suspicion),
+        };
         Consul {
             server,
             members: members.clamp(1, 9),
@@ -168,6 +186,7 @@ impl Family for Consul {
         &[
             ("leader-ready", MarkSite::Server),
             ("session-invalidated", MarkSite::Server),
+            ("node-failed", MarkSite::Server),
         ]
     }
 
@@ -197,6 +216,11 @@ impl Family for Consul {
         }
         if c.fencing {
             p.push("lock-index-fenced".to_string());
+        }
+        match self.server.health_check {
+            None => p.push("no health check".to_string()),
+            Some(s) if s != Dur::from_secs(4) => p.push(format!("suspicion {s}")),
+            Some(_) => {}
         }
         p
     }

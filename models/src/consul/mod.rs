@@ -92,7 +92,7 @@ pub enum Reply {
     Session(SessionId),
     /// The renew reached the leader, which knows the session.
     Renewed,
-    /// The session does not exist (a renew's 404: it was invalidated).
+    /// The session does not exist: a renew's 404, an acquire's "invalid session".
     SessionGone,
     /// `?acquire`: whether the session now holds the key, and the key's `LockIndex` (the
     /// client reads it back for its sequencer).
@@ -138,6 +138,45 @@ pub enum Msg {
     },
     /// A raft message between servers.
     Raft(RaftMsg<Proposal>),
+    /// A gossip probe (memberlist's ping). `via`: sent for `via`, which asked the sender to
+    /// probe indirectly; the ack goes back to the sender, which relays it.
+    Ping {
+        /// The probe.
+        seq: u64,
+        /// The member the probe is for, when the sender relays it.
+        via: Option<NodeId>,
+    },
+    /// memberlist's ping-req: probe `target` on the sender's behalf.
+    PingReq {
+        /// The probe.
+        seq: u64,
+        /// The member to probe.
+        target: NodeId,
+    },
+    /// The answer to a probe; `to`: relay it there.
+    Ack {
+        /// The probe.
+        seq: u64,
+        /// The member to relay it to.
+        to: Option<NodeId>,
+    },
+}
+
+/// What any gossip member (server or client agent) does with a gossip message: answer a
+/// probe, probe for another, relay an ack. Nothing when it is not gossip.
+pub(crate) fn gossip<T>(ctx: &mut impl crate::env::Host<Msg, T>, from: NodeId, msg: &Msg) {
+    match *msg {
+        Msg::Ping { seq, via } => ctx.send(from, Msg::Ack { seq, to: via }),
+        Msg::PingReq { seq, target } => ctx.send(
+            target,
+            Msg::Ping {
+                seq,
+                via: Some(from),
+            },
+        ),
+        Msg::Ack { seq, to: Some(to) } => ctx.send(to, Msg::Ack { seq, to: None }),
+        _ => {}
+    }
 }
 
 /// Timers of a Consul server.
@@ -149,6 +188,10 @@ pub enum ServerTimer {
     SessionTtl(SessionId),
     /// A blocking query's wait ran out.
     Blocking(u64),
+    /// The leader's gossip probe round (every second).
+    Probe,
+    /// Probe `seq` got no direct ack within the probe timeout: ask others.
+    ProbeTimeout(u64),
 }
 
 /// Timers of the Consul lock client.

@@ -17,8 +17,9 @@
 //!   Only the leader enforces it, before proposing an `?acquire`, which it then refuses at
 //!   once. A restarted server restores its state as from a snapshot, which carries no
 //!   lock-delay: the entries already in its log when it starts set none.
-//! - An `?acquire` applies when the session exists and the key is free or already the
-//!   session's; a session new to the key increments its `LockIndex`. The apply records
+//! - An `?acquire` applies when the session exists (else: "invalid session", an error) and the
+//!   key is free or already the session's; a session new to the key increments its
+//!   `LockIndex`. The apply records
 //!   `Issued` with the lock index as the ticket (the first record of a ticket counts).
 //! - A blocking query on the key is served by the leader from its applied state (Consul's
 //!   default consistency mode, without the `consistent` check): at once when the key changed
@@ -38,6 +39,12 @@ use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, Role};
 pub const TTL_MULTIPLIER: u64 = 2;
 /// Between the leader's attempts to destroy an expired session.
 pub const DESTROY_RETRY: Dur = Dur::from_secs(10);
+/// memberlist's `ProbeInterval` (LAN).
+pub const PROBE_INTERVAL: Dur = Dur::from_secs(1);
+/// memberlist's `ProbeTimeout` (LAN): then indirect probes through other members.
+pub const PROBE_TIMEOUT: Dur = Dur::from_millis(500);
+/// memberlist's `IndirectChecks`.
+pub const INDIRECT_CHECKS: usize = 3;
 
 /// How a Consul cluster is set up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +55,10 @@ pub struct ConsulServerConfig {
     pub tick: Dur,
     /// The election timeout in ticks.
     pub election_ticks: u32,
+    /// Sessions carry the `serfHealth` check: a node the gossip failure detector declares
+    /// failed after this long without an ack loses its sessions. `None`: sessions without
+    /// checks.
+    pub health_check: Option<Dur>,
 }
 
 impl ConsulServerConfig {
@@ -58,6 +69,7 @@ impl ConsulServerConfig {
             members,
             tick: Dur::from_millis(100),
             election_ticks: 50,
+            health_check: Some(Dur::from_secs(4)),
         }
     }
 }
@@ -169,6 +181,12 @@ pub struct ConsulServer {
     /// Proposals of this life still waiting for their apply.
     awaiting: BTreeSet<(NodeId, u64)>,
     outbox: Outbox<Proposal>,
+    /// The leader's failure detector: each session node's last ack, and whether it was
+    /// declared failed (its sessions destroyed) and has not answered since.
+    heard: BTreeMap<NodeId, (LocalTime, bool)>,
+    /// The probe in flight per node: its number and target.
+    probes: BTreeMap<u64, NodeId>,
+    next_probe: u64,
 }
 
 impl ConsulServer {
@@ -195,6 +213,9 @@ impl ConsulServer {
             issued: BTreeSet::new(),
             awaiting: BTreeSet::new(),
             outbox: Outbox::default(),
+            heard: BTreeMap::new(),
+            probes: BTreeMap::new(),
+            next_probe: 0,
         }
     }
 
@@ -405,6 +426,15 @@ impl ConsulServer {
                         for (id, ttl) in sessions {
                             self.arm_ttl(ctx, id, ttl);
                         }
+                        if self.config.health_check.is_some() {
+                            let now = ctx.mono();
+                            self.heard = self
+                                .sessions
+                                .values()
+                                .map(|s| (s.node, (now, false)))
+                                .collect();
+                            ctx.set_timer(ClockKind::Mono, PROBE_INTERVAL, ServerTimer::Probe);
+                        }
                         ctx.mark("leader-ready");
                     }
                 }
@@ -437,6 +467,11 @@ impl ConsulServer {
                 );
                 if self.is_leader() {
                     self.arm_ttl(ctx, id, ttl);
+                    if self.config.health_check.is_some() {
+                        // Its agent just spoke: the node is alive (Consul creates a session
+                        // only while the node's `serfHealth` passes).
+                        self.heard.insert(node, (ctx.mono(), false));
+                    }
                 }
                 Reply::Session(id)
             }
@@ -463,6 +498,10 @@ impl ConsulServer {
                     }
                 }
                 Reply::Done
+            }
+            Command::Acquire { session } if !self.sessions.contains_key(&session) => {
+                // `kvs.Apply`: "invalid session".
+                Reply::SessionGone
             }
             Command::Acquire { session } => {
                 let (locked, kv) = match (self.sessions.contains_key(&session), self.kv) {
@@ -517,6 +556,43 @@ impl ConsulServer {
         };
         if answer {
             Self::reply(ctx, p.client, p.req, reply);
+        }
+    }
+
+    /// The leader's probe round: a probe to each session node; a node silent for the
+    /// suspicion time is declared failed and its sessions are destroyed (`reconcileMember`
+    /// marks its `serfHealth` critical, which invalidates every session carrying it).
+    fn probe_round(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
+        let Some(suspicion) = self.config.health_check.filter(|_| self.is_leader()) else {
+            return;
+        };
+        ctx.set_timer(ClockKind::Mono, PROBE_INTERVAL, ServerTimer::Probe);
+        let now = ctx.mono();
+        // Nodes that hold no session are not watched.
+        let nodes: BTreeSet<NodeId> = self.sessions.values().map(|s| s.node).collect();
+        self.heard.retain(|n, _| nodes.contains(n));
+        self.probes.retain(|_, n| nodes.contains(n));
+        for node in nodes {
+            let (last, failed) = *self.heard.entry(node).or_insert((now, false));
+            if !failed && now.saturating_since(last) > PROBE_INTERVAL.saturating_add(suspicion) {
+                self.heard.insert(node, (last, true));
+                ctx.mark("node-failed");
+                let ids: Vec<SessionId> = self
+                    .sessions
+                    .iter()
+                    .filter(|(_, s)| s.node == node)
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in ids {
+                    self.propose(ctx, self.me, 0, Command::SessionDestroy { id });
+                }
+            }
+            self.next_probe += 1;
+            let seq = self.next_probe;
+            self.probes.retain(|_, n| *n != node);
+            self.probes.insert(seq, node);
+            ctx.send(node, Msg::Ping { seq, via: None });
+            ctx.set_timer(ClockKind::Mono, PROBE_TIMEOUT, ServerTimer::ProbeTimeout(seq));
         }
     }
 
@@ -583,6 +659,27 @@ impl Service for ConsulServer {
                     self.answer_get(ctx, p.client, p.req);
                 }
             }
+            ServerTimer::Probe => self.probe_round(ctx),
+            ServerTimer::ProbeTimeout(seq) => {
+                let Some(&target) = self.probes.get(&seq) else {
+                    return;
+                };
+                // Indirect probes through `IndirectChecks` other members drawn at random: the
+                // other servers and the session nodes.
+                let mut others: Vec<NodeId> = self
+                    .config
+                    .members
+                    .iter()
+                    .copied()
+                    .chain(self.heard.keys().copied())
+                    .filter(|n| *n != target && *n != self.me)
+                    .collect();
+                for i in 0..others.len().min(INDIRECT_CHECKS) {
+                    let j = i + ctx.rng().below((others.len() - i) as u64) as usize;
+                    others.swap(i, j);
+                    ctx.send(others[i], Msg::PingReq { seq, target });
+                }
+            }
         }
     }
 
@@ -595,6 +692,16 @@ impl Service for ConsulServer {
             }
             Msg::Request { id, req } => self.on_request(ctx, from, id, req),
             Msg::Reply { .. } => {}
+            Msg::Ack { seq, to: None } => {
+                if let Some(node) = self.probes.remove(&seq) {
+                    if let Some(h) = self.heard.get_mut(&node) {
+                        *h = (ctx.mono(), false);
+                    }
+                }
+            }
+            msg @ (Msg::Ping { .. } | Msg::PingReq { .. } | Msg::Ack { .. }) => {
+                super::gossip(ctx, from, &msg);
+            }
         }
     }
 }
