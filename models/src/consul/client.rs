@@ -55,6 +55,12 @@ pub struct ConsulLockConfig {
     pub request_timeout: Dur,
     /// Hand the lock index to storage as the fencing token.
     pub fencing: bool,
+    /// Chubby's conservative local lease (OSDI 2006 §2.8): the holder believes it holds only
+    /// while its own monotonic clock is within the TTL, shortened by this many ppm of
+    /// assumed clock drift, of the *sending* of its last renew that the leader answered (or of
+    /// the session's creation). Past it the session is in jeopardy and the holder stops
+    /// (the workload's validity check fails). `None`: `api.Lock`, which keeps no such lease.
+    pub local_lease_drift_ppm: Option<u32>,
 }
 
 impl ConsulLockConfig {
@@ -67,6 +73,7 @@ impl ConsulLockConfig {
             behavior: Behavior::Release,
             request_timeout: Dur::from_secs(10),
             fencing: false,
+            local_lease_drift_ppm: None,
         }
     }
 }
@@ -116,6 +123,8 @@ pub struct ConsulLock {
     /// The renewer runs (it stops after a 404, after TTL without a success, and at unlock).
     renewing: bool,
     last_renew_ok: LocalTime,
+    /// When the last renew the leader answered (or the session's creation) was sent.
+    lease_from: LocalTime,
     renew_timer: Option<TimerId>,
     /// The monitor saw the key leave this session, or failed.
     lost: bool,
@@ -135,6 +144,7 @@ impl ConsulLock {
             session: None,
             renewing: false,
             last_renew_ok: LocalTime::from_nanos(0),
+            lease_from: LocalTime::from_nanos(0),
             renew_timer: None,
             lost: false,
             inflight: BTreeMap::new(),
@@ -325,6 +335,7 @@ impl ConsulLock {
                 self.session = Some(id);
                 self.renewing = true;
                 self.last_renew_ok = ctx.mono();
+                self.lease_from = f.first;
                 self.renew_in(ctx, self.config.ttl / 2);
                 self.wait_for_key(ctx, 0);
                 None
@@ -386,6 +397,8 @@ impl ConsulLock {
             }
             (Purpose::Renew, Reply::Renewed) if self.renewing => {
                 self.last_renew_ok = ctx.mono();
+                self.lease_from = f.first;
+                self.watch_lease(ctx);
                 self.renew_in(ctx, self.config.ttl / 2);
                 None
             }
@@ -406,6 +419,20 @@ impl ConsulLock {
         }
     }
 
+    /// The end of Chubby's local lease, if the client keeps one.
+    fn lease_end(&self) -> Option<LocalTime> {
+        let ppm = self.config.local_lease_drift_ppm?;
+        let ttl = self.config.ttl;
+        Some(self.lease_from + ttl.saturating_sub(ttl.mul_div(u64::from(ppm), 1_000_000)))
+    }
+
+    /// A holder keeping a local lease looks again when it ends.
+    fn watch_lease(&self, ctx: &mut impl Host<Msg, ClientTimer>) {
+        if let Some(end) = self.lease_end().filter(|_| self.phase == Phase::Holding) {
+            ctx.set_timer_at(ClockKind::Mono, end, ClientTimer::LocalLease);
+        }
+    }
+
     /// The key is this session's: the lock is held, and the monitor starts.
     fn held(
         &mut self,
@@ -416,6 +443,7 @@ impl ConsulLock {
         self.phase = Phase::Holding;
         self.lost = false;
         self.monitor(ctx, index);
+        self.watch_lease(ctx);
         Some(LockSignal::Granted {
             token: self.config.fencing.then_some(lock_index),
             ticket: Some(lock_index),
@@ -459,8 +487,9 @@ impl LockClient for ConsulLock {
         None
     }
 
-    fn valid(&self, _: &impl Host<Msg, ClientTimer>) -> bool {
-        self.phase == Phase::Holding && !self.lost
+    fn valid(&self, ctx: &impl Host<Msg, ClientTimer>) -> bool {
+        let leased = self.lease_end().is_none_or(|end| ctx.mono() < end);
+        self.phase == Phase::Holding && !self.lost && leased
     }
 
     fn reset(&mut self) {
@@ -504,6 +533,15 @@ impl LockClient for ConsulLock {
             ClientTimer::Retry => {
                 if self.phase == Phase::Locking {
                     self.wait_for_key(ctx, 0);
+                }
+                None
+            }
+            ClientTimer::LocalLease => {
+                // Jeopardy: the holder cannot know it still holds the lock, and stops.
+                let end = self.lease_end()?;
+                if self.phase == Phase::Holding && !self.lost && ctx.mono() >= end {
+                    self.lost = true;
+                    return Some(LockSignal::Lost);
                 }
                 None
             }

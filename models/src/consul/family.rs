@@ -37,6 +37,7 @@ pub struct ConsulKeys {
     request_timeout_ms: Option<f64>,
     health_check: Option<bool>,
     suspicion_ms: Option<f64>,
+    local_lease: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -134,6 +135,9 @@ impl Family for Consul {
                 server.election_ticks = u32::try_from(ticks).unwrap_or(u32::MAX);
             }
         }
+        // Chubby's client assumes the master's clock may run fast by a bounded factor; 1 %
+        // here, Redlock's clock drift factor.
+        client.local_lease_drift_ppm = (k.local_lease == Some(true)).then_some(10_000);
         let suspicion = match k.suspicion_ms {
             Some(v) => check.positive_ms("model.suspicion_ms", v),
             None => Dur::from_secs(4),
@@ -216,6 +220,9 @@ impl Family for Consul {
         }
         if c.fencing {
             p.push("lock-index-fenced".to_string());
+        }
+        if c.local_lease_drift_ppm.is_some() {
+            p.push("Chubby local lease".to_string());
         }
         match self.server.health_check {
             None => p.push("no health check".to_string()),

@@ -206,6 +206,8 @@ pub enum ClientTimer {
     },
     /// `DefaultLockRetryTime` after a failed acquire: wait for the key again.
     Retry,
+    /// Chubby's local lease may have run out: the session is in jeopardy.
+    LocalLease,
     /// The next try of a request held while no leader is known.
     Hold {
         /// The try.
