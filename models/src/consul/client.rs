@@ -347,7 +347,8 @@ impl ConsulLock {
                 match entry.and_then(|e| e.session) {
                     Some(s) if s == session => {
                         let lock_index = entry.map_or(0, |e| e.lock_index);
-                        self.held(ctx, lock_index, index)
+                        let ticket = entry.map_or(0, |e| e.modify_index);
+                        self.held(ctx, lock_index, ticket, index)
                     }
                     Some(_) => {
                         self.wait_for_key(ctx, index);
@@ -359,11 +360,16 @@ impl ConsulLock {
                     }
                 }
             }
-            (Purpose::Acquire, Reply::Acquire { locked, lock_index })
-                if self.phase == Phase::Locking =>
-            {
+            (
+                Purpose::Acquire,
+                Reply::Acquire {
+                    locked,
+                    lock_index,
+                    modify_index,
+                },
+            ) if self.phase == Phase::Locking => {
                 if locked {
-                    return self.held(ctx, lock_index, 0);
+                    return self.held(ctx, lock_index, modify_index, 0);
                 }
                 self.send(
                     ctx,
@@ -438,6 +444,7 @@ impl ConsulLock {
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,
         lock_index: u64,
+        ticket: u64,
         index: u64,
     ) -> Option<LockSignal> {
         self.phase = Phase::Holding;
@@ -446,7 +453,7 @@ impl ConsulLock {
         self.watch_lease(ctx);
         Some(LockSignal::Granted {
             token: self.config.fencing.then_some(lock_index),
-            ticket: Some(lock_index),
+            ticket: Some(ticket),
         })
     }
 }

@@ -195,9 +195,13 @@ impl Family for Consul {
     }
 
     fn tokens(&self) -> Tokens {
-        // A new session's acquire increments the key's LockIndex (docs/semantics.md §6.2).
+        // A new session's acquire increments the key's LockIndex (docs/semantics.md §6.2);
+        // with `behavior = "delete"` an invalidation deletes the key, and the key created
+        // anew counts from 1 again: no promise of order then.
         if self.client.fencing {
-            Tokens::Ordered { monotonic: true }
+            Tokens::Ordered {
+                monotonic: self.client.behavior == Behavior::Release,
+            }
         } else {
             Tokens::None
         }

@@ -101,6 +101,9 @@ pub enum Reply {
         locked: bool,
         /// The key's `LockIndex`.
         lock_index: u64,
+        /// The key's `ModifyIndex`: while the session holds it, the raft index of the
+        /// acquisition, which names it (the grant's ticket).
+        modify_index: u64,
     },
     /// `?release` or a destroy was applied.
     Done,

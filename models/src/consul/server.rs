@@ -19,8 +19,9 @@
 //!   lock-delay: the entries already in its log when it starts set none.
 //! - An `?acquire` applies when the session exists (else: "invalid session", an error) and the
 //!   key is free or already the session's; a session new to the key increments its
-//!   `LockIndex`. The apply records
-//!   `Issued` with the lock index as the ticket (the first record of a ticket counts).
+//!   `LockIndex`. The apply records `Issued` with the entry's raft index as the ticket (the
+//!   first record of a ticket counts): `LockIndex` names no acquisition once a deleted key is
+//!   created anew and counts from 1 again.
 //! - A blocking query on the key is served by the leader from its applied state (Consul's
 //!   default consistency mode, without the `consistent` check): at once when the key changed
 //!   past the caller's index, else when it does, or after `wait` plus up to `wait / 16`.
@@ -168,6 +169,9 @@ pub struct ConsulServer {
     restored_to: u64,
     sessions: BTreeMap<SessionId, Session>,
     kv: Option<Kv>,
+    /// The raft index of the key's last change, its deletion included (the table's index,
+    /// which a blocking query waits on).
+    kv_index: u64,
     /// The key's lock-delay on this server's wall clock (in memory).
     lock_delay_until: Option<LocalTime>,
     /// The leader's TTL timers.
@@ -205,6 +209,7 @@ impl ConsulServer {
             restored_to: 0,
             sessions: BTreeMap::new(),
             kv: None,
+            kv_index: 0,
             lock_delay_until: None,
             ttl_timers: BTreeMap::new(),
             promoted_term: None,
@@ -300,10 +305,10 @@ impl ConsulServer {
                 // The lock-delay, on the leader's wall clock, before the raft apply
                 // (`kvs_endpoint.go`: "only the wall-time of the leader node is used").
                 if self.lock_delay_until.is_some_and(|t| t > ctx.wall()) {
-                    let lock_index = self.kv.map_or(0, |k| k.lock_index);
                     let reply = Reply::Acquire {
                         locked: false,
-                        lock_index,
+                        lock_index: self.kv.map_or(0, |k| k.lock_index),
+                        modify_index: self.kv.map_or(0, |k| k.modify_index),
                     };
                     Self::reply(ctx, client, id, reply);
                     return;
@@ -339,7 +344,7 @@ impl ConsulServer {
 
     /// The index a blocking query waits on: the key's last change (its table's index).
     fn modify_index(&self) -> u64 {
-        self.kv.map_or(0, |k| k.modify_index)
+        self.kv_index
     }
 
     fn answer_get(&self, ctx: &mut impl Host<Msg, ServerTimer>, client: NodeId, id: u64) {
@@ -493,7 +498,7 @@ impl ConsulServer {
                         if index > self.restored_to && s.lock_delay > Dur::ZERO {
                             self.lock_delay_until = Some(ctx.wall() + s.lock_delay);
                         }
-                        self.wake(ctx);
+                        self.wake(ctx, index);
                         ctx.mark("session-invalidated");
                     }
                 }
@@ -530,17 +535,24 @@ impl ConsulServer {
                 let changed = kv != self.kv;
                 self.kv = kv;
                 let lock_index = kv.map_or(0, |k| k.lock_index);
-                if locked && changed && self.issued.insert(lock_index) {
+                let modify_index = kv.map_or(0, |k| k.modify_index);
+                // The acquisition is named by its raft index: `LockIndex` alone starts again
+                // at 1 when a deleted key is created anew (`behavior = "delete"`).
+                if locked && changed && self.issued.insert(index) {
                     let node = self.sessions[&session].node;
                     ctx.record(Event::Issued {
                         client: HistNode(node.0),
-                        ticket: lock_index,
+                        ticket: index,
                     });
                 }
                 if changed {
-                    self.wake(ctx);
+                    self.wake(ctx, index);
                 }
-                Reply::Acquire { locked, lock_index }
+                Reply::Acquire {
+                    locked,
+                    lock_index,
+                    modify_index,
+                }
             }
             Command::Release { session } => {
                 if let Some(k) = self.kv.filter(|k| k.session == Some(session)) {
@@ -549,7 +561,7 @@ impl ConsulServer {
                         modify_index: index,
                         ..k
                     });
-                    self.wake(ctx);
+                    self.wake(ctx, index);
                 }
                 Reply::Done
             }
@@ -596,9 +608,11 @@ impl ConsulServer {
         }
     }
 
-    /// The key changed: every blocking query waiting below its index is answered.
-    fn wake(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
-        let now = self.modify_index();
+    /// The key changed at raft index `index`: every blocking query waiting below it is
+    /// answered.
+    fn wake(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, index: u64) {
+        self.kv_index = index;
+        let now = index;
         let ready: Vec<u64> = self
             .parked
             .iter()
