@@ -19,8 +19,6 @@ use super::liveness::percentiles;
 #[derive(Clone, Copy, Debug)]
 struct Job {
     enqueued_ns: u64,
-    /// The first dequeue's time.
-    started_ns: Option<u64>,
     /// The first `Done`: its worker and time.
     done: Option<(NodeId, u64)>,
 }
@@ -70,13 +68,12 @@ pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, 
                     job,
                     Job {
                         enqueued_ns: e.time_ns,
-                        started_ns: None,
                         done: None,
                     },
                 );
             }
             Event::Dequeued { job, client } => {
-                let Some(j) = jobs.get_mut(&job) else {
+                if !jobs.contains_key(&job) {
                     return Err(HistoryError::at(
                         entry,
                         format!(
@@ -84,8 +81,7 @@ pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, 
                             history.name(client)
                         ),
                     ));
-                };
-                j.started_ns.get_or_insert(e.time_ns);
+                }
                 working.insert((client, job), ());
                 current.insert(client, job);
             }
@@ -152,16 +148,12 @@ pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, 
             _ => left += 1,
         }
     }
-    let lags: Vec<u64> = jobs
-        .values()
-        .filter_map(|j| j.started_ns.map(|s| s - j.enqueued_ns))
-        .collect();
     Ok(Some(Queue {
         enqueued: jobs.len() as u64,
         done: jobs.values().filter(|j| j.done.is_some()).count() as u64,
         done_twice,
         lost,
         left,
-        lag: percentiles(lags),
+        lag: percentiles(queue_lags_ns(history)),
     }))
 }

@@ -509,9 +509,8 @@ impl ConsulServer {
                 Reply::SessionGone
             }
             Command::Acquire { session } => {
-                let (locked, kv) = match (self.sessions.contains_key(&session), self.kv) {
-                    (false, kv) => (false, kv),
-                    (true, None) => (
+                let (locked, kv) = match self.kv {
+                    None => (
                         true,
                         Some(Kv {
                             session: Some(session),
@@ -520,8 +519,8 @@ impl ConsulServer {
                             modify_index: index,
                         }),
                     ),
-                    (true, Some(k)) if k.session == Some(session) => (true, Some(k)),
-                    (true, Some(k)) if k.session.is_none() => (
+                    Some(k) if k.session == Some(session) => (true, Some(k)),
+                    Some(k) if k.session.is_none() => (
                         true,
                         Some(Kv {
                             session: Some(session),
@@ -530,7 +529,7 @@ impl ConsulServer {
                             ..k
                         }),
                     ),
-                    (true, Some(k)) => (false, Some(k)),
+                    Some(k) => (false, Some(k)),
                 };
                 let changed = kv != self.kv;
                 self.kv = kv;
