@@ -555,21 +555,27 @@ fn write(client: u32, seq: u32, value: u64, base: u64) -> Stmt {
     })
 }
 
-#[test]
-fn a_standby_refuses_connections_promotes_after_silence_and_has_no_locks_nor_unstreamed_commits() {
-    let standby = NodeId(1);
+/// The primary `SERVER` and its standby, node 1, which promotes after `failover_after` of
+/// silence; status every second.
+fn primary_and_standby(failover_after: Dur) -> Vec<PgNode> {
     let config = |peer| PgServerConfig {
         replication: Some(Replication {
             peer,
-            failover_after: Dur::from_secs(5),
+            failover_after,
             heartbeat: Dur::from_secs(1),
         }),
         ..PgServerConfig::default()
     };
-    let servers = vec![
-        PgNode::Server(PgServer::new(config(standby))),
+    vec![
+        PgNode::Server(PgServer::new(config(NodeId(1)))),
         PgNode::Server(PgServer::standby(config(SERVER))),
-    ];
+    ]
+}
+
+#[test]
+fn a_standby_refuses_connections_promotes_after_silence_and_has_no_locks_nor_unstreamed_commits() {
+    let standby = NodeId(1);
+    let servers = primary_and_standby(Dur::from_secs(5));
     // Node 2 holds the lock on the primary and commits 1 (streamed), then 2 (not: the link to
     // the standby is cut from 100 ms); the primary crashes at 1 s.
     let a = script(
@@ -655,18 +661,7 @@ fn a_standby_refuses_connections_promotes_after_silence_and_has_no_locks_nor_uns
 #[test]
 fn a_primary_that_hears_a_later_timeline_demotes_ends_its_sessions_and_rewinds() {
     let standby = NodeId(1);
-    let config = |peer| PgServerConfig {
-        replication: Some(Replication {
-            peer,
-            failover_after: Dur::from_secs(3),
-            heartbeat: Dur::from_secs(1),
-        }),
-        ..PgServerConfig::default()
-    };
-    let servers = vec![
-        PgNode::Server(PgServer::new(config(standby))),
-        PgNode::Server(PgServer::standby(config(SERVER))),
-    ];
+    let servers = primary_and_standby(Dur::from_secs(3));
     // The primary is cut off from the standby from 100 ms to 6 s: the standby, which last
     // heard it at 0 s, promotes at its heartbeat at 3 s; there are two primaries until the
     // link heals. Node 2 holds the lock on the old primary and commits 5 there at 5 s.
