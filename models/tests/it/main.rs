@@ -1,5 +1,6 @@
 //! Integration tests of the models: one binary, one module per family.
 
+mod consul;
 mod etcd;
 mod kubernetes;
 mod leader;
