@@ -30,6 +30,10 @@ pub enum Count {
     TwoLeadersMs,
     /// The longest leadership change (0 with fewer than two terms); bounded in ms.
     FailoverMaxMs,
+    /// The longest time from a fault that took a holder away to the next grant to a client
+    /// it did not touch (the liveness failover; 0 when no fault took a holder, unbounded when
+    /// one was never followed by such a grant); bounded in ms.
+    HolderFailoverMaxMs,
     /// Work items done twice.
     DuplicateItems,
     /// Work items skipped.
@@ -59,6 +63,14 @@ impl Count {
             Count::Terms => leadership(verdict, |l| l.terms),
             Count::TwoLeadersMs => leadership(verdict, |l| l.two_leaders_ns),
             Count::FailoverMaxMs => leadership(verdict, |l| l.failover.map_or(0, |f| f.max_ns)),
+            Count::HolderFailoverMaxMs => {
+                let f = verdict.liveness.failover;
+                if f.recovered < f.count {
+                    NEVER
+                } else {
+                    f.max_ns.unwrap_or(0)
+                }
+            }
             Count::DuplicateItems => leadership(verdict, |l| l.duplicate_items.count),
             Count::SkippedItems => leadership(verdict, |l| l.skipped_items.count),
             Count::JobsDone => queue(verdict, |q| q.done),
@@ -81,7 +93,10 @@ impl Count {
     /// Nanoseconds per unit of the bound: the `*_ms` keys bound times measured in ns.
     fn unit_ns(self) -> u64 {
         match self {
-            Count::TwoLeadersMs | Count::FailoverMaxMs | Count::QueueLagP99Ms => 1_000_000,
+            Count::TwoLeadersMs
+            | Count::FailoverMaxMs
+            | Count::HolderFailoverMaxMs
+            | Count::QueueLagP99Ms => 1_000_000,
             _ => 1,
         }
     }
@@ -90,6 +105,7 @@ impl Count {
     fn shown(self, n: u64) -> String {
         match self.unit_ns() {
             1 => n.to_string(),
+            _ if n == NEVER => "no grant to another client after a fault took a holder".into(),
             _ => Dur::from_nanos(n).to_string(),
         }
     }
@@ -100,6 +116,10 @@ impl Count {
         n < min.saturating_mul(unit) || max.is_some_and(|m| n > m.saturating_mul(unit))
     }
 }
+
+/// The holder failover of a run in which a fault took a holder and no other client was
+/// granted after it: above every bound.
+const NEVER: u64 = u64::MAX;
 
 /// A job queue value of `verdict`, 0 when the history has no jobs.
 fn queue(verdict: &Verdict, value: impl Fn(&Queue) -> u64) -> u64 {
@@ -123,6 +143,7 @@ impl fmt::Display for Count {
             Count::Terms => "terms",
             Count::TwoLeadersMs => "two_leaders_ms",
             Count::FailoverMaxMs => "failover_max_ms",
+            Count::HolderFailoverMaxMs => "holder_failover_max_ms",
             Count::DuplicateItems => "duplicate_items",
             Count::SkippedItems => "skipped_items",
             Count::JobsDone => "jobs_done",
@@ -237,10 +258,13 @@ impl RecoveryBound {
 }
 
 impl Count {
-    /// True for the counts of safety: all but grants, terms and failover (two leaders' work,
+    /// True for the counts of safety: all but grants, terms and failovers (two leaders' work,
     /// items done twice or skipped harm the work as a lost update does).
     fn is_safety(self) -> bool {
-        !matches!(self, Count::Grants | Count::Terms | Count::FailoverMaxMs)
+        !matches!(
+            self,
+            Count::Grants | Count::Terms | Count::FailoverMaxMs | Count::HolderFailoverMaxMs
+        )
     }
 }
 

@@ -459,6 +459,7 @@ pub(crate) struct ExpectSection {
     pub(crate) terms: Option<Bound>,
     pub(crate) two_leaders_ms: Option<Bound>,
     pub(crate) failover_max_ms: Option<Bound>,
+    pub(crate) holder_failover_max_ms: Option<Bound>,
     pub(crate) duplicate_items: Option<Bound>,
     pub(crate) skipped_items: Option<Bound>,
     pub(crate) jobs_done: Option<Bound>,

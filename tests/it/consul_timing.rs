@@ -2,7 +2,10 @@
 //! `TTL × 2` after its last renew, its key stays out of reach for the lock-delay after that,
 //! and a lock-delay the servers forgot (they restarted) lets the next holder in at once.
 //! Measured as the failover of the catalogue's cut-off holder: from the cut (within TTL/2 of
-//! its last renew) to client-2's grant.
+//! its last renew) to client-2's grant. And a dead holder's session, which a leader election
+//! gives a full `TTL × 2` again (the failover of the killed holder with and without the
+//! servers restarting before its session would have died), bounded in a file by
+//! `holder_failover_max_ms`.
 
 use std::path::Path;
 
@@ -10,7 +13,7 @@ use lockstep::{parse, run};
 
 use crate::support::root;
 
-/// The failover (cut to the next grant) of `file` on seeds 1 to 30, in ms.
+/// The failover (from the fault to the next grant) of `file` on seeds 1 to 30, in ms.
 fn failovers_ms(file: &str) -> Vec<f64> {
     let path = root().join(file);
     let text = std::fs::read_to_string(&path).expect("read");
@@ -49,5 +52,56 @@ fn a_silent_session_dies_at_twice_its_ttl_its_key_waits_out_the_lock_delay_unles
             (0.0..8_000.0).contains(&(r - z)),
             "seed {seed}: {r} - {z} ms"
         );
+    }
+}
+
+#[test]
+fn a_dead_holders_session_lives_a_full_twice_ttl_again_after_a_leader_election() {
+    let plain = failovers_ms("scenarios/catalogue/consul-dead-holder.toml");
+    let changed = failovers_ms("scenarios/catalogue/consul-dead-holder-leader-change.toml");
+    for (seed, (p, c)) in plain.iter().zip(&changed).enumerate() {
+        let seed = seed + 1;
+        // 2 x TTL from the session's creation, just before the kill, and the lock-delay.
+        assert!((44_500.0..45_500.0).contains(p), "seed {seed}: {p} ms");
+        // The servers restart at 25 s, the kill came at 5-11 s: the new leader, elected 5-10 s
+        // after the restart, starts the dead session's 30 s again from its election, 19.5 to
+        // 30.5 s later than the first leader's timer would have fired (plus up to client-2's
+        // 5 s retry after the lock-delay's refusal).
+        assert!(
+            (19_500.0..35_500.0).contains(&(c - p)),
+            "seed {seed}: {c} - {p} ms"
+        );
+    }
+}
+
+#[test]
+fn holder_failover_max_ms_bounds_the_kill_to_the_next_grant_as_a_liveness_miss() {
+    let text = std::fs::read_to_string(root().join("scenarios/catalogue/consul-dead-holder.toml"))
+        .expect("read");
+    let text = text.replace("count = 1_000", "count = 1");
+    for (bound, code, miss) in [
+        ("{ min = 44_000, max = 46_000 }", 0, None),
+        ("{ max = 40_000 }", 1, Some("liveness")),
+        ("{ min = 50_000 }", 1, Some("liveness")),
+    ] {
+        let text = text.replace(
+            "holder_failover_max_ms = { min = 44_000, max = 51_000 }",
+            &format!("holder_failover_max_ms = {bound}"),
+        );
+        assert!(text.contains(bound));
+        let path = crate::support::temp_scenario("holder-failover", &text);
+        let out =
+            crate::support::lockstep(&["run", path.to_str().expect("utf-8"), "--format", "json"]);
+        let raw = crate::support::stdout(&out);
+        let v: serde_json::Value = serde_json::from_str(&raw).expect("json");
+        assert_eq!(out.status.code(), Some(code), "{bound}: {raw}");
+        assert_eq!(v["miss"].as_str(), miss, "{bound}: {raw}");
+        if code == 1 {
+            let unmet = v["unmet"][0].as_str().expect("a sentence");
+            assert!(
+                unmet.starts_with("expected holder_failover_max_ms"),
+                "{unmet}"
+            );
+        }
     }
 }

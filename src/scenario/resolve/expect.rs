@@ -30,6 +30,7 @@ pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
         (Count::Terms, e.terms),
         (Count::TwoLeadersMs, e.two_leaders_ms),
         (Count::FailoverMaxMs, e.failover_max_ms),
+        (Count::HolderFailoverMaxMs, e.holder_failover_max_ms),
         (Count::DuplicateItems, e.duplicate_items),
         (Count::SkippedItems, e.skipped_items),
         (Count::JobsDone, e.jobs_done),
@@ -61,7 +62,10 @@ fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
     }
     let is_ms = matches!(
         count,
-        Count::TwoLeadersMs | Count::FailoverMaxMs | Count::QueueLagP99Ms
+        Count::TwoLeadersMs
+            | Count::FailoverMaxMs
+            | Count::HolderFailoverMaxMs
+            | Count::QueueLagP99Ms
     );
     let largest = b.max.unwrap_or(b.min);
     if is_ms && largest as f64 > MAX_MS {
