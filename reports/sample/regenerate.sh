@@ -1,7 +1,9 @@
 #!/bin/sh
 # Regenerates the sample reports: the catalogue over 5 seeds (reports/sample/catalogue.{html,md,json})
-# and the failover comparison of leader election across families, over the seeds its files
-# declare (reports/sample/failover.{html,md,json}, from scenarios/failover/).
+# the failover comparison of leader election across families, over the seeds its files
+# declare (reports/sample/failover.{html,md,json}, from scenarios/failover/), and the comparison
+# of every family's lock design and Chubby's under the same pause and partition over 50 seeds
+# (reports/sample/compare.{html,md,json}, from scenarios/compare/).
 # Run from anywhere; the paths in the report are relative to the repository, so the files are
 # the same on every machine. A test (tests/it/report.rs) fails when they are not current.
 set -eu
@@ -10,5 +12,6 @@ cargo build --release --quiet
 for ext in html md json; do
     ./target/release/lockstep report scenarios/catalogue --seeds 5 --out "reports/sample/catalogue.$ext" > /dev/null
     ./target/release/lockstep report scenarios/failover --out "reports/sample/failover.$ext" > /dev/null
+    ./target/release/lockstep report scenarios/compare --seeds 50 --out "reports/sample/compare.$ext" > /dev/null
 done
-echo "wrote reports/sample/catalogue.html, .md and .json, and failover.html, .md and .json"
+echo "wrote reports/sample/catalogue, failover and compare .html, .md and .json"

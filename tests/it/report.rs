@@ -439,12 +439,11 @@ fn a_bad_extension_or_an_unwritable_output_exits_2_and_writes_nothing() {
     );
 }
 
-/// The sample report of the catalogue in `reports/sample/`, as `reports/sample/regenerate.sh`
-/// writes it. `UPDATE_EXPECT=1 cargo test sample` rewrites the files.
 /// The sample reports in `reports/sample/`, as `reports/sample/regenerate.sh` writes them: the
-/// catalogue over 5 seeds, and the failover comparison of leader election across families
-/// (`scenarios/failover/`) over the seeds its files declare. `UPDATE_EXPECT=1 cargo test
-/// sample` rewrites the files.
+/// catalogue over 5 seeds, the failover comparison of leader election across families
+/// (`scenarios/failover/`) over the seeds its files declare, and every family's design and
+/// Chubby's under one pause and one partition (`scenarios/compare/`) over 50 seeds.
+/// `UPDATE_EXPECT=1 cargo test sample` rewrites the files.
 #[test]
 fn the_sample_reports_are_current_with_their_scenarios() {
     let script = std::fs::read_to_string(root().join("reports/sample/regenerate.sh"))
@@ -452,6 +451,7 @@ fn the_sample_reports_are_current_with_their_scenarios() {
     for (dir, name, seeds) in [
         (CATALOGUE, "catalogue", Some(5)),
         ("scenarios/failover", "failover", None),
+        ("scenarios/compare", "compare", Some(50)),
     ] {
         let inputs = report::load_inputs(&[PathBuf::from(dir)]).expect("the scenarios load");
         let built = report::build(
