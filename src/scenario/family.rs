@@ -260,15 +260,17 @@ fn resource<F: Family>(
     let mode = s.mode.as_deref().unwrap_or("unfenced");
     if let Some((_, storage)) = StorageMode::ALL.iter().find(|(name, _)| *name == mode) {
         for key in s.keys.keys() {
-            let owner = families::all()
+            let owners: Vec<String> = families::all()
                 .iter()
-                .find(|f| f.resource_keys().contains(&key.as_str()));
-            let problem = match owner.and_then(|f| f.resource_mode().map(|m| (f, m))) {
-                Some((f, m)) => format!(
-                    "applies only with mode = \"{m}\" (the resource kept in {}'s own service)",
-                    f.name()
+                .filter(|f| f.resource_keys().contains(&key.as_str()))
+                .filter_map(|f| f.resource_mode().map(|m| format!("mode = \"{m}\"")))
+                .collect();
+            let problem = match owners.as_slice() {
+                [] => format!("unknown field `{key}`, expected `mode`"),
+                owners => format!(
+                    "applies only with {} (the resource kept in the lock service itself)",
+                    owners.join(" or ")
                 ),
-                None => format!("unknown field `{key}`, expected `mode`"),
             };
             check.problems.push(format!("storage.{key}"), problem);
         }

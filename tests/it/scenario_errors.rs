@@ -352,7 +352,10 @@ fn the_etcd_resource_keys_are_checked_with_their_paths() {
     );
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
-        lines[0].contains("storage.guard: applies only with mode = \"etcd\""),
+        lines[0].contains(
+            "storage.guard: applies only with mode = \"etcd\" or mode = \"consul\" (the \
+             resource kept in the lock service itself)"
+        ),
         "{}",
         lines[0]
     );

@@ -12,8 +12,11 @@
 //!   (here: [`LockSignal::Lost`]) when the key's session is no longer this one, or on the
 //!   first error (`MonitorRetries` is 0 by default).
 //! - `Unlock()`: `?release`, then the renewer stops and destroys the session.
-//! - The sequencer's `LockIndex` is the grant's ticket, and its fencing token when
-//!   `fencing = "lock-index"`.
+//! - The sequencer's `LockIndex` is the fencing token when `fencing = "lock-index"`; the
+//!   acquisition's raft index (the key's `ModifyIndex` then) is the grant's ticket.
+//! - With the resource in the KV store ([`super::resource`]), an operation goes to the leader
+//!   like any request: a write carries the check its guard asks for, with this client's
+//!   session or its acquisition's `ModifyIndex`.
 //!
 //! Requests go to one server; a `NotLeader` naming the leader sends the request there (the
 //! agent forwards it). A `NotLeader` naming none, or a connection reset by a crashed server,
@@ -25,9 +28,11 @@ use std::collections::BTreeMap;
 
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
+use super::resource::ResourceGuard;
 use super::{Behavior, ClientTimer, Msg, Reply, Request, SessionId};
 use crate::env::Host;
-use crate::lock::{LockClient, LockSignal, NoResource};
+use crate::lock::{LockClient, LockSignal};
+use crate::storage::StorageRequest;
 
 /// `DefaultLockRetryTime`.
 pub const LOCK_RETRY: Dur = Dur::from_secs(5);
@@ -90,6 +95,8 @@ enum Purpose {
     Renew,
     Release,
     Destroy,
+    /// An operation on the resource in the KV store.
+    Resource,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +135,8 @@ pub struct ConsulLock {
     renew_timer: Option<TimerId>,
     /// The monitor saw the key leave this session, or failed.
     lost: bool,
+    /// The key's `ModifyIndex` as this client's acquisition left it (`check-index`).
+    held_index: u64,
     inflight: BTreeMap<u64, InFlight>,
     /// Requests waiting for their next try during the RPC hold, by the try's number.
     holding: BTreeMap<u64, (Purpose, Request, LocalTime)>,
@@ -147,6 +156,7 @@ impl ConsulLock {
             lease_from: LocalTime::from_nanos(0),
             renew_timer: None,
             lost: false,
+            held_index: 0,
             inflight: BTreeMap::new(),
             holding: BTreeMap::new(),
         }
@@ -297,7 +307,8 @@ impl ConsulLock {
                 None
             }
             Purpose::Release => self.released(ctx),
-            Purpose::Destroy => None,
+            // The workload times its operations out itself.
+            Purpose::Destroy | Purpose::Resource => None,
         }
     }
 
@@ -421,6 +432,7 @@ impl ConsulLock {
                 self.lock_failed(ctx)
             }
             (Purpose::Release, _) => self.released(ctx),
+            (Purpose::Resource, Reply::Resource(reply)) => Some(LockSignal::Resource(reply)),
             _ => None,
         }
     }
@@ -449,6 +461,7 @@ impl ConsulLock {
     ) -> Option<LockSignal> {
         self.phase = Phase::Holding;
         self.lost = false;
+        self.held_index = ticket;
         self.monitor(ctx, index);
         self.watch_lease(ctx);
         Some(LockSignal::Granted {
@@ -461,7 +474,7 @@ impl ConsulLock {
 impl LockClient for ConsulLock {
     type Msg = Msg;
     type Timer = ClientTimer;
-    type Resource = NoResource;
+    type Resource = ResourceGuard;
 
     fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         self.phase = Phase::Locking;
@@ -582,12 +595,22 @@ impl LockClient for ConsulLock {
         signal
     }
 
+    /// Sends a workload operation on the resource in the KV store to the current server; a
+    /// write carries `guard`'s check with this client's session and acquisition.
+    ///
+    /// # Panics
+    /// Outside a critical section: the workload sends operations only under a grant.
     fn resource_op(
         &mut self,
-        _: &mut impl Host<Msg, ClientTimer>,
-        resource: &NoResource,
-        _: crate::storage::StorageRequest,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        guard: &ResourceGuard,
+        op: StorageRequest,
     ) {
-        match *resource {}
+        let session = match (self.phase, self.session) {
+            (Phase::Holding, Some(s)) => s,
+            (phase, _) => panic!("a resource operation outside the critical section ({phase:?})"),
+        };
+        let check = guard.check(session, self.held_index);
+        self.send(ctx, Purpose::Resource, Request::Resource { op, check });
     }
 }

@@ -5,11 +5,11 @@ use lockstep_sim::{Dur, NodeId};
 use serde::Deserialize;
 
 use super::client::{ConsulLock, ConsulLockConfig};
+use super::resource::ResourceGuard;
 use super::server::{ConsulServer, ConsulServerConfig, TTL_MULTIPLIER};
 use super::{Behavior, Msg, ServerTimer};
 use crate::family::{Family, Fencing, MarkSite, Role, Tokens, numbered};
-use crate::keys::{Check, NoKeys};
-use crate::lock::NoResource;
+use crate::keys::Check;
 
 /// The Consul family's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +40,22 @@ pub struct ConsulKeys {
     local_lease: Option<bool>,
 }
 
+/// The `[storage]` keys of `mode = "consul"`, the resource kept in the KV store.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsulResourceKeys {
+    guard: Option<GuardName>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum GuardName {
+    #[default]
+    None,
+    CheckSession,
+    CheckIndex,
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 enum ConsulFencing {
@@ -68,14 +84,14 @@ impl Family for Consul {
         what: "the key's LockIndex, the sequencer's generation",
         ordered: true,
     }];
-    const RESOURCE_MODE: Option<&'static str> = None;
+    const RESOURCE_MODE: Option<&'static str> = Some("consul");
 
     type Msg = Msg;
     type Timer = ServerTimer;
     type Node = ConsulServer;
     type Lock = ConsulLock;
     type Keys = ConsulKeys;
-    type ResourceKeys = NoKeys;
+    type ResourceKeys = ConsulResourceKeys;
 
     fn resolve(k: &ConsulKeys, check: &mut Check) -> Consul {
         debug_assert_eq!(k.kind, Self::KIND);
@@ -161,15 +177,19 @@ impl Family for Consul {
         }
     }
 
-    fn resource(_: &NoKeys, _: &mut Check) -> Option<NoResource> {
-        None
+    fn resource(keys: &ConsulResourceKeys, _: &mut Check) -> Option<ResourceGuard> {
+        Some(match keys.guard.unwrap_or_default() {
+            GuardName::None => ResourceGuard::None,
+            GuardName::CheckSession => ResourceGuard::CheckSession,
+            GuardName::CheckIndex => ResourceGuard::CheckIndex,
+        })
     }
 
     fn layout(&self) -> Vec<(String, Role)> {
         numbered("consul", self.members, Role::Server)
     }
 
-    fn build(&self, _: Option<&NoResource>) -> (Vec<ConsulServer>, ConsulLock) {
+    fn build(&self, _: Option<&ResourceGuard>) -> (Vec<ConsulServer>, ConsulLock) {
         let ids: Vec<NodeId> = (0..self.members).map(NodeId).collect();
         let config = ConsulServerConfig {
             members: ids.clone(),
@@ -236,7 +256,12 @@ impl Family for Consul {
         p
     }
 
-    fn describe_resource(resource: &NoResource) -> String {
-        match *resource {}
+    fn describe_resource(guard: &ResourceGuard) -> String {
+        match guard {
+            ResourceGuard::None => "consul (unguarded)",
+            ResourceGuard::CheckSession => "consul (check-session)",
+            ResourceGuard::CheckIndex => "consul (check-index)",
+        }
+        .to_string()
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod family;
+pub mod resource;
 pub mod server;
 
 pub use family::Consul;
@@ -17,6 +18,8 @@ pub use family::Consul;
 use lockstep_sim::{Dur, NodeId};
 
 use crate::raft::RaftMsg;
+use crate::storage::{StorageReply, StorageRequest};
+use resource::TxnCheck;
 use server::Proposal;
 
 /// A session's id (Consul's UUID), drawn by the server that creates it.
@@ -72,6 +75,14 @@ pub enum Request {
         /// How long the server may hold the query.
         wait: Dur,
     },
+    /// An operation on the resource kept in the KV store ([`resource`]): a read
+    /// (`GET /v1/kv/resource`) or a write (`PUT /v1/txn`, guarded by `check`).
+    Resource {
+        /// The workload's operation.
+        op: StorageRequest,
+        /// A write's check on the lock key.
+        check: TxnCheck,
+    },
 }
 
 /// The lock key as a read returns it.
@@ -120,6 +131,8 @@ pub enum Reply {
         /// The leader.
         leader: Option<NodeId>,
     },
+    /// A resource operation was served or applied.
+    Resource(StorageReply),
 }
 
 /// Every message of the Consul family.

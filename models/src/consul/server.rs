@@ -25,16 +25,21 @@
 //! - A blocking query on the key is served by the leader from its applied state (Consul's
 //!   default consistency mode, without the `consistent` check): at once when the key changed
 //!   past the caller's index, else when it does, or after `wait` plus up to `wait / 16`.
+//! - The protected resource may live in the KV store too ([`super::resource`]): the leader
+//!   serves its reads from its applied state, and its writes are raft entries whose check on
+//!   the lock key runs at apply.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lockstep_check::{Event, NodeId as HistNode};
+use lockstep_check::{Event, NodeId as HistNode, OpId, StorageOp};
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
+use super::resource::{self, TxnCheck};
 use super::{Behavior, KvView, Msg, Reply, Request, ServerTimer, SessionId};
 use crate::env::Host;
 use crate::family::Service;
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, Role};
+use crate::storage::{RequestKind, StorageReply, StorageRequest};
 
 /// `structs.SessionTTLMultiplier`.
 pub const TTL_MULTIPLIER: u64 = 2;
@@ -119,6 +124,14 @@ pub enum Command {
         /// The session.
         session: SessionId,
     },
+    /// A write to the resource kept in the KV store: the transaction's check and the
+    /// workload's operation, recorded as it applies.
+    Resource {
+        /// The operation.
+        op: StorageRequest,
+        /// Its check on the lock key.
+        check: TxnCheck,
+    },
 }
 
 /// A session in the state machine.
@@ -174,6 +187,10 @@ pub struct ConsulServer {
     kv_index: u64,
     /// The key's lock-delay on this server's wall clock (in memory).
     lock_delay_until: Option<LocalTime>,
+    /// The resource kept in the KV store, as applied.
+    resource: u64,
+    /// Resource operations received as leader, so that one sent twice is taken once.
+    resource_ops: BTreeSet<OpId>,
     /// The leader's TTL timers.
     ttl_timers: BTreeMap<SessionId, TimerId>,
     /// The first entry of this server's own term was applied as leader.
@@ -211,6 +228,8 @@ impl ConsulServer {
             kv: None,
             kv_index: 0,
             lock_delay_until: None,
+            resource: 0,
+            resource_ops: BTreeSet::new(),
             ttl_timers: BTreeMap::new(),
             promoted_term: None,
             parked: BTreeMap::new(),
@@ -249,6 +268,31 @@ impl ConsulServer {
     /// The key's lock-delay on this server, if one was set.
     pub fn lock_delay_until(&self) -> Option<LocalTime> {
         self.lock_delay_until
+    }
+
+    /// The resource kept in the KV store, as this server applied it.
+    pub fn resource(&self) -> u64 {
+        self.resource
+    }
+
+    /// Records a resource operation as handled, exactly as a storage node does, and returns
+    /// the reply; a write's check `held` or not (`None` for a read).
+    fn record_op(
+        &mut self,
+        ctx: &mut impl Host<Msg, ServerTimer>,
+        op: StorageRequest,
+        held: Option<bool>,
+    ) -> Reply {
+        let (kind, outcome, result, value) = resource::apply(op.kind, self.resource, held);
+        self.resource = value;
+        ctx.record(Event::Storage(StorageOp {
+            op: op.op,
+            grant: op.grant,
+            kind,
+            token: op.token,
+            outcome,
+        }));
+        Reply::Resource(StorageReply { op: op.op, result })
     }
 
     fn reply(ctx: &mut impl Host<Msg, ServerTimer>, to: NodeId, id: u64, reply: Reply) {
@@ -317,6 +361,18 @@ impl ConsulServer {
             }
             Request::Release { session } => {
                 self.propose(ctx, client, id, Command::Release { session });
+            }
+            Request::Resource { op, check } => {
+                if !self.resource_ops.insert(op.op) {
+                    return;
+                }
+                if op.kind == RequestKind::Read {
+                    // The default consistency mode: the leader's applied state, at once.
+                    let reply = self.record_op(ctx, op, None);
+                    Self::reply(ctx, client, id, reply);
+                    return;
+                }
+                self.propose(ctx, client, id, Command::Resource { op, check });
             }
             Request::Get { index, wait } => {
                 if self.modify_index() > index || index == 0 {
@@ -563,6 +619,10 @@ impl ConsulServer {
                     self.wake(ctx, index);
                 }
                 Reply::Done
+            }
+            Command::Resource { op, check } => {
+                let held = check.holds(self.kv);
+                self.record_op(ctx, op, Some(held))
             }
         };
         if answer {

@@ -8,15 +8,19 @@
 //!   (`state/delay.go`, `kvs_endpoint.go`).
 //! - A new leader gives every session a full `2T` from its election (`initializeSessionTimers`),
 //!   whatever was left on the old leader's timers.
+//! - A write of the resource kept in the KV store lands while its transaction's check on the
+//!   lock key holds (`check-session`, `check-index`), and fails once the key moved on.
 
 use std::collections::BTreeMap;
 
-use lockstep_check::Event;
+use lockstep_check::{Event, GrantId, NodeId as Who, OpId};
 use lockstep_models::Observation;
+use lockstep_models::consul::resource::{ResourceGuard, TxnCheck};
 use lockstep_models::consul::server::{ConsulServer, ConsulServerConfig};
 use lockstep_models::consul::{Behavior, Msg, Reply, Request, ServerTimer, SessionId};
 use lockstep_models::env::{Scoped, Side};
 use lockstep_models::family::Service;
+use lockstep_models::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
 use lockstep_sim::{
     ClockKind, Distribution, Dur, EnvOf, Fault, LinkConfig, LocalTime, NodeConfig, NodeId, Process,
     ScheduledFault, Time, TimerId, TraceKind, When, World, WorldConfig,
@@ -60,6 +64,10 @@ enum Step {
     Renew(usize),
     Acquire(usize),
     Destroy(usize),
+    /// A write of the resource with `guard`'s check, by the session of the step given, with
+    /// the `ModifyIndex` the acquisition of the other step given answered.
+    Write(usize, usize, ResourceGuard, u64),
+    Read,
 }
 
 /// A client that sends its steps at their times (ms), to the leader it last heard of.
@@ -101,8 +109,38 @@ impl Script {
             Step::Destroy(k) => Request::SessionDestroy {
                 session: session(k),
             },
+            Step::Write(k, acquired, guard, value) => {
+                let modify_index = match self.answers.iter().find(|a| a.1 == acquired) {
+                    Some((_, _, Reply::Acquire { modify_index, .. })) => *modify_index,
+                    other => panic!("step {acquired} is no acquisition: {other:?}"),
+                };
+                Request::Resource {
+                    op: op(n, RequestKind::Write { value, base: 0 }),
+                    check: guard.check(session(k), modify_index),
+                }
+            }
+            Step::Read => Request::Resource {
+                op: op(n, RequestKind::Read),
+                check: TxnCheck::None,
+            },
         };
         env.send(self.leader, Msg::Request { id: n as u64, req });
+    }
+}
+
+/// Resource operation `n` of the script.
+fn op(n: usize, kind: RequestKind) -> StorageRequest {
+    StorageRequest {
+        op: OpId {
+            client: Who(SCRIPT.0),
+            seq: n as u32,
+        },
+        grant: GrantId {
+            client: Who(SCRIPT.0),
+            seq: 1,
+        },
+        token: None,
+        kind,
     }
 }
 
@@ -413,6 +451,67 @@ fn a_new_leader_gives_every_session_a_full_twice_ttl_from_its_election() {
                 !server(&w, new).sessions().contains_key(&id),
                 "seed {seed}: session {n} lives past {expires} ns plus one apply"
             );
+        }
+    }
+}
+
+#[test]
+fn a_resource_write_lands_while_its_check_holds_on_the_lock_key_and_fails_after() {
+    use ResourceGuard::{CheckIndex, CheckSession, None as Plain};
+    let result = |w: &World<TestNode>, n: usize| match answer(w, n).1 {
+        Reply::Resource(StorageReply { result, .. }) => result,
+        other => panic!("step {n}: {other:?}"),
+    };
+    for seed in 1..=10 {
+        // Session A takes the key (step 1) and writes under each guard; A is destroyed; its
+        // writes under each guard again; B takes the key after the lock-delay (step 9).
+        let steps = vec![
+            (20_000, Step::Create),
+            (20_100, Step::Acquire(0)),
+            (20_200, Step::Write(0, 1, CheckSession, 1)),
+            (20_300, Step::Write(0, 1, CheckIndex, 2)),
+            (21_000, Step::Destroy(0)),
+            (21_100, Step::Write(0, 1, CheckSession, 3)),
+            (21_200, Step::Write(0, 1, CheckIndex, 4)),
+            (21_300, Step::Create),
+            (21_400, Step::Read),
+            (37_000, Step::Acquire(7)),
+            (37_100, Step::Write(0, 1, CheckSession, 5)),
+            (37_200, Step::Write(0, 1, CheckIndex, 6)),
+            (37_300, Step::Write(7, 9, CheckIndex, 7)),
+            (37_400, Step::Write(0, 1, Plain, 8)),
+            (37_500, Step::Read),
+        ];
+        let mut w = world(seed, steps, 40);
+        w.run();
+        assert!(matches!(
+            answer(&w, 9).1,
+            Reply::Acquire { locked: true, .. }
+        ));
+        let got: Vec<StorageResult> = [2, 3, 5, 6, 8, 10, 11, 12, 13, 14]
+            .iter()
+            .map(|&n| result(&w, n))
+            .collect();
+        use StorageResult::{Read, Rejected, Written};
+        assert_eq!(
+            got,
+            vec![
+                Written,
+                Written,
+                Rejected,
+                Rejected,
+                Read(2),
+                Rejected,
+                Rejected,
+                Written,
+                Written,
+                Read(8),
+            ],
+            "seed {seed}"
+        );
+        // Every server applied the same writes.
+        for m in 0..SERVERS {
+            assert_eq!(server(&w, m).resource(), 8, "seed {seed}");
         }
     }
 }
