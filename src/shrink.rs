@@ -438,6 +438,7 @@ impl ValueTree for ScheduleTree {
 enum Field {
     PauseFor,
     CrashRestartAfter,
+    TerminateGrace,
     PartitionFor,
     DelayExtra,
     DelayFor,
@@ -509,7 +510,10 @@ impl Knob {
                 },
                 _,
             ) => *duration = Some(Dur::from_nanos(m)),
-            (Field::DelayExtra, Fault::Delay { extra, .. }, _) => *extra = Dur::from_nanos(m),
+            (Field::DelayExtra, Fault::Delay { extra, .. }, _)
+            | (Field::TerminateGrace, Fault::Terminate { grace: extra, .. }, _) => {
+                *extra = Dur::from_nanos(m);
+            }
             (Field::StepDelta, Fault::ClockStep { delta_ns, .. }, _)
             | (Field::SlewDelta, Fault::ClockSlew { delta_ns, .. }, _) => {
                 *delta_ns = signed(*delta_ns);
@@ -558,6 +562,9 @@ fn knobs_of(i: usize, f: &ScheduledFault, run: u64) -> Vec<Knob> {
         Fault::Pause { duration, .. } => vec![time(Field::PauseFor, open(duration), true)],
         Fault::Crash { restart_after, .. } => {
             vec![time(Field::CrashRestartAfter, open(restart_after), false)]
+        }
+        Fault::Terminate { grace, .. } => {
+            vec![time(Field::TerminateGrace, grace.as_nanos(), false)]
         }
         Fault::Partition { duration, .. } => vec![time(Field::PartitionFor, open(duration), true)],
         Fault::Delay {

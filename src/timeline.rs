@@ -111,6 +111,10 @@ fn faults(log: &[AppliedFault], end_ns: u64) -> Vec<FaultSpan> {
                 FaultMark::Crash,
                 until(&|g| matches!(g.fault, Fault::Restart { node: n } if n == *node)),
             ),
+            Fault::Terminate { node, .. } => (
+                FaultMark::Terminate,
+                until(&|g| matches!(g.fault, Fault::Crash { node: n, .. } if n == *node)),
+            ),
             Fault::Partition { .. } => (
                 FaultMark::Partition,
                 until(&|g| {

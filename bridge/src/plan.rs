@@ -517,6 +517,13 @@ impl Plan {
             Fault::Degrade { .. } => {
                 return no(&format!("degrade: {}", no_loss(self.runtime)));
             }
+            Fault::Terminate { node, .. } => {
+                return no(&format!(
+                    "terminate {}: a user's client has no SIGTERM handler the bridge can call; \
+                     use crash",
+                    self.name(*node)
+                ));
+            }
             Fault::Crash {
                 node,
                 restart_after,

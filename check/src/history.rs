@@ -51,6 +51,9 @@ pub enum ExitReason {
     Abandoned,
     /// The client crashed. The checker also ends a grant at a crash fault of its client.
     Crashed,
+    /// The client was told to stop (SIGTERM) and left the critical section to release the
+    /// lock before it exits.
+    Terminated,
 }
 
 /// The kind of a storage operation.
@@ -124,6 +127,8 @@ pub enum FaultKind {
     ClockDrift,
     /// A network link's behaviour changed (extra delay, loss).
     Network,
+    /// A process was told to stop (SIGTERM); it is killed (a `crash`) when its grace ends.
+    Terminate,
 }
 
 /// A fault, as the world applied it.

@@ -247,12 +247,14 @@ const EXIT_REASONS: &[(&str, ExitReason)] = &[
     ("lost", ExitReason::Lost),
     ("abandoned", ExitReason::Abandoned),
     ("crashed", ExitReason::Crashed),
+    ("terminated", ExitReason::Terminated),
 ];
 
 const FAULT_KINDS: &[(&str, FaultKind)] = &[
     ("pause", FaultKind::Pause),
     ("resume", FaultKind::Resume),
     ("crash", FaultKind::Crash),
+    ("terminate", FaultKind::Terminate),
     ("restart", FaultKind::Restart),
     ("partition", FaultKind::Partition),
     ("heal", FaultKind::Heal),

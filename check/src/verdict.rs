@@ -346,8 +346,8 @@ pub struct Percentiles {
 /// Faults that took away a holder, and how long the lock took to go to someone else.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failover {
-    /// Crash, pause and partition faults whose nodes included a client inside its critical
-    /// section.
+    /// Crash, terminate, pause and partition faults whose nodes included a client inside its
+    /// critical section.
     pub count: u64,
     /// Of those, the ones followed by a grant to a client outside the fault's nodes.
     pub recovered: u64,

@@ -192,6 +192,14 @@ impl<F: Family> Process for Node<F> {
         }
     }
 
+    fn on_terminate(&mut self, env: &mut impl EnvOf<Self>) {
+        // A server or the storage told to stop is only killed when its grace ends: their
+        // shutdowns are not modelled.
+        if let Node::Client(c) = self {
+            c.on_terminate(env);
+        }
+    }
+
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         match self {
             Node::Service(s) => s.on_reset(&mut ServiceEnv::<_, F>::new(env), peer),

@@ -371,6 +371,7 @@ fn fault_event(f: &AppliedFault) -> Event {
         Fault::Pause { .. } => FaultKind::Pause,
         Fault::Resume { .. } => FaultKind::Resume,
         Fault::Crash { .. } => FaultKind::Crash,
+        Fault::Terminate { .. } => FaultKind::Terminate,
         Fault::Restart { .. } => FaultKind::Restart,
         Fault::Partition { .. } => FaultKind::Partition,
         Fault::Heal => FaultKind::Heal,

@@ -38,6 +38,16 @@
 //! dequeue, is a think before the next try. The history then judges jobs, not grants: the
 //! worker records no `Request`, `Grant` or storage operation.
 //!
+//! # Told to stop (`terminate`, SIGTERM)
+//!
+//! A client told to stop ([`lockstep_sim::Fault::Terminate`]) starts no new acquisition or
+//! job. Holding the lock (in a critical section, or a leader between tasks), it leaves the
+//! critical section at once (`Exit` with reason `terminated`: its cancelled context stops the
+//! work, the write it had not sent is never sent) and releases the lock, as a Go program's
+//! `defer mu.Unlock()` after `signal.NotifyContext` does, or client-go's `ReleaseOnCancel`.
+//! Still acquiring, it releases what it is granted, if anything, as soon as it is granted.
+//! A worker finishes its job and commits it first. Then it idles until the world kills it.
+//!
 //! When the lock client says [`LockSignal::Lost`], [`OnStoppedLeading`] decides: `Exit` (the
 //! process dies, as client-go users' `klog.Fatal` in `OnStoppedLeading`; releasing first is
 //! client-go's `ReleaseOnCancel`), `Cancel` (work notices the cancelled context only after a
@@ -151,6 +161,8 @@ enum Phase {
     Job {
         job: u64,
     },
+    /// Told to stop, done with the lock: it waits to be killed.
+    Stopped,
 }
 
 /// The current grant.
@@ -175,6 +187,8 @@ pub struct Client<L: LockClient> {
     held: Option<Held>,
     /// A leader whose lock client said `Lost` and that goes on acting (cancel, ignore).
     lost: bool,
+    /// Told to stop (SIGTERM): no new acquisition, and the lock released once held.
+    terminating: bool,
     /// Grants and operations so far. Bookkeeping for the history, kept across crashes so ids
     /// stay unique; no decision reads them.
     grants: u32,
@@ -201,6 +215,7 @@ impl<L: LockClient> Client<L> {
             phase: Phase::Thinking,
             held: None,
             lost: false,
+            terminating: false,
             grants: 0,
             ops: 0,
         }
@@ -228,7 +243,23 @@ impl<L: LockClient> Client<L> {
         self.phase = Phase::Thinking;
         self.held = None;
         self.lost = false;
+        self.terminating = false;
         self.lock.reset();
+    }
+
+    /// Told to stop (SIGTERM): see the module's documentation.
+    pub(crate) fn on_terminate<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        self.terminating = true;
+        match self.phase {
+            Phase::Thinking => self.phase = Phase::Stopped,
+            Phase::Claiming { .. }
+            | Phase::Reading { .. }
+            | Phase::Working
+            | Phase::Writing { .. }
+            | Phase::Idle => self.exit(ctx, ExitReason::Terminated, false),
+            // Granted or not, the answer decides; a worker commits its job; a release ends.
+            Phase::Acquiring | Phase::Job { .. } | Phase::Releasing { .. } | Phase::Stopped => {}
+        }
     }
 
     fn me(ctx: &impl Env) -> HistNode {
@@ -236,9 +267,13 @@ impl<L: LockClient> Client<L> {
     }
 
     fn think<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
-        self.phase = Phase::Thinking;
         self.held = None;
         self.lost = false;
+        if self.terminating {
+            self.phase = Phase::Stopped;
+            return;
+        }
+        self.phase = Phase::Thinking;
         let delay = self.config.think.sample(ctx.rng());
         ctx.set_timer(ClockKind::Mono, delay, Timer::Work(WorkTimer::Think));
     }
@@ -370,6 +405,10 @@ impl<L: LockClient> Client<L> {
                 ctx.mark("granted");
                 self.held = Some(Held { id, token, base: 0 });
                 self.lost = false;
+                if self.terminating {
+                    self.exit(ctx, ExitReason::Terminated, false);
+                    return;
+                }
                 if self.claim {
                     // A step of its own, so a pause on `granted` lands before the claim.
                     self.phase = Phase::Claiming { op: 0 };
@@ -438,6 +477,8 @@ impl<L: LockClient> Client<L> {
                 }
                 self.think(ctx);
             }
+            // Stopped, it has released the lock and listens to its lock client no more.
+            (Phase::Stopped, _) => {}
             (phase, signal) => panic!("workload in {phase:?} got {signal:?}"),
         }
     }

@@ -123,6 +123,17 @@ pub enum Fault {
         /// How long the strobe lasts.
         duration: Dur,
     },
+    /// The process is told to stop (SIGTERM: a pod deleted, a rolling deploy, a scale-down):
+    /// it runs its shutdown ([`crate::Process::on_terminate`]) and is killed `grace` later if
+    /// it is still up (SIGKILL after Kubernetes' `terminationGracePeriodSeconds`, 30 s by
+    /// default), as [`Fault::Crash`] without a restart. A paused process runs no handler: it
+    /// is only killed when the grace ends.
+    Terminate {
+        /// The process.
+        node: NodeId,
+        /// How long it has before the kill.
+        grace: Dur,
+    },
 }
 
 impl Fault {
@@ -132,6 +143,7 @@ impl Fault {
             Fault::Pause { node, .. }
             | Fault::Resume { node }
             | Fault::Crash { node, .. }
+            | Fault::Terminate { node, .. }
             | Fault::Restart { node }
             | Fault::ClockStep { node, .. }
             | Fault::ClockSlew { node, .. }

@@ -73,6 +73,12 @@ pub trait Process: Sized {
     fn on_crash(&mut self);
     /// The node starts again after a crash, from what [`Process::on_crash`] kept.
     fn on_restart(&mut self, env: &mut impl EnvOf<Self>);
+    /// The node is told to stop (SIGTERM, [`Fault::Terminate`]): it may release what it
+    /// holds and stop its work before the world kills it. By default nothing happens: it is
+    /// killed when the grace ends.
+    fn on_terminate(&mut self, env: &mut impl EnvOf<Self>) {
+        let _ = env;
+    }
     /// This node's connection to `peer` was reset: `peer`'s process crashed (its host's FIN
     /// or RST arrived), or a message to it was refused because it is down or restarted since
     /// (a connect refused, a stale connection). Every link is a TCP connection; a pause or a

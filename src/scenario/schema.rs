@@ -316,6 +316,7 @@ pub(crate) struct FaultSection {
     pub(crate) pause: Option<PauseSection>,
     pub(crate) resume: Option<NodeSection>,
     pub(crate) crash: Option<CrashSection>,
+    pub(crate) terminate: Option<TerminateSection>,
     pub(crate) restart: Option<NodeSection>,
     pub(crate) partition: Option<PartitionSection>,
     pub(crate) heal: Option<bool>,
@@ -362,6 +363,13 @@ pub(crate) struct PauseSection {
 pub(crate) struct CrashSection {
     pub(crate) node: String,
     pub(crate) restart_after_ms: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TerminateSection {
+    pub(crate) node: String,
+    pub(crate) grace_ms: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -270,6 +270,11 @@ impl FaultWriter<'_> {
                 opt_ms(&mut t, "crash.restart_after_ms", key, *restart_after)?;
                 "crash"
             }
+            Fault::Terminate { node, grace } => {
+                t.insert("node", self.name("terminate.node", *node)?);
+                opt_ms(&mut t, "terminate.grace_ms", "grace_ms", Some(*grace))?;
+                "terminate"
+            }
             Fault::Restart { node } => {
                 t.insert("node", self.name("restart.node", *node)?);
                 "restart"

@@ -227,6 +227,12 @@ const OUT_OF_RANGE: &[(&str, &str, &str, &[&str])] = &[
     ),
     (
         "",
+        "[[fault]]\nat_ms = 1\nterminate = { node = \"redis\", grace_ms = 2e10 }",
+        "fault[0].terminate.grace_ms",
+        &["10000000000"],
+    ),
+    (
+        "",
         "[[fault]]\nat_ms = 1\nclock_step = { node = \"redis\", delta_ms = -2e10 }",
         "fault[0].clock_step.delta_ms",
         &["10000000000"],

@@ -226,7 +226,7 @@ fn every_problem_of_a_malformed_history_is_named_with_its_line() {
         ":7: `time_ns` must be a whole number from 0 to 18446744073709551615, got -1",
         ":7: unknown `event` the text \"vote\"",
         ":8: `grant.seq` must be a whole number from 1 to 4294967295, got 0",
-        ":9: `why` must be one of `released`, `lost`, `abandoned` or `crashed`, got the text \"bored\"",
+        ":9: `why` must be one of `released`, `lost`, `abandoned`, `crashed` or `terminated`, got the text \"bored\"",
         ":10: expected a JSON object {...}, got a list",
         ":11: `client` must be a node name (a string), got 7",
         ":11: missing `time_ns`",

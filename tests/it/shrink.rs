@@ -832,6 +832,13 @@ fn every_fault_kind_and_shape_is_written_and_read_back() {
                     duration: ms(2),
                 },
             ),
+            at(
+                55,
+                Fault::Terminate {
+                    node: n(6),
+                    grace: Dur::from_nanos(2_500_000_001),
+                },
+            ),
             ScheduledFault {
                 when: When::OnMark {
                     node: n(6),
@@ -877,6 +884,7 @@ fn every_fault_kind_and_shape_is_written_and_read_back() {
         "degrade = { from = \"storage\", to = [\"client-1\", \"client-2\"], duplicate = 0.123457, for_ms = 4 }",
         "degrade = { from = [\"redis-1\", \"redis-2\"], to = \"storage\", loss = 0.000001 }",
         "clock_strobe = { node = \"redis-3\", delta_ms = -1.500001, period_ms = 0.000007, for_ms = 2 }",
+        "terminate = { node = \"client-1\", grace_ms = 2500.000001 }",
         "on = { node = \"client-1\", mark = \"granted\", occurrence = 2, before_ms = 98765.432101 }",
     ] {
         assert!(written.contains(line), "no `{line}` in\n{written}");

@@ -171,7 +171,10 @@ fn failover(history: &History, grants: &Grants) -> Failover {
             Event::Fault(fault)
                 if matches!(
                     fault.kind,
-                    FaultKind::Crash | FaultKind::Pause | FaultKind::Partition
+                    FaultKind::Crash
+                        | FaultKind::Terminate
+                        | FaultKind::Pause
+                        | FaultKind::Partition
                 ) =>
             {
                 let took_holder = fault

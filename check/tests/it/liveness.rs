@@ -111,6 +111,36 @@ fn failover_after_a_holder_crash_is_timed_to_the_next_grant_to_another_client() 
 }
 
 #[test]
+fn failover_after_a_holder_is_told_to_stop_is_timed_from_the_signal_and_its_section_ends_there() {
+    // SIGTERM at 10 ms: client-1 leaves at once and releases; client-2 holds 2 ms later; the
+    // kill at 40 ms hits a client out of its critical section.
+    let history = history()
+        .grant(0, C1, 1)
+        .request(5, C2)
+        .fault(10, FaultKind::Terminate, &[C1])
+        .exit(10, C1, 1, ExitReason::Terminated)
+        .grant(12, C2, 1)
+        .release(20, C2, 1)
+        .crash(40, C1)
+        .end(50);
+    let v = verdict(&history);
+    let expected = Failover {
+        count: 1,
+        recovered: 1,
+        max_ns: Some(ms(2)),
+        mean_ns: Some(ms(2)),
+    };
+    assert_eq!(v.liveness.failover, expected);
+    assert_eq!(v.double_holders.pairs, 0);
+    // The same history read back from its JSON Lines: the kind and the reason have names.
+    let text = lockstep_check::jsonl::write(&history, &Default::default());
+    assert!(text.contains("\"kind\":\"terminate\""), "{text}");
+    assert!(text.contains("\"why\":\"terminated\""), "{text}");
+    let back = lockstep_check::jsonl::parse(text.as_bytes()).expect("reads back");
+    assert_eq!(back.history, history);
+}
+
+#[test]
 fn failover_is_unrecovered_while_only_the_faulted_client_gets_the_lock() {
     let history = history()
         .grant(0, C1, 1)

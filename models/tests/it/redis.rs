@@ -305,3 +305,61 @@ fn the_watchdog_stops_at_its_first_failed_renewal_and_never_tells_the_holder() {
     assert_eq!(exits, vec![ExitReason::Lost]);
     assert_eq!(writes, 0);
 }
+
+#[test]
+fn a_holder_told_to_stop_leaves_its_section_releases_and_asks_for_nothing_more() {
+    for seed in 1..=10 {
+        let stop = on_mark(
+            CLIENT_1,
+            "read-done",
+            Fault::Terminate {
+                node: CLIENT_1,
+                grace: Dur::from_secs(30),
+            },
+        );
+        let r = run(&redis_spec(), seed, 60, vec![stop]);
+        assert_eq!(r.verdict.resource, Validity::Valid, "seed {seed}");
+        let h = r.world.history();
+        let at = r.world.fault_log()[0].time;
+        let me = lockstep_check::NodeId(CLIENT_1.0);
+        // Its one grant ended `terminated` as it was told, and it asked for nothing after.
+        let exits: Vec<_> = h
+            .iter()
+            .filter_map(|e| match e.event {
+                Event::Exit { grant, why } if grant.client == me => Some((e.time, why)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            exits.last(),
+            Some(&(at, ExitReason::Terminated)),
+            "seed {seed}"
+        );
+        assert!(
+            !h.iter().any(
+                |e| e.time > at && matches!(e.event, Event::Request { client } if client == me)
+            ),
+            "seed {seed}"
+        );
+        // Its release freed the key: client-2 holds within one retry, not the 10 s TTL.
+        let next = h
+            .iter()
+            .find(|e| {
+                e.time > at && matches!(e.event, Event::Grant { grant, .. } if grant.client != me)
+            })
+            .expect("client-2 is granted");
+        assert!(
+            next.time.as_nanos() - at.as_nanos() < 500_000_000,
+            "seed {seed}: {:?}",
+            next.time
+        );
+        // And the world killed it when its grace ended.
+        assert!(
+            r.world.fault_log().iter().any(
+                |f| matches!(f.fault, Fault::Crash { node, .. } if node == CLIENT_1)
+                    && f.time.as_nanos() == at.as_nanos() + 30_000_000_000
+            ),
+            "seed {seed}"
+        );
+    }
+}

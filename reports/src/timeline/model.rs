@@ -91,6 +91,8 @@ pub enum FaultMark {
     Pause,
     /// A crashed process, until it restarts.
     Crash,
+    /// A process told to stop, until it is killed (or crashes otherwise).
+    Terminate,
     /// A wall clock step (an instant).
     ClockStep,
     /// A wall clock slew starting (an instant).

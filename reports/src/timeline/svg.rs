@@ -29,6 +29,7 @@ impl FaultMark {
             FaultMark::Partition => "fault-partition",
             FaultMark::Pause => "fault-pause",
             FaultMark::Crash => "fault-crash",
+            FaultMark::Terminate => "fault-terminate",
             FaultMark::ClockStep => "fault-clock-step",
             FaultMark::ClockSlew => "fault-clock-slew",
             FaultMark::ClockDrift => "fault-clock-drift",
@@ -51,6 +52,7 @@ impl FaultMark {
             FaultMark::Partition => "partition",
             FaultMark::Pause => "pause",
             FaultMark::Crash => "crash",
+            FaultMark::Terminate => "terminate (SIGTERM to the kill)",
             FaultMark::ClockStep => "clock step",
             FaultMark::ClockSlew => "clock slew",
             FaultMark::ClockDrift => "clock drift",
@@ -122,6 +124,7 @@ text{font-family:sans-serif;font-size:11px;fill:#222}\
 .op-storage.stale{stroke:#d00;stroke-width:3}\
 .fault-pause{fill:#f5a623;fill-opacity:0.35}\
 .fault-crash{fill:#333;fill-opacity:0.35}\
+.fault-terminate{fill:#333;fill-opacity:0.15}\
 .fault-partition{fill:url(#hatch)}\
 .fault-delay{fill:#b07cd8;fill-opacity:0.25}\
 .fault-degrade{fill:#b07cd8;fill-opacity:0.15}\
@@ -287,6 +290,7 @@ pub fn svg(t: &Timeline) -> String {
             Some(ExitReason::Lost) => "lost",
             Some(ExitReason::Abandoned) => "abandoned",
             Some(ExitReason::Crashed) => "crashed",
+            Some(ExitReason::Terminated) => "released on SIGTERM",
             None => "still held at the end",
         };
         let name = t.lanes.get(h.lane).map_or("?", |l| l.name.as_str());

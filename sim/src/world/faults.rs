@@ -116,6 +116,9 @@ enum TimedState {
     /// A crash with a restart: its end restarts the node if it is still the incarnation that
     /// crashed.
     Crash { node: NodeId, incarnation: u32 },
+    /// A terminate's grace: its end kills the node if it is still the incarnation that was
+    /// told to stop and is up.
+    Kill { node: NodeId, incarnation: u32 },
     /// A wall clock slew: its end is the clock's, unless a step or another slew replaced it.
     Slew { node: NodeId },
 }
@@ -192,6 +195,7 @@ impl<P: Process> World<P> {
                 node,
                 restart_after,
             } => self.crash(node, restart_after),
+            Fault::Terminate { node, grace } => self.terminate(node, grace),
             Fault::Restart { node } => self.restart(node),
             Fault::Partition {
                 ref shape,
@@ -333,6 +337,16 @@ impl<P: Process> World<P> {
                     self.apply(Fault::Restart { node });
                 }
             }
+            TimedState::Kill { node, incarnation } => {
+                let st = &self.core.nodes[node.index()];
+                if st.status != Status::Down && st.incarnation == incarnation {
+                    self.core.events += 1;
+                    self.apply(Fault::Crash {
+                        node,
+                        restart_after: None,
+                    });
+                }
+            }
             TimedState::Slew { node } => {
                 let now = self.core.now;
                 if self.core.nodes[node.index()].clocks.end_slew(now) {
@@ -461,6 +475,34 @@ impl<P: Process> World<P> {
             None => format!("crash {name}"),
         };
         self.core.log_fault(&fault, vec![node], detail);
+    }
+
+    fn terminate(&mut self, node: NodeId, grace: Dur) {
+        let name = self.core.name(node).to_string();
+        let fault = Fault::Terminate { node, grace };
+        let st = &self.core.nodes[node.index()];
+        if st.status == Status::Down {
+            self.core.log_fault(
+                &fault,
+                vec![node],
+                format!("terminate {name}: no effect, it is down"),
+            );
+            return;
+        }
+        let (paused, incarnation) = (st.status == Status::Paused, st.incarnation);
+        let id = self
+            .core
+            .add_timed(fault.clone(), TimedState::Kill { node, incarnation });
+        self.core
+            .push(self.core.now.saturating_add(grace), Action::End { id });
+        let detail = match paused {
+            true => format!("terminate {name}, killed after {grace}; paused, it runs no shutdown"),
+            false => format!("terminate {name}, killed after {grace}"),
+        };
+        self.core.log_fault(&fault, vec![node], detail);
+        if !paused {
+            self.dispatch(node, |p, ctx| p.on_terminate(ctx));
+        }
     }
 
     fn restart(&mut self, node: NodeId) {

@@ -1,6 +1,8 @@
 //! Pause, crash and restart semantics, and faults triggered by marks.
 
-use lockstep_sim::{ClockKind, Dur, Fault, NodeId, Outcome, ScheduledFault, Status, Time, When};
+use lockstep_sim::{
+    ClockKind, Dur, Fault, NodeId, Outcome, ScheduledFault, Status, Time, When, World,
+};
 
 use crate::support::*;
 
@@ -327,4 +329,60 @@ fn running_out_of_events_is_an_explicit_outcome() {
     let mut w = world_with(cfg, vec![Probe::sender(1, 100, 50), Probe::default()]);
     assert!(matches!(w.run(), Outcome::Exhausted { .. }));
     assert_eq!(w.events(), 5);
+}
+
+#[test]
+fn a_terminated_process_runs_its_shutdown_at_once_and_is_killed_when_its_grace_ends() {
+    // Node 0 is told to stop at 1 s with 2 s of grace; node 1 is paused at 0.5 s for 5 s and
+    // told to stop at 1 s with 1 s of grace; node 2 is down when it is told.
+    let mut cfg = config(3, 10, 3);
+    let terminate = |node, grace_ms| Fault::Terminate {
+        node: NodeId(node),
+        grace: Dur::from_millis(grace_ms),
+    };
+    cfg.faults.push(at_ms(1_000, terminate(0, 2_000)));
+    cfg.faults.push(at_ms(
+        500,
+        Fault::Pause {
+            node: NodeId(1),
+            duration: Some(Dur::from_secs(5)),
+        },
+    ));
+    cfg.faults.push(at_ms(1_000, terminate(1, 1_000)));
+    cfg.faults.push(at_ms(
+        200,
+        Fault::Crash {
+            node: NodeId(2),
+            restart_after: None,
+        },
+    ));
+    cfg.faults.push(at_ms(1_000, terminate(2, 1_000)));
+    let mut w = world_with(cfg, vec![Probe::default(); 3]);
+    let terminated = |w: &World<Probe>, node| {
+        records(w, node)
+            .iter()
+            .filter(|(_, e)| matches!(e, Ev::Terminated))
+            .map(|(t, _)| *t)
+            .collect::<Vec<u64>>()
+    };
+    w.run_until(Time::from_millis(2_999));
+    assert_eq!(terminated(&w, 0), vec![1_000]);
+    assert_eq!(w.status(NodeId(0)), Status::Up);
+    // Paused, node 1 ran no shutdown; its grace ended at 2 s: it was killed, paused.
+    assert!(terminated(&w, 1).is_empty());
+    assert_eq!(w.status(NodeId(1)), Status::Down);
+    assert!(terminated(&w, 2).is_empty());
+    w.run_until(Time::from_millis(3_001));
+    assert_eq!(w.status(NodeId(0)), Status::Down);
+    let log: Vec<String> = w.fault_log().iter().map(|f| f.detail.clone()).collect();
+    assert!(
+        log.iter()
+            .any(|d| d.contains("terminate n2: no effect, it is down")),
+        "{log:?}"
+    );
+    assert!(
+        log.iter()
+            .any(|d| d.contains("paused, it runs no shutdown")),
+        "{log:?}"
+    );
 }

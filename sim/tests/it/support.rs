@@ -36,6 +36,7 @@ pub(crate) enum Ev {
     Reset {
         peer: u32,
     },
+    Terminated,
 }
 
 /// A configurable test process.
@@ -138,6 +139,10 @@ impl Process for Probe {
 
     fn on_reset(&mut self, ctx: &mut impl EnvOf<Probe>, peer: NodeId) {
         ctx.record(Ev::Reset { peer: peer.0 });
+    }
+
+    fn on_terminate(&mut self, ctx: &mut impl EnvOf<Probe>) {
+        ctx.record(Ev::Terminated);
     }
 
     fn on_restart(&mut self, ctx: &mut impl EnvOf<Probe>) {

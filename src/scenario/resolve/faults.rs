@@ -221,6 +221,7 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
         ("pause", f.pause.is_some()),
         ("resume", f.resume.is_some()),
         ("crash", f.crash.is_some()),
+        ("terminate", f.terminate.is_some()),
         ("restart", f.restart.is_some()),
         ("partition", f.partition.is_some()),
         ("heal", f.heal.is_some()),
@@ -236,7 +237,7 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
     .collect();
     if given.len() != 1 {
         let msg = if given.is_empty() {
-            "needs one action: pause, resume, crash, restart, partition, heal, clock_step, clock_slew, clock_drift, clock_strobe, delay or degrade".to_string()
+            "needs one action: pause, resume, crash, terminate, restart, partition, heal, clock_step, clock_slew, clock_drift, clock_strobe, delay or degrade".to_string()
         } else {
             format!(
                 "has {} actions ({}); give one per [[fault]]",
@@ -271,6 +272,14 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
             node: node?,
             restart_after,
         });
+    }
+    if let Some(x) = &f.terminate {
+        let node = r.node(&format!("{p}.terminate.node"), &x.node);
+        // Kubernetes' `terminationGracePeriodSeconds` default.
+        let grace = x.grace_ms.map_or(Dur::from_secs(30), |v| {
+            r.ms(&format!("{p}.terminate.grace_ms"), v)
+        });
+        return Some(Fault::Terminate { node: node?, grace });
     }
     if let Some(x) = &f.restart {
         return Some(Fault::Restart {
