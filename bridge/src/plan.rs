@@ -356,6 +356,13 @@ impl Plan {
                 ));
             }
         }
+        if scenario.clocks.iter().any(|n| n.watchdog.is_some()) {
+            return Err(
+                "workload.watchdog: the supervisor that kills a stalled client is lockstep's \
+                 own; the bridge does not translate it yet"
+                    .into(),
+            );
+        }
         if let Some(chaos) = &scenario.chaos {
             expressible(chaos, runtime)?;
         }

@@ -68,6 +68,10 @@ fn a_seed_reproduces_its_history_and_another_seed_differs() {
 fn faults_turmoil_cannot_express_are_errors_naming_them() {
     let cases = [
         (
+            "[[fault]]\nat_ms = 100\nterminate = { node = \"client-1\" }\n",
+            "fault[0]: terminate client-1: a user's client has no SIGTERM handler",
+        ),
+        (
             "[[fault]]\nat_ms = 100\nclock_step = { node = \"redis\", delta_ms = 5_000 }\n",
             "fault[0]: clock fault on redis: turmoil has no per-host clock",
         ),

@@ -32,6 +32,6 @@ pub use rng::Rng;
 pub use time::{Dur, LocalTime, Time};
 pub use trace::{TraceEntry, TraceKind};
 pub use world::{
-    Ctx, Interrupt, NodeConfig, NodeId, Outcome, Process, Record, Status, TimerId, World,
+    Ctx, Interrupt, NodeConfig, NodeId, Outcome, Process, Record, Status, TimerId, Watchdog, World,
     WorldConfig,
 };

@@ -190,6 +190,20 @@ pub struct NodeConfig {
     /// Initial reading of its monotonic clock; `None` draws a boot time from the node's stream,
     /// so that nothing can rely on monotonic readings agreeing across nodes.
     pub mono_start: Option<LocalTime>,
+    /// A supervisor outside the node that kills it when it stops answering.
+    pub watchdog: Option<Watchdog>,
+}
+
+/// A supervisor that kills a node unresponsive for too long (systemd's `WatchdogSec`, a
+/// Kubernetes liveness probe's `periodSeconds × failureThreshold`): a node paused for `after`
+/// without a break is crashed then, and restarted `restart_after` later if given. The
+/// supervisor is not the node: a pause does not stop it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Watchdog {
+    /// How long the node may be unresponsive.
+    pub after: crate::Dur,
+    /// The restart after the kill; `None` leaves it down.
+    pub restart_after: Option<crate::Dur>,
 }
 
 impl NodeConfig {
@@ -200,6 +214,7 @@ impl NodeConfig {
             drift_ppm: 0,
             wall_offset_ns: 0,
             mono_start: None,
+            watchdog: None,
         }
     }
 }
@@ -387,6 +402,8 @@ impl<P: Process> World<P> {
                 NodeState {
                     status: Status::Up,
                     pause_generation: 0,
+                    stalls: 0,
+                    watchdog: nc.watchdog,
                     paused_until: None,
                     incarnation: 0,
                     clocks: Clocks::new(Time::ZERO, mono_start, wall, nc.drift_ppm),

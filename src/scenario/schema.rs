@@ -182,6 +182,16 @@ pub(crate) struct WorkloadSection {
     pub(crate) on_stopped_leading: Option<OnStoppedSpec>,
     /// Leader with `on_stopped_leading = "cancel"` only: the delay before the work stops.
     pub(crate) stop_delay_ms: Option<DistSpec>,
+    /// A supervisor that kills a client unresponsive for `after_ms`.
+    pub(crate) watchdog: Option<WatchdogSection>,
+}
+
+/// `workload.watchdog`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WatchdogSection {
+    pub(crate) after_ms: f64,
+    pub(crate) restart_after_ms: Option<f64>,
 }
 
 /// `workload.kind`.
@@ -214,6 +224,7 @@ impl Default for WorkloadSection {
             task_every_ms: None,
             on_stopped_leading: None,
             stop_delay_ms: None,
+            watchdog: None,
         }
     }
 }

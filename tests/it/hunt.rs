@@ -63,7 +63,7 @@ fn every_unsafe_catalogue_configuration_shrinks_to_at_most_three_faults_that_rep
         assert_eq!(replay.judged, Validity::Invalid, "{name}");
         assert_eq!(replay.trace_hash, found.replay.trace_hash, "{name}");
     }
-    assert_eq!(unsafe_files, 46, "{report:#?}");
+    assert_eq!(unsafe_files, 47, "{report:#?}");
 }
 
 #[test]

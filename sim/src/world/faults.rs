@@ -119,6 +119,8 @@ enum TimedState {
     /// A terminate's grace: its end kills the node if it is still the incarnation that was
     /// told to stop and is up.
     Kill { node: NodeId, incarnation: u32 },
+    /// A watchdog set as the node stalled: its end kills it if it is still paused since then.
+    Watchdog { node: NodeId, stall: u32 },
     /// A wall clock slew: its end is the clock's, unless a step or another slew replaced it.
     Slew { node: NodeId },
 }
@@ -337,6 +339,17 @@ impl<P: Process> World<P> {
                     self.apply(Fault::Restart { node });
                 }
             }
+            TimedState::Watchdog { node, stall } => {
+                let st = &self.core.nodes[node.index()];
+                if st.status == Status::Paused && st.stalls == stall {
+                    self.core.events += 1;
+                    let w = st.watchdog.expect("a watchdog was set");
+                    self.apply(Fault::Crash {
+                        node,
+                        restart_after: w.restart_after,
+                    });
+                }
+            }
             TimedState::Kill { node, incarnation } => {
                 let st = &self.core.nodes[node.index()];
                 if st.status != Status::Down && st.incarnation == incarnation {
@@ -370,6 +383,7 @@ impl<P: Process> World<P> {
             );
             return;
         }
+        let stalls = st.status == Status::Up;
         // A pause during a pause lasts until the later of the two ends.
         let until = match (st.status, st.paused_until, duration) {
             (Status::Paused, None, _) | (_, _, None) => None,
@@ -380,11 +394,23 @@ impl<P: Process> World<P> {
         st.pause_generation = st.pause_generation.wrapping_add(1);
         st.paused_until = until;
         let generation = st.pause_generation;
+        if stalls {
+            st.stalls = st.stalls.wrapping_add(1);
+        }
+        let stall = st.stalls;
+        let watchdog = st.watchdog;
         if let Some(t) = until {
             let id = self
                 .core
                 .add_timed(fault.clone(), TimedState::Pause { node, generation });
             self.core.push(t, Action::End { id });
+        }
+        if let Some(w) = watchdog.filter(|_| stalls) {
+            let id = self
+                .core
+                .add_timed(fault.clone(), TimedState::Watchdog { node, stall });
+            self.core
+                .push(now.saturating_add(w.after), Action::End { id });
         }
         let detail = match duration {
             Some(d) => format!("pause {name} for {d}"),

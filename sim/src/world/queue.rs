@@ -23,6 +23,11 @@ pub(super) struct NodeState<P: Process> {
     pub(super) status: Status,
     /// Bumped on every pause so that a stale timed resume is ignored.
     pub(super) pause_generation: u32,
+    /// Bumped when the node goes from running to paused, so that a watchdog set at an earlier
+    /// stall is ignored.
+    pub(super) stalls: u32,
+    /// Its supervisor, if it has one.
+    pub(super) watchdog: Option<crate::world::Watchdog>,
     pub(super) paused_until: Option<Time>,
     /// Bumped on crash and on restart: messages addressed to an older incarnation are lost.
     pub(super) incarnation: u32,

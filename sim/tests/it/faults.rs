@@ -1,7 +1,7 @@
 //! Pause, crash and restart semantics, and faults triggered by marks.
 
 use lockstep_sim::{
-    ClockKind, Dur, Fault, NodeId, Outcome, ScheduledFault, Status, Time, When, World,
+    ClockKind, Dur, Fault, NodeId, Outcome, ScheduledFault, Status, Time, Watchdog, When, World,
 };
 
 use crate::support::*;
@@ -385,4 +385,56 @@ fn a_terminated_process_runs_its_shutdown_at_once_and_is_killed_when_its_grace_e
             .any(|d| d.contains("paused, it runs no shutdown")),
         "{log:?}"
     );
+}
+
+#[test]
+fn a_watchdog_kills_a_node_paused_past_its_limit_counting_from_when_it_stopped() {
+    // Watchdog 1 s, restart after 2 s. n0: paused 3 s at 1 s (killed at 2 s, back at 4 s).
+    // n1: paused 0.5 s twice, 0.1 s apart (never killed). n2: paused 0.6 s at 1 s and again
+    // for 0.6 s at 1.5 s, still paused: one stall from 1 s, killed at 2 s. n3: no watchdog.
+    let mut cfg = config(5, 10, 4);
+    for n in 0..3 {
+        cfg.nodes[n].watchdog = Some(Watchdog {
+            after: Dur::from_secs(1),
+            restart_after: Some(Dur::from_secs(2)),
+        });
+    }
+    let pause = |at, node, ms| {
+        at_ms(
+            at,
+            Fault::Pause {
+                node: NodeId(node),
+                duration: Some(Dur::from_millis(ms)),
+            },
+        )
+    };
+    cfg.faults.extend([
+        pause(1_000, 0, 3_000),
+        pause(1_000, 1, 500),
+        pause(1_600, 1, 500),
+        pause(1_000, 2, 600),
+        pause(1_500, 2, 600),
+        pause(1_000, 3, 3_000),
+    ]);
+    let mut w = world_with(cfg, vec![Probe::default(); 4]);
+    w.run();
+    let crashes: Vec<(u64, u32)> = w
+        .fault_log()
+        .iter()
+        .filter_map(|f| match f.fault {
+            Fault::Crash { node, .. } => Some((f.time.as_nanos() / 1_000_000, node.0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(crashes, vec![(2_000, 0), (2_000, 2)]);
+    let restarts = |node| {
+        records(&w, node)
+            .iter()
+            .filter(|(_, e)| matches!(e, Ev::Restarted { .. }))
+            .map(|(t, _)| *t)
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(restarts(0), vec![4_000]);
+    assert_eq!(restarts(1), Vec::<u64>::new());
+    assert_eq!(w.status(NodeId(3)), Status::Up);
 }

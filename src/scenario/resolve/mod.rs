@@ -15,7 +15,7 @@ use std::sync::Arc;
 use lockstep_models::family::{MarkSite, Role};
 use lockstep_models::keys::{Check, MAX_EVENTS, Problems, out_of_range};
 use lockstep_models::system::{Layout, System};
-use lockstep_sim::{NodeId, ScheduledFault};
+use lockstep_sim::{NodeId, ScheduledFault, Watchdog};
 
 use self::chaos::chaos;
 use self::expect::{check_options, expect};
@@ -149,7 +149,21 @@ pub(crate) fn resolve<M>(
     r.marks = system.marks();
     r.family = system.family_name();
     let (link, links) = network(&mut r, &file.network);
-    let clocks = clocks(&mut r, &file.clock);
+    let mut clocks = clocks(&mut r, &file.clock);
+    if let Some(w) = file.workload.watchdog {
+        // The supervisor of every client process.
+        let watchdog = Watchdog {
+            after: r.positive_ms("workload.watchdog.after_ms", w.after_ms),
+            restart_after: w
+                .restart_after_ms
+                .map(|v| r.ms("workload.watchdog.restart_after_ms", v)),
+        };
+        for (config, role) in clocks.iter_mut().zip(&r.roles) {
+            if *role == Role::Client {
+                config.watchdog = Some(watchdog);
+            }
+        }
+    }
     let bounds = Bounds {
         duration,
         max_events: s.max_events,
