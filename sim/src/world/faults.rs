@@ -196,7 +196,7 @@ impl<P: Process> World<P> {
             Fault::Crash {
                 node,
                 restart_after,
-            } => self.crash(node, restart_after),
+            } => self.crash(node, restart_after, ""),
             Fault::Terminate { node, grace } => self.terminate(node, grace),
             Fault::Restart { node } => self.restart(node),
             Fault::Partition {
@@ -344,20 +344,15 @@ impl<P: Process> World<P> {
                 if st.status == Status::Paused && st.stalls == stall {
                     self.core.events += 1;
                     let w = st.watchdog.expect("a watchdog was set");
-                    self.apply(Fault::Crash {
-                        node,
-                        restart_after: w.restart_after,
-                    });
+                    let cause = format!("watchdog: paused {}, ", w.after);
+                    self.crash(node, w.restart_after, &cause);
                 }
             }
             TimedState::Kill { node, incarnation } => {
                 let st = &self.core.nodes[node.index()];
                 if st.status != Status::Down && st.incarnation == incarnation {
                     self.core.events += 1;
-                    self.apply(Fault::Crash {
-                        node,
-                        restart_after: None,
-                    });
+                    self.crash(node, None, "grace over: ");
                 }
             }
             TimedState::Slew { node } => {
@@ -456,7 +451,9 @@ impl<P: Process> World<P> {
         }
     }
 
-    fn crash(&mut self, node: NodeId, restart_after: Option<Dur>) {
+    /// Crashes `node`; `cause` (`watchdog: `, say) leads the log line when the schedule did
+    /// not ask for it.
+    fn crash(&mut self, node: NodeId, restart_after: Option<Dur>, cause: &str) {
         let name = self.core.name(node).to_string();
         let fault = Fault::Crash {
             node,
@@ -497,8 +494,8 @@ impl<P: Process> World<P> {
                 .push(self.core.now.saturating_add(d), Action::End { id });
         }
         let detail = match restart_after {
-            Some(d) => format!("crash {name}, restart after {d}"),
-            None => format!("crash {name}"),
+            Some(d) => format!("{cause}crash {name}, restart after {d}"),
+            None => format!("{cause}crash {name}"),
         };
         self.core.log_fault(&fault, vec![node], detail);
     }
