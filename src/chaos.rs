@@ -420,6 +420,8 @@ fn in_force(fault: &Fault) -> Dur {
         | Fault::Degrade { duration, .. } => duration.unwrap_or(Dur::MAX),
         Fault::ClockStrobe { duration, .. } => *duration,
         Fault::Crash { restart_after, .. } => restart_after.unwrap_or(Dur::MAX),
+        // The kill at the end of the grace is for good.
+        Fault::Terminate { .. } => Dur::MAX,
         Fault::ClockSlew {
             delta_ns, rate_ppm, ..
         } => {
