@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use lockstep_check::{Leadership, Property, Queue, Validity, Verdict};
+use lockstep_check::{Cron, Leadership, Property, Queue, Validity, Verdict};
 pub use lockstep_reports::suite::Miss;
 use lockstep_sim::{AppliedFault, Clocks, Dur};
 
@@ -48,6 +48,14 @@ pub enum Count {
     JobsLeft,
     /// The queue lag's 99th percentile; bounded in ms, measured in ns.
     QueueLagP99Ms,
+    /// Ticks whose job ran (a scheduled job).
+    TicksRun,
+    /// Further runs of a tick already run.
+    TicksRunTwice,
+    /// Ticks never run while a later one came due.
+    TicksMissed,
+    /// The 99th percentile of the ticks' lateness; bounded in ms, measured in ns.
+    TickLatenessP99Ms,
 }
 
 impl Count {
@@ -78,6 +86,10 @@ impl Count {
             Count::JobsLost => queue(verdict, |q| q.lost.count),
             Count::JobsLeft => queue(verdict, |q| q.left),
             Count::QueueLagP99Ms => queue(verdict, |q| q.lag.map_or(0, |l| l.p99_ns)),
+            Count::TicksRun => cron(verdict, |c| c.run),
+            Count::TicksRunTwice => cron(verdict, |c| c.run_twice.count),
+            Count::TicksMissed => cron(verdict, |c| c.missed.count),
+            Count::TickLatenessP99Ms => cron(verdict, |c| c.lateness.map_or(0, |l| l.p99_ns)),
         }
     }
 
@@ -96,7 +108,8 @@ impl Count {
             Count::TwoLeadersMs
             | Count::FailoverMaxMs
             | Count::HolderFailoverMaxMs
-            | Count::QueueLagP99Ms => 1_000_000,
+            | Count::QueueLagP99Ms
+            | Count::TickLatenessP99Ms => 1_000_000,
             _ => 1,
         }
     }
@@ -126,6 +139,11 @@ fn queue(verdict: &Verdict, value: impl Fn(&Queue) -> u64) -> u64 {
     verdict.queue.as_ref().map_or(0, value)
 }
 
+/// A scheduled job's value of `verdict`, 0 when the history has no ticks.
+fn cron(verdict: &Verdict, value: impl Fn(&Cron) -> u64) -> u64 {
+    verdict.cron.as_ref().map_or(0, value)
+}
+
 /// A leadership value of `verdict`, 0 when the checker measured none.
 fn leadership(verdict: &Verdict, value: impl Fn(&Leadership) -> u64) -> u64 {
     verdict.leadership.as_ref().map_or(0, value)
@@ -151,6 +169,10 @@ impl fmt::Display for Count {
             Count::JobsLost => "jobs_lost",
             Count::JobsLeft => "jobs_left",
             Count::QueueLagP99Ms => "queue_lag_p99_ms",
+            Count::TicksRun => "ticks_run",
+            Count::TicksRunTwice => "ticks_run_twice",
+            Count::TicksMissed => "ticks_missed",
+            Count::TickLatenessP99Ms => "tick_lateness_p99_ms",
         })
     }
 }

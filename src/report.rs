@@ -17,12 +17,14 @@ use std::path::{Path, PathBuf};
 
 use lockstep_check::{
     Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns, queue_lags_ns,
+    tick_lateness_ns,
 };
 pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::format::ms;
 use lockstep_reports::{
-    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, LeadershipStats,
-    OverlapStats, QueueStats, Rates, RecoveryStats, Row, Source, Verdicts, Visuals,
+    Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING,
+    LeadershipStats, OverlapStats, QueueStats, Rates, RecoveryStats, Row, Source, Verdicts,
+    Visuals,
 };
 
 use crate::run::{RunResult, run};
@@ -330,6 +332,9 @@ struct Tally {
     /// Job queue sums, from the first run that enqueued jobs.
     queue: Option<QueueStats>,
     queue_lag: Histogram,
+    /// Scheduled job sums, from the first run that had ticks.
+    cron: Option<CronStats>,
+    tick_lateness: Histogram,
 }
 
 impl Tally {
@@ -374,6 +379,7 @@ impl Tally {
         self.add_failover(v);
         self.add_leadership(r);
         self.add_queue(r);
+        self.add_cron(r);
         if let Some(rec) = v.liveness.recovery {
             self.recovery_runs += 1;
             if let Some(after) = rec.after_ns() {
@@ -414,6 +420,22 @@ impl Tally {
         sums.left += q.left;
         for ns in queue_lags_ns(&r.history) {
             self.queue_lag.add(ns);
+        }
+    }
+
+    fn add_cron(&mut self, r: &RunResult) {
+        let Some(c) = &r.verdict.cron else {
+            return;
+        };
+        let sums = self.cron.get_or_insert_with(CronStats::default);
+        sums.ticks += c.ticks;
+        sums.run += c.run;
+        sums.run_twice += c.run_twice.count;
+        sums.missed += c.missed.count;
+        sums.run_twice_runs += u64::from(c.run_twice.count > 0);
+        sums.missed_runs += u64::from(c.missed.count > 0);
+        for ns in tick_lateness_ns(&r.history) {
+            self.tick_lateness.add(ns);
         }
     }
 
@@ -490,6 +512,10 @@ impl Tally {
                 },
                 lag_ms: self.queue_lag.quantiles_ms(),
                 ..q
+            }),
+            cron: self.cron.map(|c| CronStats {
+                lateness_ms: self.tick_lateness.quantiles_ms(),
+                ..c
             }),
         }
     }
@@ -608,6 +634,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         }),
         leadership: None,
         queue: None,
+        cron: None,
     };
     let mut failing = Vec::new();
     if let (Some(scenario), true) = (&input.scenario, input.replayable) {

@@ -227,6 +227,15 @@ pub struct Violations {
     /// A job was lost.
     #[serde(default)]
     pub jobs_lost: u64,
+    /// The run's clients ran a scheduled job: the two below apply.
+    #[serde(default)]
+    pub cron: u64,
+    /// A tick's job ran twice.
+    #[serde(default)]
+    pub ticks_run_twice: u64,
+    /// A tick was missed.
+    #[serde(default)]
+    pub ticks_missed: u64,
 }
 
 impl Violations {
@@ -240,6 +249,9 @@ impl Violations {
         self.queue += other.queue;
         self.jobs_done_twice += other.jobs_done_twice;
         self.jobs_lost += other.jobs_lost;
+        self.cron += other.cron;
+        self.ticks_run_twice += other.ticks_run_twice;
+        self.ticks_missed += other.ticks_missed;
     }
 }
 
@@ -530,6 +542,8 @@ impl SweepSummary {
             no_recovery: rate(v.no_recovery, n),
             jobs_done_twice: (v.queue > 0).then(|| rate(v.jobs_done_twice, n)).flatten(),
             jobs_lost: (v.queue > 0).then(|| rate(v.jobs_lost, n)).flatten(),
+            ticks_run_twice: (v.cron > 0).then(|| rate(v.ticks_run_twice, n)).flatten(),
+            ticks_missed: (v.cron > 0).then(|| rate(v.ticks_missed, n)).flatten(),
         }
     }
 
@@ -658,6 +672,9 @@ impl Work<'_> {
                     v.queue.as_ref().is_some_and(|q| q.done_twice.count > 0),
                 ),
                 jobs_lost: u64::from(v.queue.as_ref().is_some_and(|q| q.lost.count > 0)),
+                cron: u64::from(v.cron.is_some()),
+                ticks_run_twice: u64::from(v.cron.as_ref().is_some_and(|c| c.run_twice.count > 0)),
+                ticks_missed: u64::from(v.cron.as_ref().is_some_and(|c| c.missed.count > 0)),
             },
             grants: v.liveness.grants,
             recovery_ns: v.liveness.recovery.and_then(|r| r.after_ns()),

@@ -13,7 +13,7 @@ use lockstep::Scenario;
 use lockstep::chaos::Chaos;
 use lockstep_check::FaultKind;
 use lockstep_models::family::{Role, Tokens};
-use lockstep_models::{StorageMode, WorkloadConfig};
+use lockstep_models::{StorageMode, WorkloadConfig, WorkloadKind};
 use lockstep_sim::dist::Distribution;
 use lockstep_sim::fault::{Fault, ScheduledFault, When};
 use lockstep_sim::net::{PartitionMode, Shape};
@@ -384,7 +384,7 @@ impl Plan {
             chaos: scenario.chaos.clone(),
             file_faults: scenario.faults.len(),
         };
-        if plan.workload.is_leader() {
+        if plan.workload.kind != WorkloadKind::Counter {
             return Err("workload.kind: the example client runs the counter workload".into());
         }
         for (index, sf) in scenario.faults.iter().enumerate() {

@@ -81,6 +81,28 @@ impl Verdict {
                 |job| format!("job {job} was never done, though jobs enqueued after it were."),
             );
         }
+        if let Some(cron) = &self.cron {
+            let kind = ("tick run twice", "ticks run twice");
+            let twice = &cron.run_twice;
+            push_found(&mut lines, twice.count, &twice.examples, kind, |r| {
+                format!(
+                    "tick {} run twice: by {} granted at {}, and again by {} granted at {}.",
+                    r.tick,
+                    grant_label(history, r.first),
+                    seconds(r.first_ns),
+                    grant_label(history, r.second),
+                    seconds(r.second_ns)
+                )
+            });
+            let kind = ("tick missed", "ticks missed");
+            push_found(
+                &mut lines,
+                cron.missed.count,
+                &cron.missed.examples,
+                kind,
+                |tick| format!("tick {tick} never ran, though a later tick came due."),
+            );
+        }
         if self.stale_rejected > 0 {
             lines.push(format!(
                 "fencing worked: storage rejected {} (not a violation).",

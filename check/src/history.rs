@@ -213,6 +213,15 @@ pub enum Event {
         /// The worker.
         client: NodeId,
     },
+    /// A scheduled job's tick `tick` came due on `client`'s schedule (its wall clock). The
+    /// client's next `Request` and its grant, if any, are for this tick: a grant with an
+    /// accepted write ran the tick's job.
+    Due {
+        /// The tick (its instant on the schedule's clock divided by the period).
+        tick: u64,
+        /// The client.
+        client: NodeId,
+    },
 }
 
 /// One history entry: an event at a true time.

@@ -227,6 +227,9 @@ fn write_entry(out: &mut String, h: &History, entry: &Entry) {
         Event::Done { job, client } => {
             let _ = write!(out, "\"done\",\"job\":{job},\"client\":{}", name(*client));
         }
+        Event::Due { tick, client } => {
+            let _ = write!(out, "\"due\",\"tick\":{tick},\"client\":{}", name(*client));
+        }
     }
     out.push_str("}\n");
 }
@@ -291,6 +294,7 @@ const EVENT_KEYS: &[(&str, &[&str])] = &[
     ("enqueued", &["job"]),
     ("dequeued", &["job", "client"]),
     ("done", &["job", "client"]),
+    ("due", &["tick", "client"]),
 ];
 
 /// Reads a history from its text (UTF-8, one JSON object a line; blank lines are skipped).
@@ -598,6 +602,14 @@ impl Reader {
                     Event::Done { job, client }
                 } else {
                     Event::Dequeued { job, client }
+                })
+            }
+            "due" => {
+                let tick = p.required(o, "tick").and_then(|v| p.number(v, "tick"));
+                let client = self.node(p, o, "client");
+                Some(Event::Due {
+                    tick: tick?,
+                    client: client?,
                 })
             }
             "issued" => {

@@ -165,6 +165,10 @@ pub struct Verdict {
     /// both verdicts invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<Queue>,
+    /// Scheduled job metrics, when clients ran a job on a schedule: a tick run twice makes
+    /// both verdicts invalid; a tick missed is liveness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<Cron>,
 }
 
 impl Verdict {
@@ -429,6 +433,39 @@ pub struct DoneTwice {
     /// When it did.
     pub time_ns: u64,
     /// Index in `history.entries` of this `Done`.
+    pub entry: usize,
+}
+
+/// A scheduled job read from the history's `Due` events and the grants that answer them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cron {
+    /// Ticks judged: from the first tick due to the last, on any client.
+    pub ticks: u64,
+    /// Ticks whose job ran (a grant for the tick had a write accepted).
+    pub run: u64,
+    /// Each further grant that ran a tick already run.
+    pub run_twice: Found<RunTwice>,
+    /// Ticks no grant ran although a later tick came due. Examples are the smallest ticks.
+    pub missed: Found<u64>,
+    /// Lateness: from the `Due` a tick's first run answered (on its runner's own schedule) to
+    /// that run's grant.
+    pub lateness: Option<Percentiles>,
+}
+
+/// A tick whose job ran again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunTwice {
+    /// The tick.
+    pub tick: u64,
+    /// The grant that ran it first.
+    pub first: GrantId,
+    /// When that grant was granted (true time, ns).
+    pub first_ns: u64,
+    /// The grant that ran it again.
+    pub second: GrantId,
+    /// When that grant was granted.
+    pub second_ns: u64,
+    /// Index in `history.entries` of the second run's first accepted write.
     pub entry: usize,
 }
 

@@ -55,4 +55,6 @@ pub use node::{Msg, Node, Timer, WorkTimer};
 pub use observe::Observation;
 pub use storage::{Storage, StorageMode};
 pub use system::{Resource, System, SystemSpec};
-pub use workload::{Client, LeaderConfig, OnStoppedLeading, Place, WorkloadConfig, WorkloadKind};
+pub use workload::{
+    Client, CronConfig, LeaderConfig, OnStoppedLeading, Place, WorkloadConfig, WorkloadKind,
+};

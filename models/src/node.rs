@@ -90,6 +90,14 @@ pub enum WorkTimer {
         /// The job.
         job: u64,
     },
+    /// A scheduled job's timer: the next tick may be due on the client's wall clock.
+    Tick,
+    /// A scheduled job's holder releases the lock of `grant`, held since the grant for at
+    /// least `lock_at_least` (ShedLock's `lockAtLeastFor`).
+    Unlock {
+        /// The grant's sequence number.
+        grant: u32,
+    },
 }
 
 /// The message type of family `F`'s worlds.

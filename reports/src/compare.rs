@@ -173,6 +173,26 @@ pub struct QueueStats {
     pub lag_ms: Option<QuantilesMs>,
 }
 
+/// A scheduled job's figures over a scenario's runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CronStats {
+    /// Ticks judged, summed over the runs.
+    pub ticks: u64,
+    /// Ticks whose job ran, summed over the runs.
+    pub run: u64,
+    /// Further runs of a tick already run, summed over the runs.
+    pub run_twice: u64,
+    /// Ticks missed, summed over the runs.
+    pub missed: u64,
+    /// Runs with a tick run twice.
+    pub run_twice_runs: u64,
+    /// Runs with a tick missed.
+    pub missed_runs: u64,
+    /// Lateness (from the due a tick's first run answered to its grant), pooled over every
+    /// tick run of every run; `None` when none ran.
+    pub lateness_ms: Option<QuantilesMs>,
+}
+
 /// Recovery after a chaos profile's faults stop.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryStats {
@@ -239,6 +259,9 @@ pub struct Row {
     /// Job queue figures; `None` when the scenario's runs enqueued no job, and for a sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueStats>,
+    /// Scheduled job figures; `None` when the scenario's runs had no ticks, and for a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<CronStats>,
 }
 
 /// A fault the world applied, for a failing seed's section.
@@ -391,6 +414,11 @@ impl Comparison {
         self.rows.iter().any(|r| r.queue.is_some())
     }
 
+    /// True when some row has scheduled job figures: every rendering then adds their columns.
+    fn has_cron(&self) -> bool {
+        self.rows.iter().any(|r| r.cron.is_some())
+    }
+
     /// The columns of this report's table: [`COLUMNS`], and [`LEADERSHIP_COLUMNS`] when some
     /// row has leadership metrics.
     pub(crate) fn columns(&self) -> Vec<(&'static str, &'static str)> {
@@ -400,6 +428,9 @@ impl Comparison {
         }
         if self.has_queue() {
             columns.extend(QUEUE_COLUMNS);
+        }
+        if self.has_cron() {
+            columns.extend(CRON_COLUMNS);
         }
         columns
     }
@@ -412,6 +443,9 @@ impl Comparison {
         }
         if self.has_queue() {
             cells.extend(queue_cells(row.queue));
+        }
+        if self.has_cron() {
+            cells.extend(cron_cells(row.cron));
         }
         cells
     }
@@ -458,6 +492,36 @@ pub(crate) const QUEUE_COLUMNS: [(&str, &str); 5] = [
         "From each job's enqueue to its first dequeue, pooled over every job of every run.",
     ),
 ];
+
+/// The columns added when some row has scheduled job figures.
+pub(crate) const CRON_COLUMNS: [(&str, &str); 3] = [
+    (
+        "ticks run",
+        "Ticks whose job ran, of those due, summed over the runs.",
+    ),
+    (
+        "run twice / missed",
+        "Runs with a tick run twice, and runs with a tick missed (never run while a later one came due), of the runs.",
+    ),
+    (
+        "tick lateness p50/p99",
+        "From the due a tick's first run answered, on its runner's schedule, to that run's grant, pooled over every tick run of every run.",
+    ),
+];
+
+/// A row's scheduled job cells, dashes without ticks.
+fn cron_cells(c: Option<CronStats>) -> Vec<String> {
+    let Some(c) = c else {
+        return vec!["-".to_string(); CRON_COLUMNS.len()];
+    };
+    vec![
+        format!("{} / {}", c.run, c.ticks),
+        format!("{} / {}", c.run_twice_runs, c.missed_runs),
+        c.lateness_ms.map_or("-".to_string(), |l| {
+            format!("{} / {}", duration_ms(l.p50), duration_ms(l.p99))
+        }),
+    ]
+}
 
 /// A row's job queue cells, dashes without a queue.
 fn queue_cells(q: Option<QueueStats>) -> Vec<String> {

@@ -25,9 +25,11 @@ mod table;
 pub mod timeline;
 
 pub use compare::{
-    Comparison, DataStats, FORMAT, FailingSeed, FailoverStats, FaultEntry, KEPT_FAILING,
+    Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, FaultEntry, KEPT_FAILING,
     KEPT_FAULTS, LeadershipStats, OverlapStats, QuantilesMs, QueueStats, Rate, Rates,
     RecoveryStats, Row, Source, Verdicts, Visuals,
 };
 pub use markdown::KEPT_EXPLANATIONS;
-pub use run_report::{Counter, FailoverMs, LatencyMs, LeadershipMs, RunReport, RunSource, Unfired};
+pub use run_report::{
+    Counter, CronMs, FailoverMs, LatencyMs, LeadershipMs, RunReport, RunSource, Unfired,
+};

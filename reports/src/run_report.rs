@@ -86,6 +86,21 @@ pub struct QueueMs {
     pub lag_ms: Option<LatencyMs>,
 }
 
+/// A scheduled job's figures in a run (the checker's `cron`), times in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CronMs {
+    /// Ticks judged, from the first due to the last.
+    pub ticks: u64,
+    /// Ticks whose job ran.
+    pub run: u64,
+    /// Further runs of a tick already run.
+    pub run_twice: u64,
+    /// Ticks never run while a later one came due.
+    pub missed: u64,
+    /// From the due a tick's first run answered to its grant; null when none ran.
+    pub lateness_ms: Option<LatencyMs>,
+}
+
 /// A family's named count about a run (for example ZooKeeper's watch notifications), shown
 /// beside the verdict, and per another counter when it is a rate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -245,6 +260,9 @@ pub struct RunReport {
     /// A job queue's figures, only when the run enqueued jobs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueMs>,
+    /// A scheduled job's figures, only when its clients ran one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cron: Option<CronMs>,
     /// The family's own counts (empty for families that keep none).
     pub counters: Vec<Counter>,
     /// The faults placed on a mark that did not fire, in schedule order.
@@ -343,6 +361,17 @@ impl RunReport {
                     q.done as f64 * 1e9 / source.end_ns as f64
                 },
                 lag_ms: q.lag.as_ref().map(|p| LatencyMs {
+                    p50: ms(p.p50_ns),
+                    p99: ms(p.p99_ns),
+                    max: ms(p.max_ns),
+                }),
+            }),
+            cron: verdict.cron.as_ref().map(|c| CronMs {
+                ticks: c.ticks,
+                run: c.run,
+                run_twice: c.run_twice.count,
+                missed: c.missed.count,
+                lateness_ms: c.lateness.as_ref().map(|p| LatencyMs {
                     p50: ms(p.p50_ns),
                     p99: ms(p.p99_ns),
                     max: ms(p.max_ns),

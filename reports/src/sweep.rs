@@ -104,6 +104,12 @@ pub struct SweepRates {
     /// A job queue's runs with a job lost; `None` when no run enqueued jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs_lost: Option<Rate>,
+    /// A scheduled job's runs with a tick run twice; `None` when no run had ticks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticks_run_twice: Option<Rate>,
+    /// A scheduled job's runs with a tick missed; `None` when no run had ticks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticks_missed: Option<Rate>,
 }
 
 /// A sweep's values of one kind: nearest-rank percentiles, the maximum, and how many.
@@ -206,6 +212,8 @@ impl SweepView<'_> {
         let queue = [
             ("jobs done twice", r.jobs_done_twice),
             ("jobs lost", r.jobs_lost),
+            ("ticks run twice", r.ticks_run_twice),
+            ("ticks missed", r.ticks_missed),
         ];
         let rows = rows
             .into_iter()

@@ -123,6 +123,25 @@ impl RunReport {
             table.with(Style::rounded());
             return table.to_string();
         }
+        if let Some(c) = &self.cron {
+            b.push_record([
+                "ticks".to_string(),
+                format!(
+                    "{} due, {} run, {} run twice, {} missed",
+                    c.ticks, c.run, c.run_twice, c.missed
+                ),
+            ]);
+            let lateness = match &c.lateness_ms {
+                Some(l) => format!(
+                    "p50 {}  p99 {}  max {}",
+                    duration_ms(l.p50),
+                    duration_ms(l.p99),
+                    duration_ms(l.max)
+                ),
+                None => "-".to_string(),
+            };
+            b.push_record(["tick lateness".to_string(), lateness]);
+        }
         b.push_record([
             "grants".to_string(),
             format!(

@@ -166,8 +166,8 @@ fn default_max_events() -> u64 {
 pub(crate) struct WorkloadSection {
     #[serde(default = "default_clients")]
     pub(crate) clients: u32,
-    #[serde(default = "default_think")]
-    pub(crate) think_ms: DistSpec,
+    /// `default_think()` when absent; a scheduled job takes none.
+    pub(crate) think_ms: Option<DistSpec>,
     #[serde(default = "default_work")]
     pub(crate) work_ms: DistSpec,
     #[serde(default = "default_true")]
@@ -184,6 +184,11 @@ pub(crate) struct WorkloadSection {
     pub(crate) stop_delay_ms: Option<DistSpec>,
     /// A supervisor that kills a client unresponsive for `after_ms`.
     pub(crate) watchdog: Option<WatchdogSection>,
+    /// Cron only: the time between ticks, on each client's wall clock.
+    pub(crate) period_ms: Option<f64>,
+    /// Cron only: the least time the lock is held from its grant (ShedLock's
+    /// `lockAtLeastFor`).
+    pub(crate) lock_at_least_ms: Option<f64>,
 }
 
 /// `workload.watchdog`.
@@ -201,6 +206,7 @@ pub(crate) enum WorkloadKindSpec {
     Counter,
     Leader,
     Queue,
+    Cron,
 }
 
 /// `workload.on_stopped_leading`.
@@ -216,7 +222,7 @@ impl Default for WorkloadSection {
     fn default() -> WorkloadSection {
         WorkloadSection {
             clients: default_clients(),
-            think_ms: default_think(),
+            think_ms: None,
             work_ms: default_work(),
             check_validity_before_write: true,
             storage_timeout_ms: default_storage_timeout(),
@@ -225,6 +231,8 @@ impl Default for WorkloadSection {
             on_stopped_leading: None,
             stop_delay_ms: None,
             watchdog: None,
+            period_ms: None,
+            lock_at_least_ms: None,
         }
     }
 }
@@ -233,7 +241,7 @@ fn default_clients() -> u32 {
     2
 }
 
-fn default_think() -> DistSpec {
+pub(crate) fn default_think() -> DistSpec {
     DistSpec::Uniform(0.0, 100.0)
 }
 
@@ -486,6 +494,10 @@ pub(crate) struct ExpectSection {
     pub(crate) jobs_lost: Option<Bound>,
     pub(crate) jobs_left: Option<Bound>,
     pub(crate) queue_lag_p99_ms: Option<Bound>,
+    pub(crate) ticks_run: Option<Bound>,
+    pub(crate) ticks_run_twice: Option<Bound>,
+    pub(crate) ticks_missed: Option<Bound>,
+    pub(crate) tick_lateness_p99_ms: Option<Bound>,
     pub(crate) recovers: Option<bool>,
 }
 

@@ -207,11 +207,13 @@ fn toml_string(text: &str) -> String {
 #[test]
 fn the_json_round_trips_and_every_field_is_documented() {
     let dir = temp_dir("json");
-    // A scenario with leadership metrics, so their object is documented too.
+    // A scenario with leadership metrics, and one with ticks, so their objects are
+    // documented too.
     let leader = leadership_scenario(&dir);
+    let cron = "scenarios/cron/redis-try.toml";
     let json = report_to(
         &dir.join("r.json"),
-        &[CATALOGUE, CHAOS, s(&leader), "--seeds", "1"],
+        &[CATALOGUE, CHAOS, cron, s(&leader), "--seeds", "1"],
     );
     let c = Comparison::from_json(&json).expect("parses");
     assert!(c.rows.last().is_some_and(|r| r.leadership.is_some()));
@@ -442,7 +444,8 @@ fn a_bad_extension_or_an_unwritable_output_exits_2_and_writes_nothing() {
 /// The sample reports in `reports/sample/`, as `reports/sample/regenerate.sh` writes them: the
 /// catalogue over 5 seeds, the failover comparison of leader election across families
 /// (`scenarios/failover/`) over the seeds its files declare, and every family's design and
-/// Chubby's under one pause and one partition (`scenarios/compare/`) over 50 seeds.
+/// Chubby's under one pause and one partition (`scenarios/compare/`) over 50 seeds, and the
+/// scheduled jobs of `scenarios/cron/` over the seeds their files declare.
 /// `UPDATE_EXPECT=1 cargo test sample` rewrites the files.
 #[test]
 fn the_sample_reports_are_current_with_their_scenarios() {
@@ -452,6 +455,7 @@ fn the_sample_reports_are_current_with_their_scenarios() {
         (CATALOGUE, "catalogue", Some(5)),
         ("scenarios/failover", "failover", None),
         ("scenarios/compare", "compare", Some(50)),
+        ("scenarios/cron", "cron", None),
     ] {
         let inputs = report::load_inputs(&[PathBuf::from(dir)]).expect("the scenarios load");
         let built = report::build(

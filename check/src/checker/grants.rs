@@ -156,6 +156,7 @@ impl Grants {
                     }
                 }
                 Event::Request { .. }
+                | Event::Due { .. }
                 | Event::AcquireFailed { .. }
                 | Event::Fault(_)
                 | Event::Issued { .. }

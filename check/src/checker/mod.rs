@@ -11,6 +11,7 @@
 //! metrics when the history has jobs ([`queue`]), each a separate pass over the table or the
 //! history.
 
+mod cron;
 mod grants;
 mod leadership;
 mod liveness;
@@ -22,6 +23,7 @@ use std::fmt;
 use crate::history::History;
 use crate::verdict::{Found, Validity, Verdict};
 
+pub use cron::tick_lateness_ns;
 use grants::Grants;
 pub use leadership::leadership_failovers_ns;
 pub use liveness::acquire_latencies_ns;
@@ -111,9 +113,11 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
     };
 
     let queue = queue::measure(history, limit)?;
+    let cron = cron::measure(history, limit)?;
     let jobs_harmed = queue
         .as_ref()
-        .is_some_and(|q| q.done_twice.count > 0 || q.lost.count > 0);
+        .is_some_and(|q| q.done_twice.count > 0 || q.lost.count > 0)
+        || cron.as_ref().is_some_and(|c| c.run_twice.count > 0);
     let resource_harmed = stale.accepted.count > 0
         || replay.lost_updates.count > 0
         || token_order.count > 0
@@ -135,5 +139,6 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         liveness,
         leadership,
         queue,
+        cron,
     })
 }

@@ -2,6 +2,7 @@
 //! API, one module per kind of finding. Histories that must not be flagged sit beside the ones
 //! that must, so a check that flags too much fails as surely as one that flags too little.
 
+mod cron;
 mod double_holders;
 mod examples;
 mod explain;

@@ -233,6 +233,10 @@ impl Builder {
         self.push(at_ms, Event::Done { job, client })
     }
 
+    pub(crate) fn due(self, at_ms: u64, client: NodeId, tick: u64) -> Self {
+        self.push(at_ms, Event::Due { tick, client })
+    }
+
     /// The run hit its event bound before its planned end.
     pub(crate) fn incomplete(mut self) -> Self {
         self.history.complete = false;

@@ -229,7 +229,8 @@ impl Timeline {
                 Event::Request { client }
                 | Event::AcquireFailed { client }
                 | Event::Dequeued { client, .. }
-                | Event::Done { client, .. } => {
+                | Event::Done { client, .. }
+                | Event::Due { client, .. } => {
                     let l = lane_of(*client, &mut lanes);
                     lanes[l].kind = LaneKind::Client;
                 }

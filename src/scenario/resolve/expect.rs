@@ -38,6 +38,10 @@ pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
         (Count::JobsLost, e.jobs_lost),
         (Count::JobsLeft, e.jobs_left),
         (Count::QueueLagP99Ms, e.queue_lag_p99_ms),
+        (Count::TicksRun, e.ticks_run),
+        (Count::TicksRunTwice, e.ticks_run_twice),
+        (Count::TicksMissed, e.ticks_missed),
+        (Count::TickLatenessP99Ms, e.tick_lateness_p99_ms),
     ]
     .into_iter()
     .filter_map(|(c, b)| b.and_then(|b| bound(r, c, b)).map(|b| (c, b.min, b.max)))
@@ -66,6 +70,7 @@ fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
             | Count::FailoverMaxMs
             | Count::HolderFailoverMaxMs
             | Count::QueueLagP99Ms
+            | Count::TickLatenessP99Ms
     );
     let largest = b.max.unwrap_or(b.min);
     if is_ms && largest as f64 > MAX_MS {

@@ -2,12 +2,14 @@
 //! (`lockstep_models::Family::resolve`), and where the resource lives is read with the
 //! family's storage mode in `super::super::family`. `kind = "leader"` runs the leader loop
 //! (`lockstep_models::workload`), whose keys a counter refuses; `kind = "queue"` runs a job
-//! queue's workers, for a family whose recipe dequeues.
+//! queue's workers, for a family whose recipe dequeues; `kind = "cron"` a job on a schedule
+//! (`lockstep_models::workload::cron`), whose keys only it takes.
 
 use lockstep_models::keys::{Check, DistSpec};
-use lockstep_models::{LeaderConfig, OnStoppedLeading, WorkloadConfig, WorkloadKind};
+use lockstep_models::{CronConfig, LeaderConfig, OnStoppedLeading, WorkloadConfig, WorkloadKind};
+use lockstep_sim::Dur;
 
-use crate::scenario::schema::{OnStoppedSpec, WorkloadKindSpec, WorkloadSection};
+use crate::scenario::schema::{OnStoppedSpec, WorkloadKindSpec, WorkloadSection, default_think};
 
 /// A leader's task period when `task_every_ms` is absent.
 const DEFAULT_TASK_EVERY: DistSpec = DistSpec::Constant(1_000.0);
@@ -23,7 +25,10 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
         );
     }
     let workload = WorkloadConfig {
-        think: check.dist("workload.think_ms", w.think_ms),
+        think: check.dist(
+            "workload.think_ms",
+            w.think_ms.unwrap_or_else(default_think),
+        ),
         work: check.dist("workload.work_ms", w.work_ms),
         check_validity_before_write: w.check_validity_before_write,
         storage_timeout: check.positive_ms("workload.storage_timeout_ms", w.storage_timeout_ms),
@@ -32,9 +37,23 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
     (w.clients.clamp(1, 1000), workload)
 }
 
-/// The loop, with the keys that only a leader takes refused for a counter.
+/// The loop, with the keys that only a leader (or only a scheduled job) takes refused for
+/// the others.
 fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
     let leader = w.kind == Some(WorkloadKindSpec::Leader);
+    let cron = w.kind == Some(WorkloadKindSpec::Cron);
+    if !cron {
+        let set = [
+            ("period_ms", w.period_ms.is_some()),
+            ("lock_at_least_ms", w.lock_at_least_ms.is_some()),
+        ];
+        for (key, _) in set.iter().filter(|(_, present)| *present) {
+            check.problems.push(
+                format!("workload.{key}"),
+                "applies only to a scheduled job: needs `kind = \"cron\"`".to_string(),
+            );
+        }
+    }
     if !leader {
         let queue = w.kind == Some(WorkloadKindSpec::Queue);
         let set = [
@@ -50,6 +69,8 @@ fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
         }
         return if queue {
             WorkloadKind::Queue
+        } else if cron {
+            WorkloadKind::Cron(cron_config(check, w))
         } else {
             WorkloadKind::Counter
         };
@@ -78,4 +99,33 @@ fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
         ),
         on_stopped_leading,
     })
+}
+
+/// A scheduled job's settings: `period_ms` is required, a client idles between ticks (no
+/// `think_ms`).
+fn cron_config(check: &mut Check, w: &WorkloadSection) -> CronConfig {
+    if w.think_ms.is_some() {
+        check.problems.push(
+            "workload.think_ms",
+            "a scheduled job does not think between tries: its clients wait for the next tick \
+             (`period_ms`); leave out think_ms",
+        );
+    }
+    let period = match w.period_ms {
+        Some(ms) => check.positive_ms("workload.period_ms", ms),
+        None => {
+            check.problems.push(
+                "workload.period_ms",
+                "is required with `kind = \"cron\"`: the time between ticks, in ms",
+            );
+            Dur::from_secs(60)
+        }
+    };
+    let lock_at_least = w
+        .lock_at_least_ms
+        .map_or(Dur::ZERO, |ms| check.ms("workload.lock_at_least_ms", ms));
+    CronConfig {
+        period,
+        lock_at_least,
+    }
 }

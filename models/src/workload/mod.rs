@@ -48,19 +48,31 @@
 //! Still acquiring, it releases what it is granted, if anything, as soon as it is granted.
 //! A worker finishes its job and commits it first. Then it idles until the world kills it.
 //!
+//! # A scheduled job (`kind = "cron"`)
+//!
+//! Every client keeps the job's schedule on its own wall clock ([`cron`]) and, at each tick
+//! due, records `Due` and tries the lock; the winner's critical section (claim, read, work,
+//! check, write) is the job and its accepted write the job's effect. Between ticks a client
+//! is idle: it does not think and try again. A failed acquisition waits for the next tick.
+//!
 //! When the lock client says [`LockSignal::Lost`], [`OnStoppedLeading`] decides: `Exit` (the
 //! process dies, as client-go users' `klog.Fatal` in `OnStoppedLeading`; releasing first is
 //! client-go's `ReleaseOnCancel`), `Cancel` (work notices the cancelled context only after a
 //! drawn delay) or `Ignore` (it never notices). A failed validity check stops the term at once
 //! as `Exit` does, whatever the mode.
 
+pub mod cron;
+
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
-use lockstep_sim::{ClockKind, Distribution, Dur, Env, NodeId};
+use lockstep_sim::{ClockKind, Distribution, Dur, Env, LocalTime, NodeId};
 
 use crate::env::{Host, LockSide, Scoped};
 use crate::lock::{LockClient, LockSignal};
 use crate::node::{Msg, Timer, WorkTimer};
 use crate::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
+
+pub use cron::CronConfig;
+use cron::Fire;
 
 /// Where a workload client sends its storage operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +108,11 @@ impl WorkloadConfig {
     pub fn is_queue(&self) -> bool {
         matches!(self.kind, WorkloadKind::Queue)
     }
+
+    /// Whether the clients run a scheduled job.
+    pub fn is_cron(&self) -> bool {
+        matches!(self.kind, WorkloadKind::Cron(_))
+    }
 }
 
 /// The loop a workload client runs.
@@ -107,6 +124,8 @@ pub enum WorkloadKind {
     Leader(LeaderConfig),
     /// Take a job from the queue, work on it, commit it done, again.
     Queue,
+    /// At each tick of a schedule on the client's wall clock, try the lock and run the job.
+    Cron(CronConfig),
 }
 
 /// How a leader client behaves.
@@ -163,6 +182,10 @@ enum Phase {
     },
     /// Told to stop, done with the lock: it waits to be killed.
     Stopped,
+    /// A scheduled job is done; the lock stays held until `lock_at_least` has passed.
+    Holding {
+        grant: u32,
+    },
 }
 
 /// The current grant.
@@ -172,6 +195,8 @@ struct Held {
     token: Option<u64>,
     /// The value read under this grant.
     base: u64,
+    /// The client's monotonic clock at the grant.
+    at: LocalTime,
 }
 
 /// A workload client with its lock client `L`.
@@ -189,6 +214,8 @@ pub struct Client<L: LockClient> {
     lost: bool,
     /// Told to stop (SIGTERM): no new acquisition, and the lock released once held.
     terminating: bool,
+    /// A scheduled job's next instant on the wall clock, once its timer is armed.
+    next_tick: Option<i64>,
     /// Grants and operations so far. Bookkeeping for the history, kept across crashes so ids
     /// stay unique; no decision reads them.
     grants: u32,
@@ -216,6 +243,7 @@ impl<L: LockClient> Client<L> {
             held: None,
             lost: false,
             terminating: false,
+            next_tick: None,
             grants: 0,
             ops: 0,
         }
@@ -236,6 +264,11 @@ impl<L: LockClient> Client<L> {
     }
 
     pub(crate) fn on_start<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        if let WorkloadKind::Cron(cron) = &self.config.kind {
+            let (next, after) = cron.next_after(ctx.wall());
+            self.next_tick = Some(next);
+            ctx.set_timer(ClockKind::Mono, after, Timer::Work(WorkTimer::Tick));
+        }
         self.think(ctx);
     }
 
@@ -244,6 +277,7 @@ impl<L: LockClient> Client<L> {
         self.held = None;
         self.lost = false;
         self.terminating = false;
+        self.next_tick = None;
         self.lock.reset();
     }
 
@@ -252,6 +286,7 @@ impl<L: LockClient> Client<L> {
         self.terminating = true;
         match self.phase {
             Phase::Thinking => self.phase = Phase::Stopped,
+            Phase::Holding { .. } => self.release(ctx, false),
             Phase::Claiming { .. }
             | Phase::Reading { .. }
             | Phase::Working
@@ -274,12 +309,54 @@ impl<L: LockClient> Client<L> {
             return;
         }
         self.phase = Phase::Thinking;
+        if self.config.is_cron() {
+            return; // Idle until the next tick.
+        }
         let delay = self.config.think.sample(ctx.rng());
         ctx.set_timer(ClockKind::Mono, delay, Timer::Work(WorkTimer::Think));
     }
 
+    /// A scheduled job's timer fired: run the tick if it is due by the wall clock (idle
+    /// clients only), and arm the timer for the next.
+    fn on_tick<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        let (WorkloadKind::Cron(cron), Some(next)) = (&self.config.kind, self.next_tick) else {
+            return;
+        };
+        if self.terminating {
+            return; // The scheduler stopped with the process.
+        }
+        let fire = cron.fire(next, ctx.wall());
+        let tick = match fire {
+            Fire::Early(after) => {
+                ctx.set_timer(ClockKind::Mono, after, Timer::Work(WorkTimer::Tick));
+                return;
+            }
+            Fire::Due { tick, next, after } => {
+                self.next_tick = Some(next);
+                ctx.set_timer(ClockKind::Mono, after, Timer::Work(WorkTimer::Tick));
+                tick
+            }
+        };
+        ctx.record(Event::Due {
+            tick,
+            client: Self::me(ctx),
+        });
+        if self.phase == Phase::Thinking {
+            ctx.record(Event::Request {
+                client: Self::me(ctx),
+            });
+            self.phase = Phase::Acquiring;
+            let signal = self.lock.acquire(&mut LockEnv::<_, L, S>::new(ctx));
+            self.on_signal(ctx, signal);
+        }
+    }
+
     pub(crate) fn on_work_timer<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, timer: WorkTimer) {
         match (self.phase, timer) {
+            (_, WorkTimer::Tick) => self.on_tick(ctx),
+            (Phase::Holding { grant }, WorkTimer::Unlock { grant: g }) if grant == g => {
+                self.release(ctx, false);
+            }
             (Phase::Thinking, WorkTimer::Think) => {
                 if !self.config.is_queue() {
                     ctx.record(Event::Request {
@@ -403,7 +480,12 @@ impl<L: LockClient> Client<L> {
                     ticket,
                 });
                 ctx.mark("granted");
-                self.held = Some(Held { id, token, base: 0 });
+                self.held = Some(Held {
+                    id,
+                    token,
+                    base: 0,
+                    at: ctx.mono(),
+                });
                 self.lost = false;
                 if self.terminating {
                     self.exit(ctx, ExitReason::Terminated, false);
@@ -479,6 +561,8 @@ impl<L: LockClient> Client<L> {
             }
             // Stopped, it has released the lock and listens to its lock client no more.
             (Phase::Stopped, _) => {}
+            // A scheduled job done and holding on: a lease lost ends the hold early.
+            (Phase::Holding { .. }, LockSignal::Lost) => self.think(ctx),
             (phase, signal) => panic!("workload in {phase:?} got {signal:?}"),
         }
     }
@@ -580,7 +664,8 @@ impl<L: LockClient> Client<L> {
     }
 
     /// Leaves the critical section: records the exit, then releases the lock; `restart`: the
-    /// process exits, so the lock client then starts afresh.
+    /// process exits, so the lock client then starts afresh. A scheduled job whose work ended
+    /// (done or abandoned) holds the lock until `lock_at_least` has passed since the grant.
     fn exit<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, why: ExitReason, restart: bool) {
         let held = self.held.take().expect("exit from a critical section");
         self.lost = false;
@@ -588,6 +673,23 @@ impl<L: LockClient> Client<L> {
             grant: held.id,
             why,
         });
+        if let WorkloadKind::Cron(cron) = &self.config.kind {
+            let left = (held.at + cron.lock_at_least).saturating_since(ctx.mono());
+            if matches!(why, ExitReason::Released | ExitReason::Abandoned) && left > Dur::ZERO {
+                let grant = held.id.seq;
+                self.phase = Phase::Holding { grant };
+                ctx.set_timer(
+                    ClockKind::Mono,
+                    left,
+                    Timer::Work(WorkTimer::Unlock { grant }),
+                );
+                return;
+            }
+        }
+        self.release(ctx, restart);
+    }
+
+    fn release<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, restart: bool) {
         self.phase = Phase::Releasing { restart };
         let signal = self.lock.release(&mut LockEnv::<_, L, S>::new(ctx));
         self.on_signal(ctx, signal);
