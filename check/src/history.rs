@@ -222,6 +222,19 @@ pub enum Event {
         /// The client.
         client: NodeId,
     },
+    /// `client` picked resource `resource`, covered by lock `lock`: its next `Request`, the
+    /// grant that answers it and that grant's storage ops are for that lock and that resource.
+    /// Critical sections conflict only with those of the same lock, and storage ops only with
+    /// those on the same resource. A grant whose client picked nothing is for lock 0 and
+    /// resource 0, the one lock and the one resource of a history without `Pick` events.
+    Pick {
+        /// The client.
+        client: NodeId,
+        /// The lock that covers the resource.
+        lock: u64,
+        /// The resource the critical section works on.
+        resource: u64,
+    },
 }
 
 /// One history entry: an event at a true time.

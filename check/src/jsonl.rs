@@ -230,6 +230,17 @@ fn write_entry(out: &mut String, h: &History, entry: &Entry) {
         Event::Due { tick, client } => {
             let _ = write!(out, "\"due\",\"tick\":{tick},\"client\":{}", name(*client));
         }
+        Event::Pick {
+            client,
+            lock,
+            resource,
+        } => {
+            let _ = write!(
+                out,
+                "\"pick\",\"client\":{},\"lock\":{lock},\"resource\":{resource}",
+                name(*client)
+            );
+        }
     }
     out.push_str("}\n");
 }
@@ -295,6 +306,7 @@ const EVENT_KEYS: &[(&str, &[&str])] = &[
     ("dequeued", &["job", "client"]),
     ("done", &["job", "client"]),
     ("due", &["tick", "client"]),
+    ("pick", &["client", "lock", "resource"]),
 ];
 
 /// Reads a history from its text (UTF-8, one JSON object a line; blank lines are skipped).
@@ -602,6 +614,18 @@ impl Reader {
                     Event::Done { job, client }
                 } else {
                     Event::Dequeued { job, client }
+                })
+            }
+            "pick" => {
+                let client = self.node(p, o, "client");
+                let lock = p.required(o, "lock").and_then(|v| p.number(v, "lock"));
+                let resource = p
+                    .required(o, "resource")
+                    .and_then(|v| p.number(v, "resource"));
+                Some(Event::Pick {
+                    client: client?,
+                    lock: lock?,
+                    resource: resource?,
                 })
             }
             "due" => {

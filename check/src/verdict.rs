@@ -212,12 +212,14 @@ impl<T> Found<T> {
 /// Overlapping critical sections of different clients.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DoubleHolders {
-    /// Pairs of critical sections of different clients that overlap for a positive time.
+    /// Pairs of critical sections of different clients, of one lock, that overlap for a
+    /// positive time.
     pub pairs: u64,
-    /// Total true time with two or more critical sections open, in nanoseconds.
+    /// Total true time with two or more critical sections of one lock open, in nanoseconds,
+    /// summed over the locks.
     pub overlap_ns: u64,
-    /// The most critical sections open at one instant: 0 without grants, 1 when there were
-    /// grants and no overlap.
+    /// The most critical sections of one lock open at one instant: 0 without grants, 1 when
+    /// there were grants and no overlap.
     pub max_concurrent: u32,
     /// The first overlapping pairs, ordered by the later grant, then the earlier one.
     pub examples: Vec<Overlap>,

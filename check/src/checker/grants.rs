@@ -34,6 +34,9 @@ pub(super) struct Grant {
     /// ticket, or the `Grant` entry itself when it names none.
     pub(super) issued_entry: usize,
     pub(super) token: Option<u64>,
+    /// The lock it is a grant of, and the resource its ops are on (`Event::Pick`).
+    pub(super) lock: u64,
+    pub(super) resource: u64,
     pub(super) from_ns: u64,
     pub(super) to_ns: u64,
     pub(super) end: CsEnd,
@@ -64,6 +67,10 @@ pub(super) struct Grants {
     rank: Vec<usize>,
     /// The ordinals in service order.
     service_order: Vec<usize>,
+    /// Whether every grant is of one lock, and every one on one resource: the checks then
+    /// judge the table as a whole.
+    pub(super) one_lock: bool,
+    pub(super) one_resource: bool,
 }
 
 impl Grants {
@@ -75,7 +82,12 @@ impl Grants {
             by_client: BTreeMap::new(),
             rank: Vec::new(),
             service_order: Vec::new(),
+            one_lock: true,
+            one_resource: true,
         };
+        // Each client's last pick, and the pick its open request is for.
+        let mut picked: BTreeMap<NodeId, (u64, u64)> = BTreeMap::new();
+        let mut requested: BTreeMap<NodeId, (u64, u64)> = BTreeMap::new();
         // The open critical section of each client, by grant ordinal.
         let mut open: BTreeMap<NodeId, usize> = BTreeMap::new();
         // Every `Issued` as ((client, ticket), entry), sorted: the first of a ticket is found
@@ -126,7 +138,11 @@ impl Grants {
                     if let Some(previous) = open.insert(grant.client, ordinal) {
                         grants.close(previous, time_ns, CsEnd::Regrant, index);
                     }
-                    grants.push(history, index, issued_entry, *grant, *token);
+                    let pick = match requested.is_empty() {
+                        true => (0, 0),
+                        false => requested.remove(&grant.client).unwrap_or((0, 0)),
+                    };
+                    grants.push(history, index, issued_entry, *grant, *token, pick);
                 }
                 Event::Exit { grant, why } => {
                     let ordinal = grants.known(history, index, *grant, || "exit".to_owned())?;
@@ -153,6 +169,18 @@ impl Grants {
                         if let Some(ordinal) = open.remove(node) {
                             grants.close(ordinal, time_ns, CsEnd::Crash, index);
                         }
+                    }
+                }
+                Event::Pick {
+                    client,
+                    lock,
+                    resource,
+                } => {
+                    picked.insert(*client, (*lock, *resource));
+                }
+                Event::Request { client } if !picked.is_empty() => {
+                    if let Some(&pick) = picked.get(client) {
+                        requested.insert(*client, pick);
                     }
                 }
                 Event::Request { .. }
@@ -218,8 +246,13 @@ impl Grants {
         issued_entry: usize,
         id: GrantId,
         token: Option<u64>,
+        (lock, resource): (u64, u64),
     ) {
         let ordinal = self.list.len();
+        if let Some(first) = self.list.first() {
+            self.one_lock &= first.lock == lock;
+            self.one_resource &= first.resource == resource;
+        }
         let from_ns = history.entries[entry].time_ns;
         let to_ns = history.end_ns;
         self.list.push(Grant {
@@ -227,6 +260,8 @@ impl Grants {
             entry,
             issued_entry,
             token,
+            lock,
+            resource,
             from_ns,
             to_ns,
             end: CsEnd::RunEnd,

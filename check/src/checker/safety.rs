@@ -3,23 +3,63 @@
 //! Each is one pass over the grant table or the storage ops, independent of the others, so a
 //! check can be read (and changed) alone. None of them looks at faults: faults explain a
 //! violation, they never make or excuse one.
+//!
+//! With many locks and resources (`Event::Pick`), double holders and token order are judged
+//! per lock, stale ops and lost updates per resource: two holders of different locks at once,
+//! or an op on one resource after a newer grant's op on another, harm nothing.
+
+use std::collections::BTreeMap;
 
 use crate::history::{Event, GrantId, History, OpId, OpKind, OpOutcome};
 use crate::verdict::{DoubleHolders, Found, LostUpdate, Overlap, StaleOp, TokenInversion};
 
 use super::grants::Grants;
 
-/// Check 1: critical sections of different clients that overlap for a positive time.
+/// Check 1: critical sections of different clients, of one lock, that overlap for a positive
+/// time.
+///
+/// Per lock: the pairs are summed, and so is the time with two or more holders (of one lock);
+/// the most at once is the most of one lock. The examples of all locks are in the order their
+/// overlaps began.
+pub(super) fn double_holders(grants: &Grants, limit: usize) -> DoubleHolders {
+    if grants.one_lock {
+        return double_holders_of(grants, 0..grants.list.len(), limit);
+    }
+    let mut by_lock: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (ordinal, grant) in grants.list.iter().enumerate() {
+        by_lock.entry(grant.lock).or_default().push(ordinal);
+    }
+    let mut found = DoubleHolders::default();
+    for ordinals in by_lock.into_values() {
+        let one = double_holders_of(grants, ordinals, limit);
+        found.pairs += one.pairs;
+        found.overlap_ns += one.overlap_ns;
+        found.max_concurrent = found.max_concurrent.max(one.max_concurrent);
+        found.examples.extend(one.examples);
+    }
+    found
+        .examples
+        .sort_by_key(|o| (o.from_ns, grants.ordinal(o.second), grants.ordinal(o.first)));
+    found.examples.truncate(limit);
+    found
+}
+
+/// Check 1 over the grants `ordinals` (in grant order).
 ///
 /// A sweep over the sections' ends and starts, with ends before starts at equal times so that
 /// `[a, b)` and `[b, c)` do not overlap. A section's overlapping pairs are counted when it
 /// opens, against every section still open then.
-pub(super) fn double_holders(grants: &Grants, limit: usize) -> DoubleHolders {
+fn double_holders_of(
+    grants: &Grants,
+    ordinals: impl IntoIterator<Item = usize>,
+    limit: usize,
+) -> DoubleHolders {
     // Sorting `false` (an end) before `true` (a start) at equal times; then by ordinal, which
     // keeps starts in grant order. An empty section [t, t) holds for no time: it is left out,
     // and its end would otherwise sort before its own start.
     let mut edges: Vec<(u64, bool, usize)> = Vec::with_capacity(2 * grants.list.len());
-    for (ordinal, grant) in grants.list.iter().enumerate() {
+    for ordinal in ordinals {
+        let grant = &grants.list[ordinal];
         if grant.to_ns > grant.from_ns {
             edges.push((grant.from_ns, true, ordinal));
             edges.push((grant.to_ns, false, ordinal));
@@ -93,7 +133,9 @@ pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Sta
         accepted: Found::default(),
         rejected: 0,
     };
-    let mut newest: Option<Newest> = None;
+    // The newest op: of the one resource, or of each resource.
+    let mut one: Option<Newest> = None;
+    let mut newest_of: BTreeMap<u64, Option<Newest>> = BTreeMap::new();
     for (entry, event) in history.entries.iter().enumerate() {
         let Event::Storage(op) = &event.event else {
             continue;
@@ -102,8 +144,13 @@ pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Sta
             stale.rejected += 1;
             continue;
         }
-        let rank = grants.rank(grants.ordinal(op.grant));
-        match newest {
+        let ordinal = grants.ordinal(op.grant);
+        let rank = grants.rank(ordinal);
+        let newest = match grants.one_resource {
+            true => &mut one,
+            false => newest_of.entry(grants.list[ordinal].resource).or_default(),
+        };
+        match *newest {
             Some(newer) if rank < newer.rank => {
                 let finding = StaleOp {
                     entry,
@@ -118,12 +165,12 @@ pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Sta
             }
             Some(newer) if rank == newer.rank => {}
             _ => {
-                newest = Some(Newest {
+                *newest = Some(Newest {
                     rank,
                     entry,
                     op: op.op,
                     grant: op.grant,
-                })
+                });
             }
         }
     }
@@ -144,7 +191,9 @@ pub(super) struct Replay {
 /// current value overwrote a write it never saw.
 ///
 /// The value is replayed rather than taken from reads because a read may be rejected or
-/// stale, while every accepted write is what storage really held next.
+/// stale, while every accepted write is what storage really held next. Each resource is
+/// replayed on its own, from `initial_value`; the final value is the sum of the resources'
+/// last values (`initial_value` when none was written).
 pub(super) fn replay_writes(
     history: &History,
     grants: &Grants,
@@ -157,6 +206,8 @@ pub(super) fn replay_writes(
         final_value: initial_value,
         wrote: vec![false; grants.list.len()],
     };
+    // Each resource's value, with many resources.
+    let mut values: BTreeMap<u64, u64> = BTreeMap::new();
     for (entry, event) in history.entries.iter().enumerate() {
         let Event::Storage(op) = &event.event else {
             continue;
@@ -168,8 +219,15 @@ pub(super) fn replay_writes(
             continue;
         }
         replay.accepted_writes += 1;
-        replay.wrote[grants.ordinal(op.grant)] = true;
-        let current = replay.final_value;
+        let ordinal = grants.ordinal(op.grant);
+        replay.wrote[ordinal] = true;
+        let slot = match grants.one_resource {
+            true => &mut replay.final_value,
+            false => values
+                .entry(grants.list[ordinal].resource)
+                .or_insert(initial_value),
+        };
+        let current = *slot;
         if base != current {
             let finding = LostUpdate {
                 entry,
@@ -181,30 +239,35 @@ pub(super) fn replay_writes(
             };
             replay.lost_updates.record(finding, limit);
         }
-        replay.final_value = value;
+        *slot = value;
+    }
+    if !values.is_empty() {
+        replay.final_value = values.values().sum();
     }
     replay
 }
 
-/// Check 4: in service order, a grant whose token is not above every earlier grant's token.
+/// Check 4: in service order, a grant whose token is not above every earlier grant's token
+/// (of the same lock).
 ///
 /// Grants without a token are skipped: a family that promises monotonic tokens gives one to
 /// every grant, and a missing one says nothing about order.
 pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion> {
     let mut found = Found::default();
-    // The highest token so far and the first grant that had it.
-    let mut highest: Option<(u64, GrantId)> = None;
-    // The grant just before, with its token.
-    let mut previous: Option<(u64, GrantId)> = None;
+    // Per lock: the highest token so far and the first grant that had it; the grant just
+    // before, with its token.
+    type Seen = (Option<(u64, GrantId)>, Option<(u64, GrantId)>);
+    let mut seen: BTreeMap<u64, Seen> = BTreeMap::new();
     for grant in grants.in_service_order() {
         let Some(token) = grant.token else { continue };
+        let (highest, previous) = seen.entry(grant.lock).or_default();
         // A client that takes the lock again with the token of its own grant just before,
         // the highest so far, re-entered an ownership the service never ended (etcd's Mutex
         // on the same session while its key survives an unlock that failed): the same epoch,
         // not an inversion. Its operations stay subject to the stale-op check.
         let reentry = previous.is_some_and(|(t, g)| t == token && g.client == grant.id.client)
             && highest.is_some_and(|(t, _)| t == token);
-        match highest {
+        match *highest {
             _ if reentry => {}
             Some((earlier_token, earlier)) if token <= earlier_token => {
                 let finding = TokenInversion {
@@ -216,9 +279,9 @@ pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion
                 };
                 found.record(finding, limit);
             }
-            _ => highest = Some((token, grant.id)),
+            _ => *highest = Some((token, grant.id)),
         }
-        previous = Some((token, grant.id));
+        *previous = Some((token, grant.id));
     }
     found
 }

@@ -6,6 +6,7 @@ mod cron;
 mod double_holders;
 mod examples;
 mod explain;
+mod keys;
 mod leadership;
 mod liveness;
 mod lost_updates;

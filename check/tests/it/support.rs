@@ -233,6 +233,18 @@ impl Builder {
         self.push(at_ms, Event::Done { job, client })
     }
 
+    /// `client` picked `resource` under `lock` for its next request.
+    pub(crate) fn pick(self, at_ms: u64, client: NodeId, lock: u64, resource: u64) -> Self {
+        self.push(
+            at_ms,
+            Event::Pick {
+                client,
+                lock,
+                resource,
+            },
+        )
+    }
+
     pub(crate) fn due(self, at_ms: u64, client: NodeId, tick: u64) -> Self {
         self.push(at_ms, Event::Due { tick, client })
     }

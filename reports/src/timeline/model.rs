@@ -230,7 +230,8 @@ impl Timeline {
                 | Event::AcquireFailed { client }
                 | Event::Dequeued { client, .. }
                 | Event::Done { client, .. }
-                | Event::Due { client, .. } => {
+                | Event::Due { client, .. }
+                | Event::Pick { client, .. } => {
                     let l = lane_of(*client, &mut lanes);
                     lanes[l].kind = LaneKind::Client;
                 }
