@@ -17,12 +17,13 @@ use std::path::{Path, PathBuf};
 
 use lockstep_check::{
     Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns, queue_lags_ns,
-    tick_lateness_ns,
+    tick_lateness_ns, time_waiting_ns,
 };
+use lockstep_models::family::Role;
 pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::format::ms;
 use lockstep_reports::{
-    Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING,
+    Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, KeysStats,
     LeadershipStats, OverlapStats, QueueStats, Rates, RecoveryStats, Row, Source, Verdicts,
     Visuals,
 };
@@ -335,6 +336,8 @@ struct Tally {
     /// Scheduled job sums, from the first run that had ticks.
     cron: Option<CronStats>,
     tick_lateness: Histogram,
+    /// The clients' time waiting for a lock, summed over the runs.
+    waiting_ns: u128,
 }
 
 impl Tally {
@@ -380,6 +383,7 @@ impl Tally {
         self.add_leadership(r);
         self.add_queue(r);
         self.add_cron(r);
+        self.waiting_ns += u128::from(time_waiting_ns(&r.history));
         if let Some(rec) = v.liveness.recovery {
             self.recovery_runs += 1;
             if let Some(after) = rec.after_ns() {
@@ -517,6 +521,16 @@ impl Tally {
                 lateness_ms: self.tick_lateness.quantiles_ms(),
                 ..c
             }),
+            keys: s.system.workload().keys().map(|k| KeysStats {
+                rows: k.rows,
+                locks: k.locks,
+                waiting: if self.run_ns > 0 {
+                    let clients = s.system.layout().with(|r| r == Role::Client).len();
+                    self.waiting_ns as f64 / (self.run_ns as f64 * clients.max(1) as f64)
+                } else {
+                    0.0
+                },
+            }),
         }
     }
 }
@@ -635,6 +649,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         leadership: None,
         queue: None,
         cron: None,
+        keys: None,
     };
     let mut failing = Vec::new();
     if let (Some(scenario), true) = (&input.scenario, input.replayable) {

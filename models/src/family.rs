@@ -188,6 +188,11 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn dequeues(&self) -> bool {
         false
     }
+    /// Whether its lock client takes locks other than lock 0 ([`crate::LockClient::select`]):
+    /// the `keys` workload's many locks are then allowed, and only then.
+    fn many_locks(&self) -> bool {
+        false
+    }
     /// Its counters, in the order a report lists them.
     fn counters(&self) -> &'static [Counter] {
         &[]

@@ -56,5 +56,6 @@ pub use observe::Observation;
 pub use storage::{Storage, StorageMode};
 pub use system::{Resource, System, SystemSpec};
 pub use workload::{
-    Client, CronConfig, LeaderConfig, OnStoppedLeading, Place, WorkloadConfig, WorkloadKind,
+    Client, CronConfig, KeysConfig, LeaderConfig, OnStoppedLeading, Place, WorkloadConfig,
+    WorkloadKind,
 };

@@ -53,6 +53,11 @@ pub trait LockClient: Clone + Debug + Eq {
     /// its writes, say); [`NoResource`] when the service keeps none.
     type Resource: Copy + Debug + Eq + Send + Sync;
 
+    /// Names the lock the next acquisitions take, with the `keys` workload's many locks: lock
+    /// 0 is the family's one lock, as without the workload; lock `n` another lock of the same
+    /// service. Called only while the client holds nothing, and only with lock 0 unless its
+    /// family says it takes many locks (`crate::Family::many_locks`).
+    fn select(&mut self, lock: u32);
     /// Starts acquiring; a signal when the outcome is known at once.
     fn acquire(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>) -> Option<LockSignal>;
     /// Starts releasing; [`LockSignal::Released`] when done at once.

@@ -25,6 +25,8 @@ pub enum Msg<M> {
     Storage(StorageRequest),
     /// Storage's answer.
     StorageReply(StorageReply),
+    /// A storage operation on row `.0` (the `keys` workload's many rows; `Storage` is row 0).
+    StorageRow(u64, StorageRequest),
 }
 
 /// A timer of a world whose service nodes set `S` and lock clients `L`.
@@ -160,7 +162,8 @@ impl<F: Family> Process for Node<F> {
                 c.on_signal(env, signal);
             }
             (Node::Client(c), Msg::StorageReply(reply)) => c.on_storage_reply(env, reply),
-            (Node::Storage(s), Msg::Storage(req)) => s.on_request(env, from, req),
+            (Node::Storage(s), Msg::Storage(req)) => s.on_request(env, from, 0, req),
+            (Node::Storage(s), Msg::StorageRow(row, req)) => s.on_request(env, from, row, req),
             // Storage requests go only to the storage node, replies only to the client that
             // asked, and the family's protocol only between its own nodes and lock clients:
             // nothing else is ever addressed.

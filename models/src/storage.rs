@@ -11,6 +11,8 @@
 //! that token is still the owner (failure catalogue K7). It orders writes by who claimed last,
 //! not by who was granted last.
 
+use std::collections::BTreeMap;
+
 use lockstep_check::{Event, GrantId, OpId, OpKind, OpOutcome, StorageOp};
 use lockstep_sim::NodeId;
 
@@ -103,10 +105,21 @@ pub struct StorageReply {
     pub result: StorageResult,
 }
 
-/// The storage process. Its state is durable: a crash loses nothing.
+/// The storage process: row 0, the counter, and with the `keys` workload any other rows, each
+/// with its own value and fencing state (a token is checked against the highest seen on its
+/// row). Its state is durable: a crash loses nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Storage {
     mode: StorageMode,
+    /// Row 0.
+    first: Row,
+    /// The other rows, created empty when first addressed.
+    others: BTreeMap<u64, Row>,
+}
+
+/// One row: its value and what fencing has seen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Row {
     value: u64,
     highest_token: Option<u64>,
     /// The token of the last claim (compare-and-set mode).
@@ -118,43 +131,58 @@ impl Storage {
     pub fn new(mode: StorageMode) -> Storage {
         Storage {
             mode,
-            value: 0,
-            highest_token: None,
-            owner: None,
+            first: Row::default(),
+            others: BTreeMap::new(),
         }
     }
 
     /// Storage in `mode` holding `value`, with no token seen: a replica's copy of a row.
     pub fn with_value(mode: StorageMode, value: u64) -> Storage {
-        Storage {
-            value,
-            ..Storage::new(mode)
-        }
+        let mut storage = Storage::new(mode);
+        storage.first.value = value;
+        storage
     }
 
-    /// The counter's value.
+    /// The counter's value (row 0).
     pub fn value(&self) -> u64 {
-        self.value
+        self.first.value
     }
 
     pub(crate) fn on_request<M, T>(
         &mut self,
         ctx: &mut impl Host<Msg<M>, T>,
         from: NodeId,
+        row: u64,
         req: StorageRequest,
     ) {
-        let (kind, result) = self.apply(req);
+        let (kind, result) = self.apply_row(row, req);
         self.answer(ctx, from, &req, kind, result);
     }
 
-    /// Decides one operation: the operation as the history records it and the reply. Pure
-    /// (no host): the simulated storage node and the bridge's storage host
+    /// Decides one operation on row 0: the operation as the history records it and the
+    /// reply. Pure (no host): the simulated storage node and the bridge's storage host
     /// (`lockstep-bridge`) both decide through it, so every fencing mode means one thing.
     pub fn apply(&mut self, req: StorageRequest) -> (OpKind, StorageResult) {
-        if self.mode == StorageMode::CasToken {
+        self.apply_row(0, req)
+    }
+
+    /// Decides one operation on row `row`.
+    pub fn apply_row(&mut self, row: u64, req: StorageRequest) -> (OpKind, StorageResult) {
+        let mode = self.mode;
+        let row = match row {
+            0 => &mut self.first,
+            n => self.others.entry(n).or_default(),
+        };
+        row.apply(mode, req)
+    }
+}
+
+impl Row {
+    fn apply(&mut self, mode: StorageMode, req: StorageRequest) -> (OpKind, StorageResult) {
+        if mode == StorageMode::CasToken {
             return self.apply_cas(req);
         }
-        let checked = match (self.mode, req.kind) {
+        let checked = match (mode, req.kind) {
             (StorageMode::Unfenced | StorageMode::CasToken, _)
             | (StorageMode::FencedWrites, RequestKind::Read | RequestKind::Claim) => false,
             (StorageMode::FencedWrites, RequestKind::Write { .. })
@@ -217,6 +245,18 @@ impl Storage {
         }
     }
 
+    /// A fenced check: an operation without a token cannot be admitted, one with a token is
+    /// admitted unless a higher token was seen.
+    fn admits(&self, token: Option<u64>) -> bool {
+        match (token, self.highest_token) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(t), Some(h)) => t >= h,
+        }
+    }
+}
+
+impl Storage {
     /// Records the operation as handled and replies.
     fn answer<M, T>(
         &mut self,
@@ -239,15 +279,5 @@ impl Storage {
             outcome,
         }));
         ctx.send(from, Msg::StorageReply(StorageReply { op: req.op, result }));
-    }
-
-    /// A fenced check: an operation without a token cannot be admitted, one with a token is
-    /// admitted unless a higher token was seen.
-    fn admits(&self, token: Option<u64>) -> bool {
-        match (token, self.highest_token) {
-            (None, _) => false,
-            (Some(_), None) => true,
-            (Some(t), Some(h)) => t >= h,
-        }
     }
 }

@@ -282,7 +282,11 @@ impl<F: Family> System for SystemSpec<F> {
     fn describe(&self) -> SystemLabel {
         let mut parts = self.family.describe();
         if self.clients != 2 {
-            parts.push(format!("{} clients", self.clients));
+            let s = if self.clients == 1 { "" } else { "s" };
+            parts.push(format!("{} client{s}", self.clients));
+        }
+        if let Some(keys) = self.workload.keys() {
+            parts.push(keys.describe());
         }
         let first = parts.remove(0);
         let system = if parts.is_empty() {

@@ -193,6 +193,18 @@ pub struct CronStats {
     pub lateness_ms: Option<QuantilesMs>,
 }
 
+/// Many keys' figures over a scenario's runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KeysStats {
+    /// Rows in storage.
+    pub rows: u32,
+    /// Locks over them.
+    pub locks: u32,
+    /// The share of the clients' time spent waiting for a lock (request to grant, give-up,
+    /// crash or the run's end), over every run.
+    pub waiting: f64,
+}
+
 /// Recovery after a chaos profile's faults stop.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryStats {
@@ -262,6 +274,10 @@ pub struct Row {
     /// Scheduled job figures; `None` when the scenario's runs had no ticks, and for a sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<CronStats>,
+    /// Many keys' figures; `None` unless the scenario's clients work on many keys, and for a
+    /// sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeysStats>,
 }
 
 /// A fault the world applied, for a failing seed's section.
@@ -419,6 +435,11 @@ impl Comparison {
         self.rows.iter().any(|r| r.cron.is_some())
     }
 
+    /// True when some row has many keys' figures: every rendering then adds their columns.
+    fn has_keys(&self) -> bool {
+        self.rows.iter().any(|r| r.keys.is_some())
+    }
+
     /// The columns of this report's table: [`COLUMNS`], and [`LEADERSHIP_COLUMNS`] when some
     /// row has leadership metrics.
     pub(crate) fn columns(&self) -> Vec<(&'static str, &'static str)> {
@@ -431,6 +452,9 @@ impl Comparison {
         }
         if self.has_cron() {
             columns.extend(CRON_COLUMNS);
+        }
+        if self.has_keys() {
+            columns.extend(KEYS_COLUMNS);
         }
         columns
     }
@@ -446,6 +470,9 @@ impl Comparison {
         }
         if self.has_cron() {
             cells.extend(cron_cells(row.cron));
+        }
+        if self.has_keys() {
+            cells.extend(keys_cells(row.keys));
         }
         cells
     }
@@ -508,6 +535,26 @@ pub(crate) const CRON_COLUMNS: [(&str, &str); 3] = [
         "From the due a tick's first run answered, on its runner's schedule, to that run's grant, pooled over every tick run of every run.",
     ),
 ];
+
+/// The columns added when some row has many keys' figures.
+pub(crate) const KEYS_COLUMNS: [(&str, &str); 2] = [
+    (
+        "rows / locks",
+        "Rows in storage, and the locks over them (1: one lock for all; as many as rows: a lock per row).",
+    ),
+    (
+        "waiting",
+        "Share of the clients' time spent waiting for a lock (request to grant or give-up), over every run.",
+    ),
+];
+
+/// A row's many keys cells, dashes without keys.
+fn keys_cells(k: Option<KeysStats>) -> Vec<String> {
+    let Some(k) = k else {
+        return vec!["-".to_string(); KEYS_COLUMNS.len()];
+    };
+    vec![format!("{} / {}", k.rows, k.locks), percent(k.waiting)]
+}
 
 /// A row's scheduled job cells, dashes without ticks.
 fn cron_cells(c: Option<CronStats>) -> Vec<String> {

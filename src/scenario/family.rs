@@ -241,7 +241,24 @@ fn system<F: Family>(
         ),
         _ => {}
     }
+    if workload.keys().is_some() && !family.many_locks() {
+        check.problems.push(
+            "workload.kind",
+            format!(
+                "\"keys\" needs a lock client that takes many locks (see the families' pages \
+                 in docs/families/); {} as set takes one",
+                F::NAME
+            ),
+        );
+    }
     let resource = resource::<F>(check, &file.storage, family.tokens());
+    if workload.keys().is_some() && matches!(resource, Resource::Service(_)) {
+        check.problems.push(
+            "storage.mode",
+            "\"keys\" keeps its rows in the storage node: leave out a mode that keeps the \
+             resource in the lock service",
+        );
+    }
     Arc::new(SystemSpec {
         family,
         clients,

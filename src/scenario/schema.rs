@@ -189,6 +189,12 @@ pub(crate) struct WorkloadSection {
     /// Cron only: the least time the lock is held from its grant (ShedLock's
     /// `lockAtLeastFor`).
     pub(crate) lock_at_least_ms: Option<f64>,
+    /// Keys only: rows in storage.
+    pub(crate) rows: Option<u32>,
+    /// Keys only: locks over the rows (1 global, `rows` one per row).
+    pub(crate) locks: Option<u32>,
+    /// Keys only: the Zipf exponent of the rows' popularity (uniform when absent).
+    pub(crate) zipf: Option<f64>,
 }
 
 /// `workload.watchdog`.
@@ -207,6 +213,7 @@ pub(crate) enum WorkloadKindSpec {
     Leader,
     Queue,
     Cron,
+    Keys,
 }
 
 /// `workload.on_stopped_leading`.
@@ -233,6 +240,9 @@ impl Default for WorkloadSection {
             watchdog: None,
             period_ms: None,
             lock_at_least_ms: None,
+            rows: None,
+            locks: None,
+            zipf: None,
         }
     }
 }

@@ -211,9 +211,10 @@ fn the_json_round_trips_and_every_field_is_documented() {
     // documented too.
     let leader = leadership_scenario(&dir);
     let cron = "scenarios/cron/redis-try.toml";
+    let keys = "scenarios/keys/redis-rows-1.toml";
     let json = report_to(
         &dir.join("r.json"),
-        &[CATALOGUE, CHAOS, cron, s(&leader), "--seeds", "1"],
+        &[CATALOGUE, CHAOS, cron, keys, s(&leader), "--seeds", "1"],
     );
     let c = Comparison::from_json(&json).expect("parses");
     assert!(c.rows.last().is_some_and(|r| r.leadership.is_some()));
@@ -445,7 +446,8 @@ fn a_bad_extension_or_an_unwritable_output_exits_2_and_writes_nothing() {
 /// catalogue over 5 seeds, the failover comparison of leader election across families
 /// (`scenarios/failover/`) over the seeds its files declare, and every family's design and
 /// Chubby's under one pause and one partition (`scenarios/compare/`) over 50 seeds, and the
-/// scheduled jobs of `scenarios/cron/` over the seeds their files declare.
+/// scheduled jobs of `scenarios/cron/` and the lock granularity of `scenarios/keys/` over the
+/// seeds their files declare.
 /// `UPDATE_EXPECT=1 cargo test sample` rewrites the files.
 #[test]
 fn the_sample_reports_are_current_with_their_scenarios() {
@@ -456,6 +458,7 @@ fn the_sample_reports_are_current_with_their_scenarios() {
         ("scenarios/failover", "failover", None),
         ("scenarios/compare", "compare", Some(50)),
         ("scenarios/cron", "cron", None),
+        ("scenarios/keys", "keys", None),
     ] {
         let inputs = report::load_inputs(&[PathBuf::from(dir)]).expect("the scenarios load");
         let built = report::build(

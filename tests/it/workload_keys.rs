@@ -71,7 +71,7 @@ fn an_unknown_kind_lists_the_kinds() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].contains(
-            "workload.kind: unknown value `follower`, expected one of `counter`, `leader`, `queue`"
+            "workload.kind: unknown value `follower`, expected one of `counter`, `leader`, `queue`, `cron`, `keys`"
         ),
         "{}",
         lines[0]
@@ -127,4 +127,75 @@ fn the_loaded_system_says_whether_its_clients_lead() {
     assert!(!counter.system.workload().is_leader());
     let leader = lockstep::parse(&with_workload("kind = \"leader\""), path).expect("loads");
     assert!(leader.system.workload().is_leader());
+}
+
+#[test]
+fn the_keys_of_many_keys_need_kind_keys() {
+    let lines = errors_of(
+        "rows-counter",
+        &with_workload("rows = 10\nlocks = 2\nzipf = 1.0"),
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.ends_with("applies only to many keys: needs `kind = \"keys\"`"))
+            .count(),
+        3,
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn many_keys_take_at_most_a_lock_per_row() {
+    one_error(
+        "locks-above-rows",
+        "kind = \"keys\"\nrows = 10\nlocks = 11",
+        "workload.locks: must be between 1 (one lock for every row) and workload.rows (10, a lock \
+         per row), not 11",
+    );
+    one_error(
+        "rows-zero",
+        "kind = \"keys\"\nrows = 0\nlocks = 1",
+        "workload.rows: 0 is out of range: expected 1 to 10000",
+    );
+}
+
+#[test]
+fn many_keys_need_a_family_that_takes_many_locks() {
+    let text = "[scenario]\nname = \"t\"\nduration_ms = 10_000\n\n[model]\nkind = \"etcd\"\nttl_ms = 5_000\n\n\
+                [workload]\nkind = \"keys\"\n";
+    let lines = errors_of("keys-etcd", text);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(
+            "workload.kind: \"keys\" needs a lock client that takes many locks (see the \
+             families' pages in docs/families/); etcd as set takes one"
+        ),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn a_cron_job_needs_its_period_and_takes_no_think_time() {
+    let lines = errors_of(
+        "cron-bare",
+        &with_workload("kind = \"cron\"\nthink_ms = 10"),
+    );
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].contains("workload.think_ms: a scheduled job does not think"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].ends_with(
+            "workload.period_ms: is required with `kind = \"cron\"`: the time between ticks, in ms"
+        ),
+        "{lines:?}"
+    );
+    one_error(
+        "cron-keys-counter",
+        "lock_at_least_ms = 10",
+        "workload.lock_at_least_ms: applies only to a scheduled job: needs `kind = \"cron\"`",
+    );
 }

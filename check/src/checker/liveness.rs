@@ -65,6 +65,16 @@ pub fn acquire_latencies_ns(history: &History) -> Vec<u64> {
     waits(history).latencies_ns
 }
 
+/// The clients' time spent waiting for the lock, summed over the clients: every wait from a
+/// `Request` to its grant, its give-up, its client's crash or the run's end.
+pub fn time_waiting_ns(history: &History) -> u64 {
+    waits(history)
+        .waiting
+        .iter()
+        .map(|(from, to)| to - from)
+        .sum()
+}
+
 /// What the walk over requests and grants found.
 #[derive(Debug, Default)]
 struct Waits {

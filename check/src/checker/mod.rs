@@ -26,7 +26,7 @@ use crate::verdict::{Found, Validity, Verdict};
 pub use cron::tick_lateness_ns;
 use grants::Grants;
 pub use leadership::leadership_failovers_ns;
-pub use liveness::acquire_latencies_ns;
+pub use liveness::{acquire_latencies_ns, time_waiting_ns};
 pub use queue::queue_lags_ns;
 
 /// What the checker needs to know beyond the history.

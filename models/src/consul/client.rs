@@ -476,6 +476,11 @@ impl LockClient for ConsulLock {
     type Timer = ClientTimer;
     type Resource = ResourceGuard;
 
+    /// One lock only: the loader refuses the `keys` workload's many locks for Consul.
+    fn select(&mut self, lock: u32) {
+        assert_eq!(lock, 0, "Consul takes one lock");
+    }
+
     fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         self.phase = Phase::Locking;
         self.lost = false;

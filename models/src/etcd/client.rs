@@ -692,6 +692,11 @@ impl LockClient for EtcdLock {
     type Timer = ClientTimer;
     type Resource = ResourceGuard;
 
+    /// One lock only: the loader refuses the `keys` workload's many locks for etcd.
+    fn select(&mut self, lock: u32) {
+        assert_eq!(lock, 0, "etcd takes one lock");
+    }
+
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,

@@ -603,6 +603,11 @@ impl LockClient for Elector {
     type Timer = ElectorTimer;
     type Resource = NoResource;
 
+    /// One lock only: the loader refuses the `keys` workload's many locks for Kubernetes.
+    fn select(&mut self, lock: u32) {
+        assert_eq!(lock, 0, "Kubernetes takes one lock");
+    }
+
     fn acquire(&mut self, env: &mut impl Host<Msg, ElectorTimer>) -> Option<LockSignal> {
         self.me(env);
         // `Run` again: a new leading context; a release still in flight is abandoned.

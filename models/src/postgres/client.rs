@@ -135,6 +135,9 @@ pub struct PgLock {
     state: State,
     /// The job held (the queue recipe).
     job: Option<u64>,
+    /// The advisory lock's key: [`LOCK_KEY`] for lock 0, and `LOCK_KEY + n` for lock `n` of
+    /// the `keys` workload.
+    key: i64,
 }
 
 impl PgLock {
@@ -149,6 +152,7 @@ impl PgLock {
             next_id: 0,
             state: State::Idle,
             job: None,
+            key: LOCK_KEY,
         }
     }
 
@@ -369,6 +373,10 @@ impl LockClient for PgLock {
     type Timer = SocketTimeout;
     type Resource = Row;
 
+    fn select(&mut self, lock: u32) {
+        self.key = LOCK_KEY + i64::from(lock);
+    }
+
     fn acquire(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
         let conn = self.lock_conn();
         let stmt = match self.config.recipe {
@@ -380,7 +388,7 @@ impl LockClient for PgLock {
             recipe => {
                 let xact = recipe == Recipe::Xact;
                 Stmt::Lock {
-                    key: LOCK_KEY,
+                    key: self.key,
                     xact,
                     wait: self.config.wait,
                     begin: xact,
@@ -403,7 +411,7 @@ impl LockClient for PgLock {
         let (conn, stmt) = match (self.config.recipe, self.lock_conn) {
             // The row does not depend on a connection: any one deletes it.
             (Recipe::Table { .. }, _) => (self.lock_conn(), Stmt::DeleteLock { owner: ctx.id() }),
-            (Recipe::Session, Some(c)) => (c, Stmt::Unlock { key: LOCK_KEY }),
+            (Recipe::Session, Some(c)) => (c, Stmt::Unlock { key: self.key }),
             (Recipe::Xact, Some(c)) => (c, Stmt::Commit),
             (Recipe::Queue { .. }, Some(c)) => match self.job.take() {
                 Some(job) => (c, Stmt::Complete { job }),

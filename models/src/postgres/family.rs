@@ -368,6 +368,12 @@ impl Family for Postgres {
         }
     }
 
+    /// Advisory locks take any key: lock `n` is key `1 + n`. The lock table's one row and the
+    /// job queue are not locks per key.
+    fn many_locks(&self) -> bool {
+        matches!(self.recipe, Recipe::Session | Recipe::Xact)
+    }
+
     fn dequeues(&self) -> bool {
         matches!(self.recipe, Recipe::Queue { .. })
     }

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use lockstep_check::{Event, OpKind, OpOutcome, StorageOp};
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
-use super::{Answer, Conn, LockRow, Msg, Stmt, Timer, WalStatus};
+use super::{Answer, Conn, LOCK_KEY, LockRow, Msg, Stmt, Timer, WalStatus};
 use crate::env::Host;
 use crate::observe::{HolderView, Observation};
 use crate::storage::{RequestKind, Storage, StorageMode, StorageReply, StorageRequest, StorageResult};
@@ -883,10 +883,13 @@ impl PgServer {
         *counts.entry(key).or_insert(0) += 1;
         if let std::collections::btree_map::Entry::Vacant(e) = self.locks.entry(key) {
             e.insert((c, VecDeque::new()));
-            env.observe(Observation::Holder(HolderView::Granted {
-                client: c.0,
-                expires: None,
-            }));
+            // Observers see lock 0's holder (the `keys` workload's other locks go unseen).
+            if key == LOCK_KEY {
+                env.observe(Observation::Holder(HolderView::Granted {
+                    client: c.0,
+                    expires: None,
+                }));
+            }
         }
     }
 
@@ -899,7 +902,9 @@ impl PgServer {
             return;
         }
         let (_, mut line) = self.locks.remove(&key).expect("held");
-        env.observe(Observation::Holder(HolderView::Free));
+        if key == LOCK_KEY {
+            env.observe(Observation::Holder(HolderView::Free));
+        }
         while let Some(next) = line.pop_front() {
             let Some(b) = self.backends.get_mut(&next) else {
                 continue;

@@ -24,7 +24,7 @@ use lockstep_sim::{ClockKind, Distribution, Dur, LocalTime, NodeId, TimerId};
 
 use super::Msg;
 use super::sentinel::SentinelMsg;
-use super::{Command, FENCE_KEY, LOCK_KEY, Reply};
+use super::{Command, FENCE_KEY, Key, LOCK_KEY, Reply, lock_key};
 use crate::env::Host;
 use crate::lock::{LockClient, LockSignal, NoResource};
 use crate::storage::StorageRequest;
@@ -185,6 +185,8 @@ pub struct RedisLock {
     stale: bool,
     /// The token the acquire-and-fence script returned, until the grant takes it.
     atomic_token: Option<u64>,
+    /// The lock's key: [`LOCK_KEY`] unless the workload selected another lock.
+    key: Key,
 }
 
 impl RedisLock {
@@ -199,6 +201,7 @@ impl RedisLock {
             server,
             stale: false,
             atomic_token: None,
+            key: LOCK_KEY,
         }
     }
 
@@ -353,14 +356,14 @@ impl RedisLock {
         let sent = ctx.mono();
         let cmd = if self.config.fencing && self.config.fence_atomically {
             Command::SetNxIncr {
-                key: LOCK_KEY,
+                key: self.key,
                 value,
                 ttl: self.config.ttl,
                 counter: FENCE_KEY,
             }
         } else {
             Command::SetNxPx {
-                key: LOCK_KEY,
+                key: self.key,
                 value,
                 ttl: self.config.ttl,
             }
@@ -435,7 +438,7 @@ impl RedisLock {
         self.send(
             ctx,
             Command::CompareAndDelete {
-                key: LOCK_KEY,
+                key: self.key,
                 value,
             },
         );
@@ -536,6 +539,10 @@ impl LockClient for RedisLock {
     type Timer = LockTimer;
     type Resource = NoResource;
 
+    fn select(&mut self, lock: u32) {
+        self.key = lock_key(lock);
+    }
+
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, LockTimer>,
@@ -576,10 +583,10 @@ impl LockClient for RedisLock {
         };
         let cmd = match self.config.release {
             Release::CompareAndDelete => Command::CompareAndDelete {
-                key: LOCK_KEY,
+                key: self.key,
                 value,
             },
-            Release::Del => Command::Del { key: LOCK_KEY },
+            Release::Del => Command::Del { key: self.key },
         };
         let req = self.send(ctx, cmd);
         self.state = State::Releasing { req };
@@ -683,7 +690,7 @@ impl LockClient for RedisLock {
                 let req = self.send(
                     ctx,
                     Command::CompareAndPexpire {
-                        key: LOCK_KEY,
+                        key: self.key,
                         value,
                         ttl,
                     },

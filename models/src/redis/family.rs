@@ -540,6 +540,11 @@ impl Family for Redis {
         self.client.ttl
     }
 
+    /// Any key is a lock: lock `n` is the key `lock:n` (`redis::lock_key`).
+    fn many_locks(&self) -> bool {
+        true
+    }
+
     fn expiry_wall_clocks(&self) -> &'static [Role] {
         // A key's deadline is on its server's `expiry_clock` (`mstime()` by default).
         match self.server.expiry_clock {

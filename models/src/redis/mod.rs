@@ -25,13 +25,38 @@ use lockstep_sim::{Dur, NodeId};
 use crate::env::Host;
 use crate::family::Service;
 
-/// A key. The lock key and the fencing counter are fixed names; one lock per run.
+/// A key: the lock's, another lock's (`lock:N`, with many locks) or the fencing counter.
 pub type Key = &'static str;
 
-/// The lock's key.
+/// The lock's key: lock 0, the one lock of a run with one.
 pub const LOCK_KEY: Key = "lock";
-/// The counter `INCR`ed for fencing tokens.
+/// The counter `INCR`ed for fencing tokens (one counter for every lock: tokens rise across
+/// locks, so each lock's rise too).
 pub const FENCE_KEY: Key = "fence";
+
+/// The key of lock `lock`: [`LOCK_KEY`] for lock 0, `lock:N` for the others (with the `keys`
+/// workload's many locks, at most [`crate::workload::keys::MAX_LOCKS`]). The names are made
+/// once, so a key stays a `&'static str` that hashes as its text.
+///
+/// # Panics
+/// Above the most locks; the loader refuses more.
+pub fn lock_key(lock: u32) -> Key {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    if lock == 0 {
+        return LOCK_KEY;
+    }
+    let names = NAMES.get_or_init(|| {
+        (1..crate::workload::keys::MAX_LOCKS)
+            .map(|n| format!("lock:{n}"))
+            .collect()
+    });
+    &names[lock as usize - 1]
+}
+
+/// Whether `key` is a lock's key (not the fencing counter).
+pub fn is_lock_key(key: Key) -> bool {
+    key == LOCK_KEY || key.starts_with("lock:")
+}
 
 /// A command, as the client sends it. Lua scripts are single commands here: Redis runs a
 /// script atomically with time frozen at its start, which is what a single handler does.
@@ -98,6 +123,23 @@ pub enum Command {
         /// The counter key.
         counter: Key,
     },
+}
+
+impl Command {
+    /// The lock key the command reads or changes, if any.
+    pub fn lock_key(&self) -> Option<Key> {
+        let key = match self {
+            Command::SetNxPx { key, .. }
+            | Command::Get { key }
+            | Command::Del { key }
+            | Command::CompareAndDelete { key, .. }
+            | Command::CompareAndPexpire { key, .. }
+            | Command::Incr { key }
+            | Command::SetNxIncr { key, .. } => *key,
+            Command::Wait { .. } => return None,
+        };
+        is_lock_key(key).then_some(key)
+    }
 }
 
 /// A reply.

@@ -250,9 +250,10 @@ impl RedisServer {
             return;
         }
         let now_ms = ctx.clock(self.config.expiry_clock).as_millis();
-        let before = self.db.get(LOCK_KEY).copied();
+        let key = cmd.lock_key().unwrap_or(LOCK_KEY);
+        let before = self.db.get(key).copied();
         let reply = self.execute(now_ms, cmd);
-        self.audit(ctx, from, before, now_ms);
+        self.audit(ctx, from, key, before, now_ms);
         if !self.propagate.is_empty() {
             self.propagate_writes(ctx);
             self.repl.woff.insert(from, self.repl.offset);
@@ -266,15 +267,18 @@ impl RedisServer {
     ///
     /// A command that makes `from` the key's owner is also the service issuing that
     /// acquisition: it is recorded in the history as `Issued`, named by the lock value the
-    /// client chose for this attempt (docs/checker.md, service order).
+    /// client chose for this attempt (docs/checker.md, service order). With many locks
+    /// (`key` another lock's), only the `Issued` is kept: the observers' holder view is of
+    /// lock 0's key.
     fn audit(
         &mut self,
         ctx: &mut impl Host<Msg, Timer>,
         from: NodeId,
+        key: Key,
         before: Option<Entry>,
         now_ms: i64,
     ) {
-        let after = self.db.get(LOCK_KEY).copied();
+        let after = self.db.get(key).copied();
         let clock = self.config.expiry_clock;
         let live = |e: &Entry| e.expires_at_ms.is_none_or(|when| now_ms <= when);
         // A key is expired once the clock reads past its deadline's millisecond.
@@ -300,7 +304,9 @@ impl RedisServer {
             (Some(_), None) => HolderView::Free,
             _ => return,
         };
-        ctx.observe(Observation::Holder(view));
+        if key == LOCK_KEY {
+            ctx.observe(Observation::Holder(view));
+        }
         if let (HolderView::Granted { .. }, Some(a)) = (view, after) {
             ctx.record(Event::Issued {
                 client: HistNode(from.0),

@@ -213,6 +213,11 @@ impl Family for Redlock {
         self.client.ttl
     }
 
+    /// Lock `n` is the key `lock:n` on every instance.
+    fn many_locks(&self) -> bool {
+        true
+    }
+
     fn expiry_wall_clocks(&self) -> &'static [Role] {
         // A key's deadline is on its server's `expiry_clock` (`mstime()` by default).
         match self.server.expiry_clock {

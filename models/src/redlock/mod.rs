@@ -25,7 +25,7 @@ use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
 use crate::env::Host;
 use crate::lock::{LockClient, LockSignal, NoResource};
-use crate::redis::{Command, LOCK_KEY, LockTimer, Msg, Reply};
+use crate::redis::{Command, Key, LOCK_KEY, LockTimer, Msg, Reply, lock_key};
 use crate::storage::StorageRequest;
 
 /// Which client library's algorithm.
@@ -214,6 +214,8 @@ pub struct RedlockClient {
     /// The random value of the current acquisition, kept for all its tries.
     value: u64,
     next_req: u64,
+    /// The lock's key on every instance: [`LOCK_KEY`] unless the workload selected another.
+    key: Key,
 }
 
 impl RedlockClient {
@@ -229,6 +231,7 @@ impl RedlockClient {
             state: State::Idle,
             value: 0,
             next_req: 0,
+            key: LOCK_KEY,
         }
     }
 
@@ -325,16 +328,16 @@ impl RedlockClient {
         let value = self.value;
         let cmd = match purpose {
             Purpose::Acquire => Command::SetNxPx {
-                key: LOCK_KEY,
+                key: self.key,
                 value,
                 ttl: self.config.ttl,
             },
             Purpose::Unlock | Purpose::Release => Command::CompareAndDelete {
-                key: LOCK_KEY,
+                key: self.key,
                 value,
             },
             Purpose::Extend => Command::CompareAndPexpire {
-                key: LOCK_KEY,
+                key: self.key,
                 value,
                 ttl: self.config.ttl,
             },
@@ -449,6 +452,10 @@ impl LockClient for RedlockClient {
     type Msg = Msg;
     type Timer = LockTimer;
     type Resource = NoResource;
+
+    fn select(&mut self, lock: u32) {
+        self.key = lock_key(lock);
+    }
 
     fn on_message(
         &mut self,

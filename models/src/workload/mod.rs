@@ -62,6 +62,7 @@
 //! as `Exit` does, whatever the mode.
 
 pub mod cron;
+pub mod keys;
 
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
 use lockstep_sim::{ClockKind, Distribution, Dur, Env, LocalTime, NodeId};
@@ -73,6 +74,7 @@ use crate::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
 
 pub use cron::CronConfig;
 use cron::Fire;
+pub use keys::KeysConfig;
 
 /// Where a workload client sends its storage operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +115,14 @@ impl WorkloadConfig {
     pub fn is_cron(&self) -> bool {
         matches!(self.kind, WorkloadKind::Cron(_))
     }
+
+    /// The rows and locks, when the clients work on many keys.
+    pub fn keys(&self) -> Option<&KeysConfig> {
+        match &self.kind {
+            WorkloadKind::Keys(keys) => Some(keys),
+            _ => None,
+        }
+    }
 }
 
 /// The loop a workload client runs.
@@ -126,6 +136,9 @@ pub enum WorkloadKind {
     Queue,
     /// At each tick of a schedule on the client's wall clock, try the lock and run the job.
     Cron(CronConfig),
+    /// The counter loop over many rows under many locks: each critical section picks a row
+    /// and takes the lock that covers it.
+    Keys(KeysConfig),
 }
 
 /// How a leader client behaves.
@@ -216,6 +229,8 @@ pub struct Client<L: LockClient> {
     terminating: bool,
     /// A scheduled job's next instant on the wall clock, once its timer is armed.
     next_tick: Option<i64>,
+    /// The row of the current (or next) critical section (the `keys` workload; else 0).
+    row: u64,
     /// Grants and operations so far. Bookkeeping for the history, kept across crashes so ids
     /// stay unique; no decision reads them.
     grants: u32,
@@ -244,6 +259,7 @@ impl<L: LockClient> Client<L> {
             lost: false,
             terminating: false,
             next_tick: None,
+            row: 0,
             grants: 0,
             ops: 0,
         }
@@ -358,6 +374,17 @@ impl<L: LockClient> Client<L> {
                 self.release(ctx, false);
             }
             (Phase::Thinking, WorkTimer::Think) => {
+                if let WorkloadKind::Keys(keys) = &self.config.kind {
+                    let row = keys.draw(ctx.rng());
+                    let lock = keys.lock_of(row);
+                    self.row = u64::from(row);
+                    ctx.record(Event::Pick {
+                        client: Self::me(ctx),
+                        lock: u64::from(lock),
+                        resource: self.row,
+                    });
+                    self.lock.select(lock);
+                }
                 if !self.config.is_queue() {
                     ctx.record(Event::Request {
                         client: Self::me(ctx),
@@ -709,6 +736,9 @@ impl<L: LockClient> Client<L> {
             kind,
         };
         match &self.place {
+            Place::Node(storage) if self.config.keys().is_some() => {
+                ctx.send(*storage, Msg::StorageRow(self.row, req));
+            }
             Place::Node(storage) => ctx.send(*storage, Msg::Storage(req)),
             Place::Service(resource) => {
                 self.lock

@@ -773,6 +773,11 @@ impl LockClient for ZooKeeperLock {
     type Timer = ClientTimer;
     type Resource = NoResource;
 
+    /// One lock only: the loader refuses the `keys` workload's many locks for ZooKeeper.
+    fn select(&mut self, lock: u32) {
+        assert_eq!(lock, 0, "ZooKeeper takes one lock");
+    }
+
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,

@@ -6,7 +6,10 @@
 //! (`lockstep_models::workload::cron`), whose keys only it takes.
 
 use lockstep_models::keys::{Check, DistSpec};
-use lockstep_models::{CronConfig, LeaderConfig, OnStoppedLeading, WorkloadConfig, WorkloadKind};
+use lockstep_models::workload::keys::MAX_LOCKS;
+use lockstep_models::{
+    CronConfig, KeysConfig, LeaderConfig, OnStoppedLeading, WorkloadConfig, WorkloadKind,
+};
 use lockstep_sim::Dur;
 
 use crate::scenario::schema::{OnStoppedSpec, WorkloadKindSpec, WorkloadSection, default_think};
@@ -42,6 +45,20 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
 fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
     let leader = w.kind == Some(WorkloadKindSpec::Leader);
     let cron = w.kind == Some(WorkloadKindSpec::Cron);
+    let keys = w.kind == Some(WorkloadKindSpec::Keys);
+    if !keys {
+        let set = [
+            ("rows", w.rows.is_some()),
+            ("locks", w.locks.is_some()),
+            ("zipf", w.zipf.is_some()),
+        ];
+        for (key, _) in set.iter().filter(|(_, present)| *present) {
+            check.problems.push(
+                format!("workload.{key}"),
+                "applies only to many keys: needs `kind = \"keys\"`".to_string(),
+            );
+        }
+    }
     if !cron {
         let set = [
             ("period_ms", w.period_ms.is_some()),
@@ -71,6 +88,8 @@ fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
             WorkloadKind::Queue
         } else if cron {
             WorkloadKind::Cron(cron_config(check, w))
+        } else if keys {
+            WorkloadKind::Keys(keys_config(check, w))
         } else {
             WorkloadKind::Counter
         };
@@ -128,4 +147,25 @@ fn cron_config(check: &mut Check, w: &WorkloadSection) -> CronConfig {
         period,
         lock_at_least,
     }
+}
+
+/// Many keys: `rows` rows (100 when absent) under `locks` locks (one per row when absent),
+/// picked uniformly or Zipf-skewed.
+fn keys_config(check: &mut Check, w: &WorkloadSection) -> KeysConfig {
+    let rows = check.count("workload.rows", w.rows.unwrap_or(100), 1, MAX_LOCKS);
+    let locks = w.locks.unwrap_or(rows);
+    if !(1..=rows).contains(&locks) {
+        check.problems.push(
+            "workload.locks",
+            format!(
+                "must be between 1 (one lock for every row) and workload.rows ({rows}, a lock \
+                 per row), not {locks}"
+            ),
+        );
+    }
+    let zipf = w.zipf.map(|s| {
+        let s = check.number("workload.zipf", s, 0.0, 10.0);
+        (s * 1000.0).round() as u32
+    });
+    KeysConfig::new(rows, locks.clamp(1, rows), zipf)
 }
