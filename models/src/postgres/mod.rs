@@ -224,6 +224,9 @@ pub enum Timer {
 }
 
 /// A service node: the server or pgbouncer.
+// A world holds one or two of them: variant sizes do not matter, and boxing the server would
+// add a pointer chase to every handler call.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PgNode {
     /// `postgres`.
