@@ -235,6 +235,13 @@ pub enum Event {
         /// The resource the critical section works on.
         resource: u64,
     },
+    /// `client`'s next `Request`, and the grant that answers it, are for the lock in shared
+    /// (read) mode: a reader's grant, which shares the lock with other readers. A grant whose
+    /// request had no `Shared` before it is exclusive (a writer's, or a plain lock's).
+    Shared {
+        /// The client.
+        client: NodeId,
+    },
 }
 
 /// One history entry: an event at a true time.

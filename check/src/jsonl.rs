@@ -230,6 +230,9 @@ fn write_entry(out: &mut String, h: &History, entry: &Entry) {
         Event::Due { tick, client } => {
             let _ = write!(out, "\"due\",\"tick\":{tick},\"client\":{}", name(*client));
         }
+        Event::Shared { client } => {
+            let _ = write!(out, "\"shared\",\"client\":{}", name(*client));
+        }
         Event::Pick {
             client,
             lock,
@@ -307,6 +310,7 @@ const EVENT_KEYS: &[(&str, &[&str])] = &[
     ("done", &["job", "client"]),
     ("due", &["tick", "client"]),
     ("pick", &["client", "lock", "resource"]),
+    ("shared", &["client"]),
 ];
 
 /// Reads a history from its text (UTF-8, one JSON object a line; blank lines are skipped).
@@ -601,6 +605,9 @@ impl Reader {
                 client: self.node(p, o, "client")?,
             }),
             "acquire-failed" => Some(Event::AcquireFailed {
+                client: self.node(p, o, "client")?,
+            }),
+            "shared" => Some(Event::Shared {
                 client: self.node(p, o, "client")?,
             }),
             "enqueued" => Some(Event::Enqueued {

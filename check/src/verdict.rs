@@ -169,6 +169,10 @@ pub struct Verdict {
     /// both verdicts invalid; a tick missed is liveness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<Cron>,
+    /// Read-write lock metrics, when some grant was a reader's: never part of the two
+    /// verdicts (the safety checks already let readers share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_write: Option<ReadWrite>,
 }
 
 impl Verdict {
@@ -452,6 +456,24 @@ pub struct Cron {
     /// Lateness: from the `Due` a tick's first run answered (on its runner's own schedule) to
     /// that run's grant.
     pub lateness: Option<Percentiles>,
+}
+
+/// What a read-write lock cost its readers and its writers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadWrite {
+    /// Readers' grants (shared).
+    pub readers: u64,
+    /// Writers' grants (exclusive).
+    pub writers: u64,
+    /// Readers' waits from request to grant; `None` without one.
+    pub reader_wait: Option<Percentiles>,
+    /// Writers' waits from request to grant; `None` without one.
+    pub writer_wait: Option<Percentiles>,
+    /// The longest wait of a reader, counting waits that ended without a grant (a give-up, a
+    /// crash, the run's end).
+    pub longest_reader_wait_ns: u64,
+    /// The longest wait of a writer, counted likewise: a writer starved by readers shows here.
+    pub longest_writer_wait_ns: u64,
 }
 
 /// A tick whose job ran again.

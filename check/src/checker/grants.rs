@@ -4,7 +4,7 @@
 //! Every other pass trusts this table: a grant named by an exit or a storage op exists and
 //! came earlier, so later passes may look grants up without handling failure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{Event, ExitReason, FaultKind, GrantId, History, NodeId};
 use crate::text::{grant_label, op_label};
@@ -37,6 +37,8 @@ pub(super) struct Grant {
     /// The lock it is a grant of, and the resource its ops are on (`Event::Pick`).
     pub(super) lock: u64,
     pub(super) resource: u64,
+    /// A reader's grant (`Event::Shared`), which shares its lock with other readers.
+    pub(super) shared: bool,
     pub(super) from_ns: u64,
     pub(super) to_ns: u64,
     pub(super) end: CsEnd,
@@ -71,6 +73,8 @@ pub(super) struct Grants {
     /// judge the table as a whole.
     pub(super) one_lock: bool,
     pub(super) one_resource: bool,
+    /// Whether some grant is a reader's.
+    pub(super) any_shared: bool,
 }
 
 impl Grants {
@@ -84,7 +88,11 @@ impl Grants {
             service_order: Vec::new(),
             one_lock: true,
             one_resource: true,
+            any_shared: false,
         };
+        // The clients whose next request is shared, and those whose open request is.
+        let mut shared_next: BTreeSet<NodeId> = BTreeSet::new();
+        let mut requested_shared: BTreeSet<NodeId> = BTreeSet::new();
         // Each client's last pick, and the pick its open request is for.
         let mut picked: BTreeMap<NodeId, (u64, u64)> = BTreeMap::new();
         let mut requested: BTreeMap<NodeId, (u64, u64)> = BTreeMap::new();
@@ -142,7 +150,13 @@ impl Grants {
                         true => (0, 0),
                         false => requested.remove(&grant.client).unwrap_or((0, 0)),
                     };
+                    let shared =
+                        !requested_shared.is_empty() && requested_shared.remove(&grant.client);
                     grants.push(history, index, issued_entry, *grant, *token, pick);
+                    if shared {
+                        grants.any_shared = true;
+                        grants.list[ordinal].shared = true;
+                    }
                 }
                 Event::Exit { grant, why } => {
                     let ordinal = grants.known(history, index, *grant, || "exit".to_owned())?;
@@ -178,10 +192,22 @@ impl Grants {
                 } => {
                     picked.insert(*client, (*lock, *resource));
                 }
-                Event::Request { client } if !picked.is_empty() => {
+                Event::Shared { client } => {
+                    shared_next.insert(*client);
+                }
+                Event::Request { client }
+                    if !picked.is_empty()
+                        || !shared_next.is_empty()
+                        || !requested_shared.is_empty() =>
+                {
                     if let Some(&pick) = picked.get(client) {
                         requested.insert(*client, pick);
                     }
+                    // A request is shared only right after a `Shared` of its client.
+                    match shared_next.remove(client) {
+                        true => requested_shared.insert(*client),
+                        false => requested_shared.remove(client),
+                    };
                 }
                 Event::Request { .. }
                 | Event::Due { .. }
@@ -262,6 +288,7 @@ impl Grants {
             token,
             lock,
             resource,
+            shared: false,
             from_ns,
             to_ns,
             end: CsEnd::RunEnd,

@@ -16,6 +16,7 @@ mod grants;
 mod leadership;
 mod liveness;
 mod queue;
+mod read_write;
 mod safety;
 
 use std::fmt;
@@ -140,5 +141,6 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         leadership,
         queue,
         cron,
+        read_write: read_write::measure(history, &grants),
     })
 }

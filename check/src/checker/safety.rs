@@ -73,8 +73,12 @@ fn double_holders_of(
     };
     let mut open: Vec<usize> = Vec::new();
     let mut last_ns = 0;
+    // Two or more sections open conflict unless every one is a reader's.
+    let conflict = |open: &[usize]| {
+        open.len() >= 2 && (!grants.any_shared || open.iter().any(|&o| !grants.list[o].shared))
+    };
     for (time_ns, opens, ordinal) in edges {
-        if open.len() >= 2 {
+        if conflict(&open) {
             found.overlap_ns += time_ns - last_ns;
         }
         last_ns = time_ns;
@@ -85,7 +89,7 @@ fn double_holders_of(
         let grant = &grants.list[ordinal];
         for &other in &open {
             let other = &grants.list[other];
-            if other.id.client == grant.id.client {
+            if other.id.client == grant.id.client || (other.shared && grant.shared) {
                 continue;
             }
             found.pairs += 1;
@@ -133,9 +137,10 @@ pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Sta
         accepted: Found::default(),
         rejected: 0,
     };
-    // The newest op: of the one resource, or of each resource.
-    let mut one: Option<Newest> = None;
-    let mut newest_of: BTreeMap<u64, Option<Newest>> = BTreeMap::new();
+    // The newest op, and the newest op of a writer's (not a reader's) grant: of the one
+    // resource, or of each resource.
+    let mut one: (Option<Newest>, Option<Newest>) = (None, None);
+    let mut newest_of: BTreeMap<u64, (Option<Newest>, Option<Newest>)> = BTreeMap::new();
     for (entry, event) in history.entries.iter().enumerate() {
         let Event::Storage(op) = &event.event else {
             continue;
@@ -146,11 +151,14 @@ pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Sta
         }
         let ordinal = grants.ordinal(op.grant);
         let rank = grants.rank(ordinal);
-        let newest = match grants.one_resource {
+        let (newest, newest_writer) = match grants.one_resource {
             true => &mut one,
             false => newest_of.entry(grants.list[ordinal].resource).or_default(),
         };
-        match *newest {
+        // A reader's op is stale only after a newer writer's: readers share the resource.
+        let shared = grants.list[ordinal].shared;
+        let against = if shared { *newest_writer } else { *newest };
+        match against {
             Some(newer) if rank < newer.rank => {
                 let finding = StaleOp {
                     entry,
@@ -163,14 +171,21 @@ pub(super) fn stale_ops(history: &History, grants: &Grants, limit: usize) -> Sta
                 };
                 stale.accepted.record(finding, limit);
             }
-            Some(newer) if rank == newer.rank => {}
             _ => {
-                *newest = Some(Newest {
+                let this = Some(Newest {
                     rank,
                     entry,
                     op: op.op,
                     grant: op.grant,
                 });
+                // The first op of each grant stands for it: a later op of the same grant
+                // moves nothing.
+                if newest.is_none_or(|n| rank > n.rank) {
+                    *newest = this;
+                }
+                if !shared && newest_writer.is_none_or(|n| rank > n.rank) {
+                    *newest_writer = this;
+                }
             }
         }
     }

@@ -12,6 +12,7 @@ mod liveness;
 mod lost_updates;
 mod malformed;
 mod queue;
+mod read_write;
 mod scenarios;
 mod stale_ops;
 mod support;

@@ -233,6 +233,11 @@ impl Builder {
         self.push(at_ms, Event::Done { job, client })
     }
 
+    /// `client`'s next request is for the lock shared (a reader's).
+    pub(crate) fn shared(self, at_ms: u64, client: NodeId) -> Self {
+        self.push(at_ms, Event::Shared { client })
+    }
+
     /// `client` picked `resource` under `lock` for its next request.
     pub(crate) fn pick(self, at_ms: u64, client: NodeId, lock: u64, resource: u64) -> Self {
         self.push(

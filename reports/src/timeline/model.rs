@@ -231,7 +231,8 @@ impl Timeline {
                 | Event::Dequeued { client, .. }
                 | Event::Done { client, .. }
                 | Event::Due { client, .. }
-                | Event::Pick { client, .. } => {
+                | Event::Pick { client, .. }
+                | Event::Shared { client } => {
                     let l = lane_of(*client, &mut lanes);
                     lanes[l].kind = LaneKind::Client;
                 }
