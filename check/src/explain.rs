@@ -20,6 +20,7 @@ impl Verdict {
     /// not have are described as unknown rather than causing a panic.
     pub fn explain(&self, history: &History) -> Vec<String> {
         let tokens = grant_tokens(history);
+        let picks = grant_picks(history);
         let mut lines = Vec::new();
         let holders = &self.double_holders;
         if holders.pairs > 0 {
@@ -37,16 +38,16 @@ impl Verdict {
             holders.pairs,
             &holders.examples,
             overlaps,
-            |overlap| overlap_sentence(history, &tokens, overlap),
+            |overlap| overlap_sentence(history, &tokens, &picks, overlap),
         );
         let (stale, lost, order) = (&self.stale_accepted, &self.lost_updates, &self.token_order);
         let kind = ("stale op accepted", "stale ops accepted");
         push_found(&mut lines, stale.count, &stale.examples, kind, |stale| {
-            stale_sentence(history, stale)
+            stale_sentence(history, &picks, stale)
         });
         let kind = ("lost update", "lost updates");
         push_found(&mut lines, lost.count, &lost.examples, kind, |lost| {
-            lost_sentence(history, lost)
+            lost_sentence(history, &picks, lost)
         });
         let kind = ("token order violation", "token order violations");
         push_found(
@@ -209,6 +210,55 @@ fn grant_tokens(history: &History) -> BTreeMap<GrantId, Option<u64>> {
     grants.collect()
 }
 
+/// Each grant's lock and resource, from the `Pick` before the request it answers; empty for a
+/// history without `Pick` events, whose sentences then name no lock and no resource.
+fn grant_picks(history: &History) -> BTreeMap<GrantId, (u64, u64)> {
+    let mut picks = BTreeMap::new();
+    let (mut picked, mut requested) = (BTreeMap::new(), BTreeMap::new());
+    for entry in &history.entries {
+        match entry.event {
+            Event::Pick {
+                client,
+                lock,
+                resource,
+            } => {
+                picked.insert(client, (lock, resource));
+            }
+            Event::Request { client } => {
+                if let Some(&pick) = picked.get(&client) {
+                    requested.insert(client, pick);
+                }
+            }
+            Event::Grant { grant, .. } if !picked.is_empty() => {
+                let pick = requested.remove(&grant.client).unwrap_or((0, 0));
+                picks.insert(grant, pick);
+            }
+            _ => {}
+        }
+    }
+    picks
+}
+
+/// ` of lock 3`, when the history picks locks.
+fn lock_words(picks: &BTreeMap<GrantId, (u64, u64)>, grant: GrantId) -> String {
+    picks
+        .get(&grant)
+        .map_or(String::new(), |(lock, _)| format!(" of lock {lock}"))
+}
+
+/// ` on resource 5`, for the op at `entry`, when the history picks resources.
+fn resource_words(
+    history: &History,
+    picks: &BTreeMap<GrantId, (u64, u64)>,
+    entry: usize,
+) -> String {
+    storage_op(history, entry)
+        .and_then(|op| picks.get(&op.grant))
+        .map_or(String::new(), |(_, resource)| {
+            format!(" on resource {resource}")
+        })
+}
+
 /// `, token 33` or `, no token`.
 fn token_words(token: Option<u64>) -> String {
     match token {
@@ -235,10 +285,12 @@ fn holder_words(
 fn overlap_sentence(
     history: &History,
     tokens: &BTreeMap<GrantId, Option<u64>>,
+    picks: &BTreeMap<GrantId, (u64, u64)>,
     overlap: &Overlap,
 ) -> String {
     format!(
-        "2 holders at once: {} and {} from {} to {}.",
+        "2 holders at once{}: {} and {} from {} to {}.",
+        lock_words(picks, overlap.second),
         holder_words(history, tokens, overlap.first),
         holder_words(history, tokens, overlap.second),
         seconds(overlap.from_ns),
@@ -275,20 +327,30 @@ fn op_words(history: &History, entry: usize, show_value: bool) -> String {
     )
 }
 
-fn stale_sentence(history: &History, stale: &StaleOp) -> String {
+fn stale_sentence(
+    history: &History,
+    picks: &BTreeMap<GrantId, (u64, u64)>,
+    stale: &StaleOp,
+) -> String {
     format!(
-        "stale op accepted at {}: {} after {} from a later grant.",
+        "stale op accepted at {}{}: {} after {} from a later grant.",
         seconds(stale.time_ns),
+        resource_words(history, picks, stale.entry),
         op_words(history, stale.entry, false),
         op_words(history, stale.newer_entry, false)
     )
 }
 
-fn lost_sentence(history: &History, lost: &LostUpdate) -> String {
+fn lost_sentence(
+    history: &History,
+    picks: &BTreeMap<GrantId, (u64, u64)>,
+    lost: &LostUpdate,
+) -> String {
     format!(
-        "lost update at {}: {} was computed from {} but storage held {}, so it overwrote a \
+        "lost update at {}{}: {} was computed from {} but storage held {}, so it overwrote a \
          write it never saw.",
         seconds(lost.time_ns),
+        resource_words(history, picks, lost.entry),
         op_words(history, lost.entry, true),
         lost.base,
         lost.current

@@ -60,6 +60,28 @@ fn overlapping_sections_on_one_row_are_a_violation_of_its_lock_and_its_data() {
         (v.resource, v.mutual_exclusion),
         (Validity::Invalid, Validity::Invalid)
     );
+    // The sentences name the lock and the resource.
+    let lines = v.explain(&two_holders(3, 3, 3, 3));
+    assert!(
+        lines.contains(
+            &"2 holders at once of lock 3: client-1 (grant client-1#1, no token) and client-2 \
+              (grant client-2#1, no token) from 0.002000s to 0.010000s."
+                .to_owned()
+        ),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("stale op accepted at 0.008000s on resource 3: ")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("lost update at 0.009000s on resource 3: ")),
+        "{lines:?}"
+    );
 }
 
 #[test]
