@@ -26,7 +26,8 @@ pub enum Msg<M> {
     /// Storage's answer.
     StorageReply(StorageReply),
     /// A storage operation on row `.0` (the `keys` workload's many rows; `Storage` is row 0).
-    StorageRow(u64, StorageRequest),
+    /// Boxed, so that the row does not make every message of every world larger.
+    StorageRow(Box<(u64, StorageRequest)>),
 }
 
 /// A timer of a world whose service nodes set `S` and lock clients `L`.
@@ -163,7 +164,7 @@ impl<F: Family> Process for Node<F> {
             }
             (Node::Client(c), Msg::StorageReply(reply)) => c.on_storage_reply(env, reply),
             (Node::Storage(s), Msg::Storage(req)) => s.on_request(env, from, 0, req),
-            (Node::Storage(s), Msg::StorageRow(row, req)) => s.on_request(env, from, row, req),
+            (Node::Storage(s), Msg::StorageRow(op)) => s.on_request(env, from, op.0, op.1),
             // Storage requests go only to the storage node, replies only to the client that
             // asked, and the family's protocol only between its own nodes and lock clients:
             // nothing else is ever addressed.

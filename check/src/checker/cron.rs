@@ -15,6 +15,7 @@ use crate::history::{Event, GrantId, History, NodeId, OpKind, OpOutcome};
 use crate::verdict::{Cron, Found, RunTwice};
 
 use super::HistoryError;
+use super::grants::Grants;
 use super::liveness::percentiles;
 
 /// One tick's life in the history.
@@ -25,32 +26,39 @@ struct Tick {
     runs: Vec<(GrantId, u64, u64)>,
 }
 
-/// Every run tick's lateness in `history` (from the `Due` its first run answered to that run's
-/// grant), in
-/// tick order: the samples of [`Cron::lateness`], for pooling over runs. None for a history
-/// the checker cannot judge.
+/// Every run tick's lateness in `history` (from the `Due` its first run answered to that
+/// run's grant), in tick order: the samples of [`Cron::lateness`], for pooling over runs.
+/// None for a history without ticks or one the checker cannot judge.
 pub fn tick_lateness_ns(history: &History) -> Vec<u64> {
-    tally(history, 0).map_or_else(|_| Vec::new(), |(_, lateness)| lateness)
+    let due = history
+        .entries
+        .iter()
+        .any(|e| matches!(e.event, Event::Due { .. }));
+    match due {
+        true => tally(history, 0).map_or_else(|_| Vec::new(), |(_, lateness)| lateness),
+        false => Vec::new(),
+    }
 }
 
-/// The scheduled job's metrics of `history`, `None` when it has no `Due` event.
+/// The scheduled job's metrics of `history` (whose grant table says whether it has `Due`
+/// events), `None` without them.
 ///
 /// # Errors
 /// A [`HistoryError`] for a grant in a history with `Due` events whose client had no tick
 /// due when it requested the lock.
-pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Cron>, HistoryError> {
-    tally(history, limit).map(|(cron, _)| cron)
+pub(super) fn measure(
+    history: &History,
+    grants: &Grants,
+    limit: usize,
+) -> Result<Option<Cron>, HistoryError> {
+    match grants.any_due {
+        true => tally(history, limit).map(|(cron, _)| cron),
+        false => Ok(None),
+    }
 }
 
-/// The metrics and the lateness samples.
+/// The metrics and the lateness samples of a history with `Due` events.
 fn tally(history: &History, limit: usize) -> Result<(Option<Cron>, Vec<u64>), HistoryError> {
-    if !history
-        .entries
-        .iter()
-        .any(|e| matches!(e.event, Event::Due { .. }))
-    {
-        return Ok((None, Vec::new()));
-    }
     let mut ticks: BTreeMap<u64, Tick> = BTreeMap::new();
     // Each client's last tick due, and the tick its open request is for, with the time it
     // came due.

@@ -75,6 +75,8 @@ pub(super) struct Grants {
     pub(super) one_resource: bool,
     /// Whether some grant is a reader's.
     pub(super) any_shared: bool,
+    /// Whether the history has `Due` events (a scheduled job's), so its ticks are judged.
+    pub(super) any_due: bool,
 }
 
 impl Grants {
@@ -89,6 +91,7 @@ impl Grants {
             one_lock: true,
             one_resource: true,
             any_shared: false,
+            any_due: false,
         };
         // The clients whose next request is shared, and those whose open request is.
         let mut shared_next: BTreeSet<NodeId> = BTreeSet::new();
@@ -209,8 +212,8 @@ impl Grants {
                         false => requested_shared.remove(client),
                     };
                 }
+                Event::Due { .. } => grants.any_due = true,
                 Event::Request { .. }
-                | Event::Due { .. }
                 | Event::AcquireFailed { .. }
                 | Event::Fault(_)
                 | Event::Issued { .. }

@@ -114,7 +114,7 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
     };
 
     let queue = queue::measure(history, limit)?;
-    let cron = cron::measure(history, limit)?;
+    let cron = cron::measure(history, &grants, limit)?;
     let jobs_harmed = queue
         .as_ref()
         .is_some_and(|q| q.done_twice.count > 0 || q.lost.count > 0)

@@ -272,10 +272,14 @@ pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion
     // Per lock: the highest token so far and the first grant that had it; the grant just
     // before, with its token.
     type Seen = (Option<(u64, GrantId)>, Option<(u64, GrantId)>);
+    let mut one: Seen = (None, None);
     let mut seen: BTreeMap<u64, Seen> = BTreeMap::new();
     for grant in grants.in_service_order() {
         let Some(token) = grant.token else { continue };
-        let (highest, previous) = seen.entry(grant.lock).or_default();
+        let (highest, previous) = match grants.one_lock {
+            true => &mut one,
+            false => seen.entry(grant.lock).or_default(),
+        };
         // A client that takes the lock again with the token of its own grant just before,
         // the highest so far, re-entered an ownership the service never ended (etcd's Mutex
         // on the same session while its key survives an unlock that failed): the same epoch,

@@ -507,11 +507,16 @@ impl<L: LockClient> Client<L> {
                     ticket,
                 });
                 ctx.mark("granted");
+                // Only a scheduled job's hold reads the grant's time.
+                let at = match self.config.kind {
+                    WorkloadKind::Cron(_) => ctx.mono(),
+                    _ => LocalTime::default(),
+                };
                 self.held = Some(Held {
                     id,
                     token,
                     base: 0,
-                    at: ctx.mono(),
+                    at,
                 });
                 self.lost = false;
                 if self.terminating {
@@ -737,7 +742,7 @@ impl<L: LockClient> Client<L> {
         };
         match &self.place {
             Place::Node(storage) if self.config.keys().is_some() => {
-                ctx.send(*storage, Msg::StorageRow(self.row, req));
+                ctx.send(*storage, Msg::StorageRow(Box::new((self.row, req))));
             }
             Place::Node(storage) => ctx.send(*storage, Msg::Storage(req)),
             Place::Service(resource) => {
