@@ -9,7 +9,7 @@ use tabled::settings::peaker::Priority;
 use tabled::settings::{Style, Width};
 
 use crate::format::duration_ms;
-use crate::run_report::RunReport;
+use crate::run_report::{LatencyMs, RunReport};
 
 impl RunReport {
     /// The report as text for a terminal.
@@ -106,15 +106,7 @@ impl RunReport {
                     q.enqueued, q.done, q.jobs_per_s, q.done_twice, q.lost, q.left
                 ),
             ]);
-            let lag = match &q.lag_ms {
-                Some(l) => format!(
-                    "p50 {}  p99 {}  max {}",
-                    duration_ms(l.p50),
-                    duration_ms(l.p99),
-                    duration_ms(l.max)
-                ),
-                None => "-".to_string(),
-            };
+            let lag = latency_cell(q.lag_ms.as_ref());
             b.push_record(["queue lag".to_string(), lag]);
             for c in &self.counters {
                 b.push_record([c.name.clone(), c.value.to_string()]);
@@ -131,15 +123,7 @@ impl RunReport {
                     c.ticks, c.run, c.run_twice, c.missed
                 ),
             ]);
-            let lateness = match &c.lateness_ms {
-                Some(l) => format!(
-                    "p50 {}  p99 {}  max {}",
-                    duration_ms(l.p50),
-                    duration_ms(l.p99),
-                    duration_ms(l.max)
-                ),
-                None => "-".to_string(),
-            };
+            let lateness = latency_cell(c.lateness_ms.as_ref());
             b.push_record(["tick lateness".to_string(), lateness]);
         }
         b.push_record([
@@ -149,15 +133,7 @@ impl RunReport {
                 self.grants, self.cs_completed, self.acquire_failures
             ),
         ]);
-        let latency = match &self.acquire_latency_ms {
-            Some(l) => format!(
-                "p50 {}  p99 {}  max {}",
-                duration_ms(l.p50),
-                duration_ms(l.p99),
-                duration_ms(l.max)
-            ),
-            None => "-".to_string(),
-        };
+        let latency = latency_cell(self.acquire_latency_ms.as_ref());
         b.push_record(["acquire latency".to_string(), latency]);
         b.push_record(["unavailable".to_string(), duration_ms(self.unavailable_ms)]);
         let f = &self.failover_ms;
@@ -179,15 +155,7 @@ impl RunReport {
         if let Some(l) = &self.leadership {
             b.push_record(["leadership terms".to_string(), l.terms.to_string()]);
             b.push_record(["two leaders".to_string(), duration_ms(l.two_leaders_ms)]);
-            let failover = match &l.failover_ms {
-                Some(f) => format!(
-                    "p50 {}  p99 {}  max {}",
-                    duration_ms(f.p50),
-                    duration_ms(f.p99),
-                    duration_ms(f.max)
-                ),
-                None => "-".to_string(),
-            };
+            let failover = latency_cell(l.failover_ms.as_ref());
             b.push_record(["leader failover".to_string(), failover]);
             b.push_record([
                 "items done twice".to_string(),
@@ -224,5 +192,18 @@ pub(crate) fn fit(table: &mut Table, width: Option<usize>) {
                 .keep_words(true)
                 .priority(Priority::max(true)),
         );
+    }
+}
+
+/// `p50 5ms  p99 9ms  max 12ms`, or `-` without samples.
+fn latency_cell(l: Option<&LatencyMs>) -> String {
+    match l {
+        Some(l) => format!(
+            "p50 {}  p99 {}  max {}",
+            duration_ms(l.p50),
+            duration_ms(l.p99),
+            duration_ms(l.max)
+        ),
+        None => "-".to_string(),
     }
 }
