@@ -20,7 +20,7 @@ impl Verdict {
     /// not have are described as unknown rather than causing a panic.
     pub fn explain(&self, history: &History) -> Vec<String> {
         let tokens = grant_tokens(history);
-        let picks = grant_picks(history);
+        let picks = crate::checker::grant_picks(history);
         let mut lines = Vec::new();
         let holders = &self.double_holders;
         if holders.pairs > 0 {
@@ -208,35 +208,6 @@ fn grant_tokens(history: &History) -> BTreeMap<GrantId, Option<u64>> {
             _ => None,
         });
     grants.collect()
-}
-
-/// Each grant's lock and resource, from the `Pick` before the request it answers; empty for a
-/// history without `Pick` events, whose sentences then name no lock and no resource.
-fn grant_picks(history: &History) -> BTreeMap<GrantId, (u64, u64)> {
-    let mut picks = BTreeMap::new();
-    let (mut picked, mut requested) = (BTreeMap::new(), BTreeMap::new());
-    for entry in &history.entries {
-        match entry.event {
-            Event::Pick {
-                client,
-                lock,
-                resource,
-            } => {
-                picked.insert(client, (lock, resource));
-            }
-            Event::Request { client } => {
-                if let Some(&pick) = picked.get(&client) {
-                    requested.insert(client, pick);
-                }
-            }
-            Event::Grant { grant, .. } if !picked.is_empty() => {
-                let pick = requested.remove(&grant.client).unwrap_or((0, 0));
-                picks.insert(grant, pick);
-            }
-            _ => {}
-        }
-    }
-    picks
 }
 
 /// ` of lock 3`, when the history picks locks.

@@ -19,9 +19,10 @@ mod queue;
 mod read_write;
 mod safety;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::history::History;
+use crate::history::{Event, GrantId, History};
 use crate::verdict::{Found, Validity, Verdict};
 
 pub use cron::tick_lateness_ns;
@@ -92,6 +93,24 @@ impl fmt::Display for HistoryError {
 }
 
 impl std::error::Error for HistoryError {}
+
+/// Each grant's lock and resource, as the grant table links them (the `Pick` before the
+/// request a grant answers); empty for a history without `Pick` events, or one the checker
+/// cannot judge. The explanations name locks and resources from it.
+pub(crate) fn grant_picks(history: &History) -> BTreeMap<GrantId, (u64, u64)> {
+    let picks = history
+        .entries
+        .iter()
+        .any(|e| matches!(e.event, Event::Pick { .. }));
+    match (picks, Grants::build(history)) {
+        (true, Ok(grants)) => grants
+            .list
+            .iter()
+            .map(|g| (g.id, (g.lock, g.resource)))
+            .collect(),
+        _ => BTreeMap::new(),
+    }
+}
 
 /// Judges a history.
 ///
