@@ -30,6 +30,7 @@ use grants::Grants;
 pub use leadership::leadership_failovers_ns;
 pub use liveness::{acquire_latencies_ns, time_waiting_ns};
 pub use queue::queue_lags_ns;
+pub use read_write::read_write_waits_ns;
 
 /// What the checker needs to know beyond the history.
 #[derive(Clone, Debug, PartialEq, Eq)]

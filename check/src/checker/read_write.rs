@@ -28,7 +28,50 @@ pub(super) fn measure(history: &History, grants: &Grants) -> Option<ReadWrite> {
         longest_reader_wait_ns: 0,
         longest_writer_wait_ns: 0,
     };
+    for g in &grants.list {
+        match g.shared {
+            true => figures.readers += 1,
+            false => figures.writers += 1,
+        }
+    }
     let (mut reader_waits, mut writer_waits) = (Vec::new(), Vec::new());
+    walk(history, |shared, wait, granted| {
+        if granted {
+            match shared {
+                true => reader_waits.push(wait),
+                false => writer_waits.push(wait),
+            }
+        }
+        longest(shared, wait, &mut figures);
+    });
+    figures.reader_wait = percentiles(reader_waits);
+    figures.writer_wait = percentiles(writer_waits);
+    Some(figures)
+}
+
+/// Every granted wait of `history`'s readers and of its writers (`Request` to `Grant`), in
+/// the order they ended: the samples of [`ReadWrite::reader_wait`] and
+/// [`ReadWrite::writer_wait`], for pooling over runs. Both empty without `Shared` events.
+pub fn read_write_waits_ns(history: &History) -> (Vec<u64>, Vec<u64>) {
+    let shared = history
+        .entries
+        .iter()
+        .any(|e| matches!(e.event, Event::Shared { .. }));
+    let (mut readers, mut writers) = (Vec::new(), Vec::new());
+    if shared {
+        walk(history, |shared, wait, granted| match (granted, shared) {
+            (true, true) => readers.push(wait),
+            (true, false) => writers.push(wait),
+            (false, _) => {}
+        });
+    }
+    (readers, writers)
+}
+
+/// Calls `f(shared, wait, granted)` for every wait of `history` as it ends: a request's
+/// `Grant`, or without a grant its client's give-up or crash, or the run's end. A request
+/// is shared only right after a `Shared` of its client.
+fn walk(history: &History, mut f: impl FnMut(bool, u64, bool)) {
     // Each client's open request: since when, and whether it is shared.
     let mut pending: BTreeMap<NodeId, (u64, bool)> = BTreeMap::new();
     let mut shared_next: BTreeSet<NodeId> = BTreeSet::new();
@@ -43,28 +86,19 @@ pub(super) fn measure(history: &History, grants: &Grants) -> Option<ReadWrite> {
                 pending.entry(*client).or_insert((t, shared));
             }
             Event::Grant { grant, .. } => {
-                let shared = grants.list[grants.ordinal(*grant)].shared;
-                match shared {
-                    true => figures.readers += 1,
-                    false => figures.writers += 1,
-                }
-                if let Some((from, _)) = pending.remove(&grant.client) {
-                    match shared {
-                        true => reader_waits.push(t - from),
-                        false => writer_waits.push(t - from),
-                    }
-                    longest(shared, t - from, &mut figures);
+                if let Some((from, shared)) = pending.remove(&grant.client) {
+                    f(shared, t - from, true);
                 }
             }
             Event::AcquireFailed { client } => {
                 if let Some((from, shared)) = pending.remove(client) {
-                    longest(shared, t - from, &mut figures);
+                    f(shared, t - from, false);
                 }
             }
-            Event::Fault(f) if f.kind == FaultKind::Crash => {
-                for n in &f.nodes {
+            Event::Fault(fault) if fault.kind == FaultKind::Crash => {
+                for n in &fault.nodes {
                     if let Some((from, shared)) = pending.remove(n) {
-                        longest(shared, t - from, &mut figures);
+                        f(shared, t - from, false);
                     }
                 }
             }
@@ -72,11 +106,8 @@ pub(super) fn measure(history: &History, grants: &Grants) -> Option<ReadWrite> {
         }
     }
     for (_, (from, shared)) in pending {
-        longest(shared, history.end_ns - from, &mut figures);
+        f(shared, history.end_ns - from, false);
     }
-    figures.reader_wait = percentiles(reader_waits);
-    figures.writer_wait = percentiles(writer_waits);
-    Some(figures)
 }
 
 /// Keeps `wait` if it is the longest of its side so far.

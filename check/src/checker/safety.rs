@@ -269,24 +269,37 @@ pub(super) fn replay_writes(
 /// every grant, and a missing one says nothing about order.
 pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion> {
     let mut found = Found::default();
-    // Per lock: the highest token so far and the first grant that had it; the grant just
-    // before, with its token.
-    type Seen = (Option<(u64, GrantId)>, Option<(u64, GrantId)>);
-    let mut one: Seen = (None, None);
+    // Per lock: the highest token so far and the first grant that had it, the same over
+    // writers' (exclusive) grants only, and the grant just before, with its token. A reader's
+    // grant is ordered after the writers' only: readers share, so two of them may take their
+    // tokens in either order.
+    #[derive(Default)]
+    struct Seen {
+        any: Option<(u64, GrantId)>,
+        writers: Option<(u64, GrantId)>,
+        previous: Option<(u64, GrantId)>,
+    }
+    let mut one = Seen::default();
     let mut seen: BTreeMap<u64, Seen> = BTreeMap::new();
     for grant in grants.in_service_order() {
         let Some(token) = grant.token else { continue };
-        let (highest, previous) = match grants.one_lock {
+        let s = match grants.one_lock {
             true => &mut one,
             false => seen.entry(grant.lock).or_default(),
+        };
+        let bar = match grant.shared {
+            true => s.writers,
+            false => s.any,
         };
         // A client that takes the lock again with the token of its own grant just before,
         // the highest so far, re-entered an ownership the service never ended (etcd's Mutex
         // on the same session while its key survives an unlock that failed): the same epoch,
         // not an inversion. Its operations stay subject to the stale-op check.
-        let reentry = previous.is_some_and(|(t, g)| t == token && g.client == grant.id.client)
-            && highest.is_some_and(|(t, _)| t == token);
-        match *highest {
+        let reentry = s
+            .previous
+            .is_some_and(|(t, g)| t == token && g.client == grant.id.client)
+            && bar.is_some_and(|(t, _)| t == token);
+        match bar {
             _ if reentry => {}
             Some((earlier_token, earlier)) if token <= earlier_token => {
                 let finding = TokenInversion {
@@ -298,9 +311,16 @@ pub(super) fn token_order(grants: &Grants, limit: usize) -> Found<TokenInversion
                 };
                 found.record(finding, limit);
             }
-            _ => *highest = Some((token, grant.id)),
+            _ => {
+                if s.any.is_none_or(|(t, _)| token > t) {
+                    s.any = Some((token, grant.id));
+                }
+                if !grant.shared {
+                    s.writers = Some((token, grant.id));
+                }
+            }
         }
-        *previous = Some((token, grant.id));
+        s.previous = Some((token, grant.id));
     }
     found
 }

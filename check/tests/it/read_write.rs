@@ -155,3 +155,50 @@ fn shared_events_read_back_from_json_lines() {
     let back = lockstep_check::jsonl::parse(text.as_bytes()).expect("reads back");
     assert_eq!(back.history, h);
 }
+
+#[test]
+fn readers_take_tokens_in_either_order_but_not_below_a_writers() {
+    let monotonic = lockstep_check::Options {
+        tokens_monotonic: true,
+        ..lockstep_check::Options::default()
+    };
+    // Writer client-3 holds token 5; readers client-1 and client-2 then learn of tokens 8 and
+    // 7, in that order: readers share, so that is no inversion.
+    let readers = || {
+        history()
+            .request(0, C3)
+            .grant_token(1, C3, 1, 5)
+            .release(2, C3, 1)
+            .shared(3, C1)
+            .request(3, C1)
+            .shared(3, C2)
+            .request(3, C2)
+            .grant_token(4, C1, 1, 8)
+            .grant_token(5, C2, 1, 7)
+            .release(6, C1, 1)
+            .release(7, C2, 1)
+    };
+    let v = lockstep_check::check(&readers().end(20), &monotonic).expect("judged");
+    assert_eq!(v.token_order.count, 0);
+    assert_eq!(v.resource, Validity::Valid);
+    // A writer after them must exceed both: 8 does not.
+    let h = readers()
+        .request(8, C3)
+        .grant_token(9, C3, 2, 8)
+        .release(10, C3, 2)
+        .end(20);
+    let v = lockstep_check::check(&h, &monotonic).expect("judged");
+    assert_eq!(v.token_order.count, 1);
+    assert_eq!(v.token_order.examples[0].later, grant(C3, 2));
+    assert_eq!(v.token_order.examples[0].earlier_token, 8);
+    // A reader below the earlier writer's token is one too.
+    let h = readers()
+        .shared(8, C2)
+        .request(8, C2)
+        .grant_token(9, C2, 2, 4)
+        .release(10, C2, 2)
+        .end(20);
+    let v = lockstep_check::check(&h, &monotonic).expect("judged");
+    assert_eq!(v.token_order.count, 1);
+    assert_eq!(v.token_order.examples[0].earlier, grant(C3, 1));
+}
