@@ -56,6 +56,11 @@ pub enum Count {
     TicksMissed,
     /// The 99th percentile of the ticks' lateness; bounded in ms, measured in ns.
     TickLatenessP99Ms,
+    /// The most critical sections of one lock open at once (readers share).
+    MaxConcurrent,
+    /// The longest writer wait of a read-write lock, counting waits never granted; bounded in
+    /// ms, measured in ns.
+    LongestWriterWaitMs,
 }
 
 impl Count {
@@ -90,6 +95,11 @@ impl Count {
             Count::TicksRunTwice => cron(verdict, |c| c.run_twice.count),
             Count::TicksMissed => cron(verdict, |c| c.missed.count),
             Count::TickLatenessP99Ms => cron(verdict, |c| c.lateness.map_or(0, |l| l.p99_ns)),
+            Count::MaxConcurrent => u64::from(verdict.double_holders.max_concurrent),
+            Count::LongestWriterWaitMs => verdict
+                .read_write
+                .as_ref()
+                .map_or(0, |rw| rw.longest_writer_wait_ns),
         }
     }
 
@@ -109,7 +119,8 @@ impl Count {
             | Count::FailoverMaxMs
             | Count::HolderFailoverMaxMs
             | Count::QueueLagP99Ms
-            | Count::TickLatenessP99Ms => 1_000_000,
+            | Count::TickLatenessP99Ms
+            | Count::LongestWriterWaitMs => 1_000_000,
             _ => 1,
         }
     }
@@ -173,6 +184,8 @@ impl fmt::Display for Count {
             Count::TicksRunTwice => "ticks_run_twice",
             Count::TicksMissed => "ticks_missed",
             Count::TickLatenessP99Ms => "tick_lateness_p99_ms",
+            Count::MaxConcurrent => "max_concurrent",
+            Count::LongestWriterWaitMs => "longest_writer_wait_ms",
         })
     }
 }

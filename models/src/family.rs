@@ -193,6 +193,11 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn many_locks(&self) -> bool {
         false
     }
+    /// Whether its lock client takes read-write locks ([`crate::LockClient::access`]): the
+    /// `read-write` workload is then allowed, and only then.
+    fn read_write(&self) -> bool {
+        false
+    }
     /// Its counters, in the order a report lists them.
     fn counters(&self) -> &'static [Counter] {
         &[]

@@ -50,12 +50,12 @@ families! {
 }
 
 pub use family::{Family, Role};
-pub use lock::{LockClient, LockSignal};
+pub use lock::{Access, LockClient, LockSignal};
 pub use node::{Msg, Node, Timer, WorkTimer};
 pub use observe::Observation;
 pub use storage::{Storage, StorageMode};
 pub use system::{Resource, System, SystemSpec};
 pub use workload::{
-    Client, CronConfig, KeysConfig, LeaderConfig, OnStoppedLeading, Place, WorkloadConfig,
-    WorkloadKind,
+    Client, CronConfig, KeysConfig, LeaderConfig, OnStoppedLeading, Place, ReadWriteConfig,
+    WorkloadConfig, WorkloadKind,
 };

@@ -38,6 +38,20 @@ pub enum LockSignal {
     Job(u64),
 }
 
+/// How a lock client takes its lock: the one exclusive lock, or one side of a read-write lock
+/// (the `read-write` workload, for a family that says it takes them:
+/// `crate::Family::read_write`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// The plain lock: one holder at a time.
+    #[default]
+    Exclusive,
+    /// A read-write lock's read side: shared with other readers, never with a writer.
+    Read,
+    /// A read-write lock's write side: one writer, and no reader.
+    Write,
+}
+
 /// No resource: the `Resource` of a lock client whose service keeps none. It has no values,
 /// so a workload of such a client can only address a storage node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,6 +72,17 @@ pub trait LockClient: Clone + Debug + Eq {
     /// service. Called only while the client holds nothing, and only with lock 0 unless its
     /// family says it takes many locks (`crate::Family::many_locks`).
     fn select(&mut self, lock: u32);
+    /// Says which side of a read-write lock the next acquisitions take. Called only while the
+    /// client holds nothing, before each acquisition of the `read-write` workload, and only
+    /// for a family that says it takes read-write locks (`crate::Family::read_write`); the
+    /// others never see anything but [`Access::Exclusive`], which the default ignores.
+    fn access(&mut self, access: Access) {
+        debug_assert_eq!(
+            access,
+            Access::Exclusive,
+            "a family without read-write locks"
+        );
+    }
     /// Starts acquiring; a signal when the outcome is known at once.
     fn acquire(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>) -> Option<LockSignal>;
     /// Starts releasing; [`LockSignal::Released`] when done at once.

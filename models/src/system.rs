@@ -134,8 +134,12 @@ impl<F: Family> SystemSpec<F> {
             Resource::Service(r) => Place::Service(r),
         };
         let claim = self.resource == Resource::Storage(StorageMode::CasToken);
-        for _ in 0..self.clients {
-            let client = Client::new(self.workload.clone(), lock.clone(), place).claiming(claim);
+        for index in 1..=self.clients {
+            let mut client =
+                Client::new(self.workload.clone(), lock.clone(), place).claiming(claim);
+            if let Some(rw) = self.workload.read_write() {
+                client = client.accessing(rw.access_of(index));
+            }
             nodes.push(Node::Client(client));
         }
         nodes

@@ -251,7 +251,32 @@ fn system<F: Family>(
             ),
         );
     }
+    if workload.read_write().is_some() && !family.read_write() {
+        check.problems.push(
+            "workload.kind",
+            format!(
+                "\"read-write\" needs a lock client with a read-write lock (see the families' \
+                 pages in docs/families/); {} as set has none",
+                F::NAME
+            ),
+        );
+    }
     let resource = resource::<F>(check, &file.storage, family.tokens());
+    if workload.read_write().is_some() {
+        match resource {
+            Resource::Service(_) => check.problems.push(
+                "storage.mode",
+                "\"read-write\" keeps its resource in the storage node: leave out a mode that \
+                 keeps it in the lock service",
+            ),
+            Resource::Storage(StorageMode::CasToken) => check.problems.push(
+                "storage.mode",
+                "\"cas-token\" lets one claimant in at a time, so readers could not share: use \
+                 \"unfenced\" or \"fenced-writes\" with \"read-write\"",
+            ),
+            Resource::Storage(_) => {}
+        }
+    }
     if workload.keys().is_some() && matches!(resource, Resource::Service(_)) {
         check.problems.push(
             "storage.mode",

@@ -195,6 +195,8 @@ pub(crate) struct WorkloadSection {
     pub(crate) locks: Option<u32>,
     /// Keys only: the Zipf exponent of the rows' popularity (uniform when absent).
     pub(crate) zipf: Option<f64>,
+    /// Read-write only: how many of the clients write (the first ones); 1 when absent.
+    pub(crate) writers: Option<u32>,
 }
 
 /// `workload.watchdog`.
@@ -214,6 +216,7 @@ pub(crate) enum WorkloadKindSpec {
     Queue,
     Cron,
     Keys,
+    ReadWrite,
 }
 
 /// `workload.on_stopped_leading`.
@@ -243,6 +246,7 @@ impl Default for WorkloadSection {
             rows: None,
             locks: None,
             zipf: None,
+            writers: None,
         }
     }
 }
@@ -508,6 +512,8 @@ pub(crate) struct ExpectSection {
     pub(crate) ticks_run_twice: Option<Bound>,
     pub(crate) ticks_missed: Option<Bound>,
     pub(crate) tick_lateness_p99_ms: Option<Bound>,
+    pub(crate) max_concurrent: Option<Bound>,
+    pub(crate) longest_writer_wait_ms: Option<Bound>,
     pub(crate) recovers: Option<bool>,
 }
 

@@ -199,3 +199,65 @@ fn a_cron_job_needs_its_period_and_takes_no_think_time() {
         "workload.lock_at_least_ms: applies only to a scheduled job: needs `kind = \"cron\"`",
     );
 }
+
+#[test]
+fn writers_need_a_read_write_lock_and_a_writer_among_the_clients() {
+    one_error(
+        "writers-counter",
+        "writers = 1",
+        "workload.writers: applies only to a read-write lock: needs `kind = \"read-write\"`",
+    );
+    one_error(
+        "writers-above-clients",
+        "kind = \"read-write\"\nclients = 3\nwriters = 4",
+        "workload.writers: must be between 1 and workload.clients (3): the first clients write \
+         and the others read, not 4",
+    );
+    one_error(
+        "writers-zero",
+        "kind = \"read-write\"\nclients = 3\nwriters = 0",
+        "workload.writers: must be between 1 and workload.clients (3): the first clients write \
+         and the others read, not 0",
+    );
+}
+
+#[test]
+fn a_read_write_lock_needs_a_family_that_has_one() {
+    let k8s = "[scenario]\nname = \"t\"\nduration_ms = 10_000\n\n[model]\nkind = \"kubernetes\"\nttl_ms = 15_000\n\n\
+               [workload]\nkind = \"read-write\"\n";
+    let lines = errors_of("rw-k8s", k8s);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(
+            "workload.kind: \"read-write\" needs a lock client with a read-write lock (see the \
+             families' pages in docs/families/); Kubernetes Lease as set has none"
+        ),
+        "{}",
+        lines[0]
+    );
+    // Redisson's lock is modelled on a single instance only.
+    let replicated = GOOD.replace("ttl_ms = 1_000", "ttl_ms = 1_000\nreplicas = 2");
+    let lines = errors_of(
+        "rw-redis-replicas",
+        &format!("{replicated}\n[workload]\nkind = \"read-write\"\n"),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("Redis as set has none"), "{lines:?}");
+}
+
+#[test]
+fn readers_cannot_share_a_cas_token_resource() {
+    let text =
+        format!("{GOOD}\n[workload]\nkind = \"read-write\"\n\n[storage]\nmode = \"cas-token\"\n");
+    let lines = errors_of("rw-cas", &text);
+    // Redis's tokens are not for compare-and-set either; the readers' problem is the second.
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[1].ends_with(
+            "storage.mode: \"cas-token\" lets one claimant in at a time, so readers could not \
+             share: use \"unfenced\" or \"fenced-writes\" with \"read-write\""
+        ),
+        "{}",
+        lines[1]
+    );
+}

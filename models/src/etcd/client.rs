@@ -53,7 +53,7 @@ use super::proto::{Reply, Request};
 use super::resource::{self, ResourceGuard};
 use super::{ClientTimer, Msg};
 use crate::env::Host;
-use crate::lock::{LockClient, LockSignal};
+use crate::lock::{Access, LockClient, LockSignal};
 use crate::storage::StorageRequest;
 
 /// The keepalive send loop's period (`retryConnWait`).
@@ -124,6 +124,10 @@ impl EtcdLockConfig {
 
 /// The lock's prefix.
 pub const PREFIX: &str = "lock/";
+/// The prefix of a read-write lock's readers' keys (`recipes.RWMutex`: `pfx + "read"`).
+pub const READ_PREFIX: &str = "lock/read/";
+/// The prefix of a read-write lock's writers' keys (`pfx + "write"`).
+pub const WRITE_PREFIX: &str = "lock/write/";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum SessionState {
@@ -208,6 +212,10 @@ pub struct EtcdLock {
     my_key: Option<String>,
     /// The last resource operation sent; the workload has at most one outstanding.
     resource_op: Option<ResourceOp>,
+    /// The Mutex, or a side of the read-write lock (`recipes.RWMutex`).
+    access: Access,
+    /// The read-write lock's keys made so far, for a unique name each.
+    unique: u64,
 }
 
 impl EtcdLock {
@@ -227,6 +235,8 @@ impl EtcdLock {
             loops: false,
             my_key: None,
             resource_op: None,
+            access: Access::Exclusive,
+            unique: 0,
         }
     }
 
@@ -486,6 +496,10 @@ impl EtcdLock {
         let SessionState::Open(s) = &self.session else {
             unreachable!("try_acquire without a session")
         };
+        if self.access != Access::Exclusive {
+            let lease = s.lease;
+            return self.rw_create(ctx, lease);
+        }
         let key = Self::my_key(s.lease);
         self.my_key = Some(key.clone());
         let first = Op::Get(Range {
@@ -515,11 +529,60 @@ impl EtcdLock {
         self.phase = Phase::Trying { req };
     }
 
+    /// `recipes.RWMutex`'s `newUniqueEphemeralKey`: the side's own key, `lock/read/...` or
+    /// `lock/write/...`, put with the session's lease if it does not exist (`newUniqueKV`).
+    /// The real key is named by the time; here by the lease and a count, unique as well. A
+    /// retry after a timeout puts the same key: if the first put was applied, the failure
+    /// branch's `Get` gives its revision (the recipe would return the timeout to its caller
+    /// and leave the key in line until the lease ends).
+    fn rw_create(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, lease: LeaseId) {
+        let key = match &self.my_key {
+            Some(key) if key.contains(&format!("/{lease:x}-")) => key.clone(),
+            _ => {
+                self.unique += 1;
+                let side = match self.access {
+                    Access::Read => READ_PREFIX,
+                    Access::Write | Access::Exclusive => WRITE_PREFIX,
+                };
+                format!("{side}{lease:x}-{:x}", self.unique)
+            }
+        };
+        self.my_key = Some(key.clone());
+        let txn = Txn {
+            compares: vec![Compare {
+                key: key.clone(),
+                target: Target::Create,
+                cmp: Cmp::Equal,
+                value: 0,
+            }],
+            success: vec![Op::Put {
+                key: key.clone(),
+                value: 0,
+                lease: Some(lease),
+            }],
+            failure: vec![Op::Get(Range::key(key))],
+        };
+        let req = self.unary(ctx, Request::Txn(txn));
+        self.phase = Phase::Trying { req };
+    }
+
+    /// The keys that must be gone before the own key, created at `my_rev`, holds: the Mutex's
+    /// and a writer's, every key under the prefix (`Lock` waits on `pfx`); a reader's, the
+    /// writers' only (`RLock` waits on `pfx + "write"`).
+    fn blockers(&self) -> &'static str {
+        match self.access {
+            Access::Read => WRITE_PREFIX,
+            Access::Write | Access::Exclusive => PREFIX,
+        }
+    }
+
     fn find_predecessor(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, my_rev: Rev) {
+        // `waitOnLastRev` asks for the last by *mod* revision at most `myRev - 1`; the
+        // recipe's keys are put once and never changed, so that is their create revision.
         let req = self.unary(
             ctx,
             Request::Get(Range {
-                key: PREFIX.into(),
+                key: self.blockers().into(),
                 prefix: true,
                 first: Some(CreateOrder::Last),
                 max_create_rev: Some(my_rev - 1),
@@ -533,7 +596,9 @@ impl EtcdLock {
         ctx: &mut impl Host<Msg, ClientTimer>,
         my_rev: Rev,
     ) -> Option<LockSignal> {
-        if !self.config.recheck() {
+        if !self.config.recheck() || self.access != Access::Exclusive {
+            // `RWMutex.RLock` and `Lock` return once nothing blocks, without looking at
+            // their own key again.
             // Election, or the Mutex before PR #11408: no answer says the own key is still
             // there, so none confirms the ownership.
             return Some(self.hold(my_rev, false));
@@ -697,6 +762,11 @@ impl LockClient for EtcdLock {
         assert_eq!(lock, 0, "etcd takes one lock");
     }
 
+    /// The read-write lock's side (`recipes.RWMutex`, under the same prefix as the Mutex).
+    fn access(&mut self, access: Access) {
+        self.access = access;
+    }
+
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,
@@ -715,6 +785,9 @@ impl LockClient for EtcdLock {
 
     fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
+        if self.access != Access::Exclusive {
+            self.my_key = None; // A new unique key for each acquisition.
+        }
         match &self.session {
             SessionState::Open(_) => self.try_acquire(ctx),
             SessionState::Granting { .. } => self.phase = Phase::NeedSession,
@@ -734,13 +807,16 @@ impl LockClient for EtcdLock {
                 return Some(LockSignal::Released);
             }
         };
+        // `Unlock` and `RUnlock` delete the own key.
+        let key = match (&self.my_key, self.access) {
+            (Some(key), Access::Read | Access::Write) => key.clone(),
+            _ => Self::my_key(lease),
+        };
         let req = self.unary(
             ctx,
             Request::Txn(Txn {
                 compares: vec![],
-                success: vec![Op::Delete {
-                    key: Self::my_key(lease),
-                }],
+                success: vec![Op::Delete { key }],
                 failure: vec![],
             }),
         );

@@ -206,6 +206,12 @@ impl Family for Etcd {
         self.client.ttl
     }
 
+    /// `recipes.RWMutex` takes the Mutex's place (under the same prefix and session); the
+    /// Election is no lock to read under.
+    fn read_write(&self) -> bool {
+        self.client.recipe == Recipe::Mutex
+    }
+
     fn describe(&self) -> Vec<String> {
         let client = &self.client;
         let mut p = vec![

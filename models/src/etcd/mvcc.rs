@@ -217,6 +217,18 @@ impl Store {
             .min_by_key(|kv| kv.create_revision)
     }
 
+    /// The live keys under `prefix`, by create revision.
+    pub fn line(&self, prefix: &str) -> Vec<&KeyValue> {
+        let mut line: Vec<&KeyValue> = self
+            .kvs
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, kv)| kv)
+            .collect();
+        line.sort_by_key(|kv| kv.create_revision);
+        line
+    }
+
     /// Events on `key` at or after `from`, in order.
     pub fn events_since<'a>(&'a self, key: &'a str, from: Rev) -> impl Iterator<Item = &'a Event> {
         let start = self.events.partition_point(|e| e.revision < from);

@@ -43,9 +43,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use lockstep_check::{Event, OpId, StorageOp};
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
-use super::client::PREFIX;
+use super::client::{PREFIX, READ_PREFIX};
 use super::lease::{Lessor, RenewError};
-use super::mvcc::{EventKind, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
+use super::mvcc::{EventKind, KeyValue, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
 use super::proto::{Reply, Request};
 use super::resource;
 use super::{Msg, ServerTimer};
@@ -586,19 +586,36 @@ impl EtcdServer {
         Some(result)
     }
 
-    /// Notes the lock's owner in this member's applied state, as the Mutex and Election
-    /// recipes define it: the live key under the lock prefix with the lowest create revision,
-    /// named by the client that created it and that revision. Called after an apply that
-    /// created or deleted a lock key; the resource key is not under the prefix.
+    /// Notes the lock's owners in this member's applied state, as the recipes define them:
+    /// the live key under the lock prefix with the lowest create revision (Mutex, Election,
+    /// a read-write lock's writer), or, when that key is a reader's (`recipes.RWMutex`), every
+    /// reader's key created before the first writer's; each named by the client that created
+    /// it and that revision. Called after an apply that created or deleted a lock key; the
+    /// resource key is not under the prefix.
     fn observe_owner(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
-        let owner = self.store.first_created(PREFIX).map(|kv| Owner {
+        let owner = |kv: &KeyValue| Owner {
             client: *self
                 .creators
                 .get(&kv.key)
                 .expect("every live lock key was created by an applied put"),
             ticket: kv.create_revision,
-        });
-        self.owners.observe(ctx, owner);
+        };
+        match self.store.first_created(PREFIX) {
+            Some(first) if first.key.starts_with(READ_PREFIX) => {
+                let owners: Vec<Owner> = self
+                    .store
+                    .line(PREFIX)
+                    .into_iter()
+                    .take_while(|kv| kv.key.starts_with(READ_PREFIX))
+                    .map(owner)
+                    .collect();
+                self.owners.observe_all(ctx, &owners);
+            }
+            first => {
+                let first = first.map(owner);
+                self.owners.observe(ctx, first);
+            }
+        }
     }
 
     fn serve_reads(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {

@@ -26,7 +26,7 @@ use super::Msg;
 use super::sentinel::SentinelMsg;
 use super::{Command, FENCE_KEY, Key, LOCK_KEY, Reply, lock_key};
 use crate::env::Host;
-use crate::lock::{LockClient, LockSignal, NoResource};
+use crate::lock::{Access, LockClient, LockSignal, NoResource};
 use crate::storage::StorageRequest;
 
 /// How the client releases the lock.
@@ -187,6 +187,8 @@ pub struct RedisLock {
     atomic_token: Option<u64>,
     /// The lock's key: [`LOCK_KEY`] unless the workload selected another lock.
     key: Key,
+    /// The plain lock, or a side of Redisson's `RReadWriteLock` ([`super::rwlock`]).
+    access: Access,
 }
 
 impl RedisLock {
@@ -202,6 +204,7 @@ impl RedisLock {
             stale: false,
             atomic_token: None,
             key: LOCK_KEY,
+            access: Access::Exclusive,
         }
     }
 
@@ -258,6 +261,10 @@ impl RedisLock {
                 value,
             } if req == id => match reply {
                 Reply::Ok => self.acquired(ctx, attempt, sent, value),
+                // A read-write lock's refusal is the hash's remaining TTL.
+                Reply::Int(_) if self.access != Access::Exclusive => {
+                    self.fail_attempt(ctx, attempt)
+                }
                 Reply::Int(token) => {
                     self.atomic_token = Some(token as u64);
                     self.acquired(ctx, attempt, sent, value)
@@ -354,7 +361,14 @@ impl RedisLock {
     fn set_nx(&mut self, ctx: &mut impl Host<Msg, LockTimer>, attempt: u32) {
         let value = ctx.rng().next_u64();
         let sent = ctx.mono();
-        let cmd = if self.config.fencing && self.config.fence_atomically {
+        let cmd = if self.access != Access::Exclusive {
+            Command::RwLock {
+                key: self.key,
+                write: self.access == Access::Write,
+                value,
+                ttl: self.config.ttl,
+            }
+        } else if self.config.fencing && self.config.fence_atomically {
             Command::SetNxIncr {
                 key: self.key,
                 value,
@@ -435,14 +449,24 @@ impl RedisLock {
         attempt: u32,
         value: u64,
     ) -> Option<LockSignal> {
-        self.send(
-            ctx,
-            Command::CompareAndDelete {
+        let cmd = self.unlock(value);
+        self.send(ctx, cmd);
+        self.fail_attempt(ctx, attempt)
+    }
+
+    /// The owner's unlock: compare-and-delete, or a read-write lock's unlock script.
+    fn unlock(&self, value: u64) -> Command {
+        match self.access {
+            Access::Exclusive => Command::CompareAndDelete {
                 key: self.key,
                 value,
             },
-        );
-        self.fail_attempt(ctx, attempt)
+            Access::Read | Access::Write => Command::RwUnlock {
+                key: self.key,
+                write: self.access == Access::Write,
+                value,
+            },
+        }
     }
 
     fn fail_attempt(
@@ -543,6 +567,11 @@ impl LockClient for RedisLock {
         self.key = lock_key(lock);
     }
 
+    /// A side of Redisson's `RReadWriteLock` on the lock's key.
+    fn access(&mut self, access: Access) {
+        self.access = access;
+    }
+
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, LockTimer>,
@@ -582,10 +611,7 @@ impl LockClient for RedisLock {
             return Some(LockSignal::Released);
         };
         let cmd = match self.config.release {
-            Release::CompareAndDelete => Command::CompareAndDelete {
-                key: self.key,
-                value,
-            },
+            Release::CompareAndDelete => self.unlock(value),
             Release::Del => Command::Del { key: self.key },
         };
         let req = self.send(ctx, cmd);
@@ -687,14 +713,19 @@ impl LockClient for RedisLock {
             ) if v == value => {
                 let ttl = self.config.ttl;
                 let sent = ctx.mono();
-                let req = self.send(
-                    ctx,
-                    Command::CompareAndPexpire {
+                let cmd = match self.access {
+                    Access::Exclusive => Command::CompareAndPexpire {
                         key: self.key,
                         value,
                         ttl,
                     },
-                );
+                    Access::Read | Access::Write => Command::RwRenew {
+                        key: self.key,
+                        value,
+                        ttl,
+                    },
+                };
+                let req = self.send(ctx, cmd);
                 self.state = State::Held {
                     value,
                     validity_end,

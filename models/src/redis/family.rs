@@ -540,6 +540,16 @@ impl Family for Redis {
         self.client.ttl
     }
 
+    /// Redisson's `RReadWriteLock` ([`super::rwlock`]), modelled on a single instance without
+    /// persistence, `WAIT` or a plain `DEL` release.
+    fn read_write(&self) -> bool {
+        self.replicas == 0
+            && self.sentinel.is_none()
+            && self.server.persistence == Persistence::None
+            && self.client.wait.is_none()
+            && self.client.release == Release::CompareAndDelete
+    }
+
     /// Any key is a lock: lock `n` is the key `lock:n` (`redis::lock_key`).
     fn many_locks(&self) -> bool {
         true

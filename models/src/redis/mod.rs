@@ -10,6 +10,7 @@ pub mod client;
 pub mod family;
 pub mod persistence;
 pub mod replication;
+pub mod rwlock;
 pub mod sentinel;
 pub mod server;
 
@@ -123,6 +124,37 @@ pub enum Command {
         /// The counter key.
         counter: Key,
     },
+    /// Redisson's read or write lock script ([`rwlock`]): replies `+OK` when the caller holds
+    /// the lock (the script's `nil`), or the hash's remaining TTL in ms when refused.
+    RwLock {
+        /// The lock's key.
+        key: Key,
+        /// The write lock's script (else the read lock's).
+        write: bool,
+        /// The caller's id in the hash (its random lock value).
+        value: u64,
+        /// Time to live.
+        ttl: Dur,
+    },
+    /// Redisson's read or write unlock script: `1` freed, `0` still held by others, nil when
+    /// the caller held no such side.
+    RwUnlock {
+        /// The lock's key.
+        key: Key,
+        /// The write lock's script (else the read lock's).
+        write: bool,
+        /// The caller's id in the hash.
+        value: u64,
+    },
+    /// Redisson's renewal of a read-write lock (the watchdog): `1` renewed, `0` not a holder.
+    RwRenew {
+        /// The lock's key.
+        key: Key,
+        /// The caller's id in the hash.
+        value: u64,
+        /// The new time to live.
+        ttl: Dur,
+    },
 }
 
 impl Command {
@@ -135,7 +167,10 @@ impl Command {
             | Command::CompareAndDelete { key, .. }
             | Command::CompareAndPexpire { key, .. }
             | Command::Incr { key }
-            | Command::SetNxIncr { key, .. } => *key,
+            | Command::SetNxIncr { key, .. }
+            | Command::RwLock { key, .. }
+            | Command::RwUnlock { key, .. }
+            | Command::RwRenew { key, .. } => *key,
             Command::Wait { .. } => return None,
         };
         is_lock_key(key).then_some(key)

@@ -22,6 +22,7 @@ use super::persistence::{
     AOF_FSYNC_PERIOD, CrashLoses, Db, Disk, Persistence, SERVER_CRON_PERIOD, save_due,
 };
 use super::replication::Repl;
+use super::rwlock::{Outcome, RwLocks};
 use super::sentinel::SentinelMsg;
 use super::{Command, Key, LOCK_KEY, ReplOp, Reply, Role};
 use super::{Msg, Timer};
@@ -120,6 +121,9 @@ pub struct RedisServer {
     pub(super) repl: Repl,
     /// The writes the current command propagates (`server.also_propagate`).
     pub(super) propagate: Vec<ReplOp>,
+    /// Redisson's read-write locks (in memory only: a read-write lock runs on a single
+    /// instance without persistence).
+    rw: RwLocks,
 }
 
 impl RedisServer {
@@ -138,6 +142,7 @@ impl RedisServer {
             open: true,
             repl: Repl::new(replica_of),
             propagate: Vec::new(),
+            rw: RwLocks::default(),
         }
     }
 
@@ -187,6 +192,7 @@ impl RedisServer {
         self.open = false;
         self.repl = Repl::new(self.replica_of);
         self.propagate.clear();
+        self.rw.clear();
     }
 
     /// A restart loads the dataset from disk. Deadlines are absolute and are judged against
@@ -250,6 +256,11 @@ impl RedisServer {
             return;
         }
         let now_ms = ctx.clock(self.config.expiry_clock).as_millis();
+        if let Command::RwLock { key, .. } | Command::RwUnlock { key, .. } = cmd {
+            let reply = self.rw_command(ctx, from, now_ms, key, cmd);
+            ctx.send(from, Msg::Reply { id, reply });
+            return;
+        }
         let key = cmd.lock_key().unwrap_or(LOCK_KEY);
         let before = self.db.get(key).copied();
         let reply = self.execute(now_ms, cmd);
@@ -313,6 +324,44 @@ impl RedisServer {
                 ticket: a.value,
             });
         }
+    }
+
+    /// A read-write lock's lock or unlock script, with its audit: an acquisition is the
+    /// service issuing it (`Issued`, named by the caller's value), and the observers' holder
+    /// view of lock 0 starts when the hash is created (naming its first holder) and ends when
+    /// it is deleted.
+    fn rw_command(
+        &mut self,
+        ctx: &mut impl Host<Msg, Timer>,
+        from: NodeId,
+        now_ms: i64,
+        key: Key,
+        cmd: Command,
+    ) -> Reply {
+        let before = self.rw.held(key, now_ms);
+        let acquire = match cmd {
+            Command::RwLock { value, .. } => Some(value),
+            _ => None,
+        };
+        let reply = self.execute(now_ms, cmd);
+        let after = self.rw.held(key, now_ms);
+        if key == LOCK_KEY && before != after {
+            let view = match after {
+                true => HolderView::Granted {
+                    client: from,
+                    expires: None,
+                },
+                false => HolderView::Free,
+            };
+            ctx.observe(Observation::Holder(view));
+        }
+        if let (Some(value), Reply::Ok) = (acquire, reply) {
+            ctx.record(Event::Issued {
+                client: HistNode(from.0),
+                ticket: value,
+            });
+        }
+        reply
     }
 
     /// A message from a sentinel: `PING` (answered with the role and offset, as `INFO
@@ -416,6 +465,23 @@ impl RedisServer {
                 self.execute(now_ms, Command::Incr { key: counter })
             }
             Command::Wait { .. } => panic!("WAIT is handled before execution"),
+            Command::RwLock { .. } | Command::RwUnlock { .. } | Command::RwRenew { .. }
+                if !master =>
+            {
+                Reply::Readonly
+            }
+            Command::RwLock {
+                key,
+                write,
+                value,
+                ttl,
+            } => rw_reply(self.rw.lock(key, write, value, ms(ttl), now_ms)),
+            Command::RwUnlock { key, write, value } => {
+                rw_reply(self.rw.unlock(key, write, value, now_ms))
+            }
+            Command::RwRenew { key, value, ttl } => {
+                rw_reply(self.rw.renew(key, value, ms(ttl), now_ms))
+            }
         }
     }
 
@@ -510,6 +576,21 @@ fn wall_secs(ctx: &impl Host<Msg, Timer>) -> i64 {
 /// Sets a server timer on the monotonic clock (the event loop's timers are monotonic).
 pub(super) fn set(ctx: &mut impl Host<Msg, Timer>, after: Dur, timer: ServerTimer) -> TimerId {
     ctx.set_timer(ClockKind::Mono, after, Timer::Server(timer))
+}
+
+/// A duration in whole ms, as a script's `ARGV` carries it.
+fn ms(d: Dur) -> i64 {
+    d.as_millis() as i64
+}
+
+/// A read-write lock script's reply.
+fn rw_reply(outcome: Outcome) -> Reply {
+    match outcome {
+        Outcome::Acquired => Reply::Ok,
+        Outcome::Refused(pttl) => Reply::Int(pttl),
+        Outcome::Int(Some(n)) => Reply::Int(n),
+        Outcome::Int(None) => Reply::Nil,
+    }
 }
 
 #[cfg(test)]
@@ -692,3 +773,4 @@ mod tests {
         assert_eq!(s.propagate.len(), 5);
     }
 }
+

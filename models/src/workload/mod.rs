@@ -55,6 +55,12 @@
 //! check, write) is the job and its accepted write the job's effect. Between ticks a client
 //! is idle: it does not think and try again. A failed acquisition waits for the next tick.
 //!
+//! # Readers and writers (`kind = "read-write"`)
+//!
+//! The counter loop on one read-write lock ([`read_write`]): each client keeps one side of
+//! it for the run ([`Access`], told to its lock client before each acquisition); a reader
+//! records `Shared` before its `Request` and leaves after its work without writing.
+//!
 //! When the lock client says [`LockSignal::Lost`], [`OnStoppedLeading`] decides: `Exit` (the
 //! process dies, as client-go users' `klog.Fatal` in `OnStoppedLeading`; releasing first is
 //! client-go's `ReleaseOnCancel`), `Cancel` (work notices the cancelled context only after a
@@ -63,18 +69,20 @@
 
 pub mod cron;
 pub mod keys;
+pub mod read_write;
 
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
 use lockstep_sim::{ClockKind, Distribution, Dur, Env, LocalTime, NodeId};
 
 use crate::env::{Host, LockSide, Scoped};
-use crate::lock::{LockClient, LockSignal};
+use crate::lock::{Access, LockClient, LockSignal};
 use crate::node::{Msg, Timer, WorkTimer};
 use crate::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
 
 pub use cron::CronConfig;
 use cron::Fire;
 pub use keys::KeysConfig;
+pub use read_write::ReadWriteConfig;
 
 /// Where a workload client sends its storage operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +124,14 @@ impl WorkloadConfig {
         matches!(self.kind, WorkloadKind::Cron(_))
     }
 
+    /// How the clients split into writers and readers, when they share a read-write lock.
+    pub fn read_write(&self) -> Option<&ReadWriteConfig> {
+        match &self.kind {
+            WorkloadKind::ReadWrite(rw) => Some(rw),
+            _ => None,
+        }
+    }
+
     /// The rows and locks, when the clients work on many keys.
     pub fn keys(&self) -> Option<&KeysConfig> {
         match &self.kind {
@@ -139,6 +155,8 @@ pub enum WorkloadKind {
     /// The counter loop over many rows under many locks: each critical section picks a row
     /// and takes the lock that covers it.
     Keys(KeysConfig),
+    /// The counter loop on one read-write lock: writers write, readers only read.
+    ReadWrite(ReadWriteConfig),
 }
 
 /// How a leader client behaves.
@@ -231,6 +249,8 @@ pub struct Client<L: LockClient> {
     next_tick: Option<i64>,
     /// The row of the current (or next) critical section (the `keys` workload; else 0).
     row: u64,
+    /// Its side of the lock: a read-write lock's reader or writer, or the plain lock.
+    access: Access,
     /// Grants and operations so far. Bookkeeping for the history, kept across crashes so ids
     /// stay unique; no decision reads them.
     grants: u32,
@@ -260,6 +280,7 @@ impl<L: LockClient> Client<L> {
             terminating: false,
             next_tick: None,
             row: 0,
+            access: Access::Exclusive,
             grants: 0,
             ops: 0,
         }
@@ -272,6 +293,11 @@ impl<L: LockClient> Client<L> {
 
     pub(crate) fn lock_mut(&mut self) -> &mut L {
         &mut self.lock
+    }
+
+    /// The same client on side `access` of a read-write lock (`kind = "read-write"`).
+    pub fn accessing(self, access: Access) -> Client<L> {
+        Client { access, ..self }
     }
 
     /// The same client, claiming the resource after each grant when `claim` is true.
@@ -385,6 +411,14 @@ impl<L: LockClient> Client<L> {
                     });
                     self.lock.select(lock);
                 }
+                if self.access != Access::Exclusive {
+                    if self.access == Access::Read {
+                        ctx.record(Event::Shared {
+                            client: Self::me(ctx),
+                        });
+                    }
+                    self.lock.access(self.access);
+                }
                 if !self.config.is_queue() {
                     ctx.record(Event::Request {
                         client: Self::me(ctx),
@@ -425,6 +459,11 @@ impl<L: LockClient> Client<L> {
                 );
             }
             (Phase::Working, WorkTimer::Write { grant }) if self.is_current(grant) => {
+                if self.access == Access::Read {
+                    // A reader's work is done with what it read: it leaves without writing.
+                    self.exit(ctx, ExitReason::Released, false);
+                    return;
+                }
                 let held = self.held.expect("working under a grant");
                 let kind = RequestKind::Write {
                     value: held.base + 1,

@@ -37,9 +37,12 @@ use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 use super::proto::{Op, OpResult, Reply, Request};
 use super::tree::{ErrorCode, EventKind};
 use super::{ClientTimer, Msg};
-use super::{CLEANUP_SLEEP, LOCK_PATH, SessionId, Zxid, lock_order, ping_interval, read_timeout};
+use super::{
+    CLEANUP_SLEEP, LOCK_PATH, READ_LOCK_NAME, SessionId, WRITE_LOCK_NAME, Zxid, is_reader,
+    lock_order, ping_interval, read_timeout,
+};
 use crate::env::Host;
-use crate::lock::{LockClient, LockSignal, NoResource};
+use crate::lock::{Access, LockClient, LockSignal, NoResource};
 use crate::observe::Observation;
 use crate::storage::StorageRequest;
 
@@ -202,6 +205,8 @@ pub struct ZooKeeperLock {
     next_xid: u64,
     /// A delete to retry once connected (`guaranteed()`), and its xid in flight.
     background_delete: Option<(String, Option<u64>)>,
+    /// The plain `InterProcessMutex`, or a side of `InterProcessReadWriteLock`.
+    access: Access,
 }
 
 impl ZooKeeperLock {
@@ -231,6 +236,7 @@ impl ZooKeeperLock {
             phase: Phase::Idle,
             next_xid: 0,
             background_delete: None,
+            access: Access::Exclusive,
         }
     }
 
@@ -477,9 +483,15 @@ impl ZooKeeperLock {
     }
 
     fn node_prefix(&self, guid: u64) -> String {
+        // The lock name: `InterProcessMutex`'s, or the read-write lock's two.
+        let name = match self.access {
+            Access::Exclusive => "lock-",
+            Access::Read => READ_LOCK_NAME,
+            Access::Write => WRITE_LOCK_NAME,
+        };
         match (self.config.protection, self.session()) {
-            (Protection::GuidAndSession, Some(s)) => format!("_c_{guid:016x}-{s:016x}-lock-"),
-            _ => format!("_c_{guid:016x}-lock-"),
+            (Protection::GuidAndSession, Some(s)) => format!("_c_{guid:016x}-{s:016x}-{name}"),
+            _ => format!("_c_{guid:016x}-{name}"),
         }
     }
 
@@ -680,7 +692,13 @@ impl ZooKeeperLock {
             self.restart(ctx);
             return None;
         };
-        if index == 0 {
+        // Who blocks us: a reader waits for the first writer before it, if any
+        // (`readLockPredicate`); a writer, or the plain mutex, for its predecessor.
+        let blocker = match self.access {
+            Access::Read => names[..index].iter().position(|n| !is_reader(n)),
+            Access::Exclusive | Access::Write => index.checked_sub(1),
+        };
+        let Some(blocker) = blocker else {
             self.phase = Phase::Held { path, czxid };
             // The ticket is the node's czxid, fenced or not: the members' owner audits record
             // it as `Issued` when the node comes first in line.
@@ -689,9 +707,9 @@ impl ZooKeeperLock {
                 token,
                 ticket: Some(czxid.as_u64()),
             });
-        }
+        };
         let watched = match self.config.watch {
-            Watch::Predecessor => format!("{LOCK_PATH}/{}", names[index - 1]),
+            Watch::Predecessor => format!("{LOCK_PATH}/{}", names[blocker]),
             Watch::Parent => LOCK_PATH.to_string(),
         };
         let xid = match self.config.watch {
@@ -776,6 +794,12 @@ impl LockClient for ZooKeeperLock {
     /// One lock only: the loader refuses the `keys` workload's many locks for ZooKeeper.
     fn select(&mut self, lock: u32) {
         assert_eq!(lock, 0, "ZooKeeper takes one lock");
+    }
+
+    /// The read-write lock's side: its nodes are named `__READ__` or `__WRIT__`, and a reader
+    /// waits only for a writer before it.
+    fn access(&mut self, access: Access) {
+        self.access = access;
     }
 
     fn on_message(

@@ -193,6 +193,12 @@ impl Family for ZooKeeper {
         }
     }
 
+    /// Curator's `InterProcessReadWriteLock`: its nodes `__READ__` and `__WRIT__` under the
+    /// same parent.
+    fn read_write(&self) -> bool {
+        true
+    }
+
     fn counters(&self) -> &'static [Counter] {
         &[
             Counter {

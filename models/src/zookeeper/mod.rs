@@ -127,13 +127,37 @@ pub type SessionId = u64;
 /// `creatingParentContainersIfNeeded` would have made it).
 pub const LOCK_PATH: &str = "/lock";
 
-/// The sequence number of a lock node's name: what follows the last `lock-` (Curator's
-/// `StandardLockInternalsDriver.fixForSorting`).
+/// The sequence number of a lock node's name: its last ten characters, the `%010d` counter
+/// ZooKeeper appends to a sequential node's name. Curator's `fixForSorting` takes what follows
+/// the lock name (`lock-`, or a read-write lock's `__READ__` and `__WRIT__`), which is the same
+/// counter for every name the recipes make.
 pub fn lock_sequence(name: &str) -> &str {
-    // `rsplit("lock-")`, without building a string searcher for every comparison.
-    match name.as_bytes().windows(5).rposition(|w| w == b"lock-") {
-        Some(i) => &name[i + 5..],
-        None => name,
+    let at = name.len().saturating_sub(10);
+    name.get(at..).unwrap_or(name)
+}
+
+/// The lock name of a read-write lock's read nodes (Curator's `InterProcessReadWriteLock`).
+pub const READ_LOCK_NAME: &str = "__READ__";
+/// The lock name of a read-write lock's write nodes.
+pub const WRITE_LOCK_NAME: &str = "__WRIT__";
+
+/// Whether a lock node is a read-write lock's reader.
+pub fn is_reader(name: &str) -> bool {
+    name.contains(READ_LOCK_NAME)
+}
+
+/// The holders of the lock whose children are `names`, in the recipe's order
+/// ([`lock_order`]): indexes into `names`. Curator's two predicates
+/// (`InterProcessReadWriteLock.readLockPredicate`, `StandardLockInternalsDriver.getsTheLock`
+/// with one lease): a read node holds when no write node is before it, any other node when it
+/// is first. So the first node alone, or every read node before the first write node.
+pub fn holders(names: &[&str]) -> std::ops::Range<usize> {
+    match names.first() {
+        Some(first) if is_reader(first) => {
+            0..names.iter().position(|n| !is_reader(n)).unwrap_or(names.len())
+        }
+        Some(_) => 0..1,
+        None => 0..0,
     }
 }
 
@@ -254,11 +278,13 @@ mod tests {
     }
 
     #[test]
-    fn the_sequence_follows_the_last_lock_dash() {
+    fn the_sequence_is_the_ten_digits_after_the_lock_name() {
         assert_eq!(lock_sequence("_c_ab-lock-0000000003"), "0000000003");
         assert_eq!(lock_sequence("_c_ab-lock-lock-0000000004"), "0000000004");
-        assert_eq!(lock_sequence("lock-"), "");
-        assert_eq!(lock_sequence("no-sequence"), "no-sequence");
+        assert_eq!(lock_sequence("_c_ab-__READ__0000000005"), "0000000005");
+        assert_eq!(lock_sequence("_c_ab-__WRIT__0000000006"), "0000000006");
+        // A name shorter than a sequence number is its own.
+        assert_eq!(lock_sequence("lock-"), "lock-");
         // By sequence, then by name.
         assert!(lock_order("_c_ff-lock-0000000001", "_c_00-lock-0000000002").is_lt());
         assert!(lock_order("_c_00-lock-0000000002", "_c_ff-lock-0000000002").is_lt());
@@ -291,5 +317,26 @@ mod tests {
             }
         );
         assert!(z2 > z && z2.as_u64() > z.as_u64());
+    }
+
+    #[test]
+    fn readers_before_the_first_writer_hold_together_and_a_writer_alone() {
+        let r = |n: u32| format!("_c_{n:02}-__READ__{n:010}");
+        let w = |n: u32| format!("_c_{n:02}-__WRIT__{n:010}");
+        let mut line = [w(7), r(3), r(5), r(9), w(4)];
+        // Curator orders by the sequence number, whatever the lock name.
+        line.sort_by(|a, b| lock_order(a, b));
+        let names: Vec<&str> = line.iter().map(String::as_str).collect();
+        assert_eq!(names, [r(3), w(4), r(5), w(7), r(9)]);
+        assert_eq!(holders(&names), 0..1, "one reader before the first writer");
+        assert_eq!(holders(&names[1..]), 0..1, "a writer first holds alone");
+        assert_eq!(holders(&names[2..]), 0..1);
+        let readers = [r(3), r(5), w(7)];
+        let readers: Vec<&str> = readers.iter().map(String::as_str).collect();
+        assert_eq!(holders(&readers), 0..2);
+        assert_eq!(holders(&readers[..2]), 0..2, "readers only: all of them");
+        assert_eq!(holders(&[]), 0..0);
+        // The plain mutex's nodes: the first alone.
+        assert_eq!(holders(&["_c_01-lock-0000000001", "_c_02-lock-0000000002"]), 0..1);
     }
 }

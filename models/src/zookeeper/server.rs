@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
 use super::proto::{Op, OpResult, Peer, Proposal, Reply, Request};
-use super::tree::{DataTree, ErrorCode, EventKind, Txn, TxnResult};
+use super::tree::{DataTree, ErrorCode, Stat, EventKind, Txn, TxnResult};
 use super::{LOCK_PATH, SessionId, Zxid, negotiate_timeout, round_to_next_tick};
 use super::{Msg, ServerTimer};
 use crate::audit::{Owner, OwnerAudit};
@@ -816,11 +816,12 @@ impl ZooKeeperServer {
         }
     }
 
-    /// The lock's children changed: notes who the applied tree now makes the owner, the client
-    /// whose node is first in line, as the recipe orders them ([`super::lock_order`]), named
-    /// by the node's czxid (its fencing token).
+    /// The lock's children changed: notes who the applied tree now makes the owners, as the
+    /// recipe orders them ([`super::lock_order`]) and decides who holds ([`super::holders`]:
+    /// the client whose node is first in line, or every reader before the first writer of a
+    /// read-write lock), each named by its node's czxid (its fencing token).
     fn observe_owner(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
-        let owner = self.tree.first_in_line(LOCK_PATH).map(|(name, stat)| {
+        let owner_of = |name: &str, stat: &Stat| {
             let client = stat
                 .ephemeral_owner
                 .and_then(|session| self.session_clients.get(&session));
@@ -831,8 +832,23 @@ impl ZooKeeperServer {
                 client,
                 ticket: stat.czxid.as_u64(),
             }
-        });
-        self.owners.observe(ctx, owner);
+        };
+        match self.tree.first_in_line(LOCK_PATH) {
+            // A reader first in line shares the lock with the readers after it.
+            Some((name, _)) if super::is_reader(name) => {
+                let line = self.tree.line(LOCK_PATH);
+                let names: Vec<&str> = line.iter().map(|(n, _)| *n).collect();
+                let owners: Vec<Owner> = line[super::holders(&names)]
+                    .iter()
+                    .map(|(name, stat)| owner_of(name, stat))
+                    .collect();
+                self.owners.observe_all(ctx, &owners);
+            }
+            first => {
+                let owner = first.map(|(name, stat)| owner_of(name, stat));
+                self.owners.observe(ctx, owner);
+            }
+        }
     }
 
     fn answer(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, p: &Proposal, result: TxnResult) {

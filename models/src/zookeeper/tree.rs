@@ -169,6 +169,15 @@ impl DataTree {
         first
     }
 
+    /// The children of `parent` in the lock recipe's order ([`super::lock_order`]), with
+    /// their stats.
+    pub fn line(&self, parent: &str) -> Vec<(&str, &Stat)> {
+        let mut line = Vec::new();
+        self.each_child(parent, |name, stat| line.push((name, stat)));
+        line.sort_by(|a, b| lock_order(a.0, b.0));
+        line
+    }
+
     /// Calls `f` with the name and stat of each child of `path`, in name order: the keys
     /// `path/name`, which lie among the keys after `path` that start with it.
     fn each_child<'a>(&'a self, path: &str, mut f: impl FnMut(&'a str, &'a Stat)) {

@@ -42,6 +42,8 @@ pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
         (Count::TicksRunTwice, e.ticks_run_twice),
         (Count::TicksMissed, e.ticks_missed),
         (Count::TickLatenessP99Ms, e.tick_lateness_p99_ms),
+        (Count::MaxConcurrent, e.max_concurrent),
+        (Count::LongestWriterWaitMs, e.longest_writer_wait_ms),
     ]
     .into_iter()
     .filter_map(|(c, b)| b.and_then(|b| bound(r, c, b)).map(|b| (c, b.min, b.max)))
@@ -71,6 +73,7 @@ fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
             | Count::HolderFailoverMaxMs
             | Count::QueueLagP99Ms
             | Count::TickLatenessP99Ms
+            | Count::LongestWriterWaitMs
     );
     let largest = b.max.unwrap_or(b.min);
     if is_ms && largest as f64 > MAX_MS {

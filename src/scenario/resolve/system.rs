@@ -3,12 +3,14 @@
 //! family's storage mode in `super::super::family`. `kind = "leader"` runs the leader loop
 //! (`lockstep_models::workload`), whose keys a counter refuses; `kind = "queue"` runs a job
 //! queue's workers, for a family whose recipe dequeues; `kind = "cron"` a job on a schedule
-//! (`lockstep_models::workload::cron`), whose keys only it takes.
+//! (`lockstep_models::workload::cron`), whose keys only it takes; `kind = "keys"` many rows
+//! under many locks; `kind = "read-write"` readers and writers of one read-write lock.
 
 use lockstep_models::keys::{Check, DistSpec};
 use lockstep_models::workload::keys::MAX_LOCKS;
 use lockstep_models::{
-    CronConfig, KeysConfig, LeaderConfig, OnStoppedLeading, WorkloadConfig, WorkloadKind,
+    CronConfig, KeysConfig, LeaderConfig, OnStoppedLeading, ReadWriteConfig, WorkloadConfig,
+    WorkloadKind,
 };
 use lockstep_sim::Dur;
 
@@ -46,6 +48,13 @@ fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
     let leader = w.kind == Some(WorkloadKindSpec::Leader);
     let cron = w.kind == Some(WorkloadKindSpec::Cron);
     let keys = w.kind == Some(WorkloadKindSpec::Keys);
+    let read_write = w.kind == Some(WorkloadKindSpec::ReadWrite);
+    if !read_write && w.writers.is_some() {
+        check.problems.push(
+            "workload.writers",
+            "applies only to a read-write lock: needs `kind = \"read-write\"`",
+        );
+    }
     if !keys {
         let set = [
             ("rows", w.rows.is_some()),
@@ -90,6 +99,8 @@ fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
             WorkloadKind::Cron(cron_config(check, w))
         } else if keys {
             WorkloadKind::Keys(keys_config(check, w))
+        } else if read_write {
+            WorkloadKind::ReadWrite(read_write_config(check, w))
         } else {
             WorkloadKind::Counter
         };
@@ -168,4 +179,23 @@ fn keys_config(check: &mut Check, w: &WorkloadSection) -> KeysConfig {
         (s * 1000.0).round() as u32
     });
     KeysConfig::new(rows, locks.clamp(1, rows), zipf)
+}
+
+/// Readers and writers: the first `writers` clients write (1 when absent), the rest read; at
+/// least one of them writes.
+fn read_write_config(check: &mut Check, w: &WorkloadSection) -> ReadWriteConfig {
+    let writers = w.writers.unwrap_or(1);
+    if !(1..=w.clients).contains(&writers) {
+        check.problems.push(
+            "workload.writers",
+            format!(
+                "must be between 1 and workload.clients ({}): the first clients write and the \
+                 others read, not {writers}",
+                w.clients
+            ),
+        );
+    }
+    ReadWriteConfig {
+        writers: writers.clamp(1, w.clients.max(1)),
+    }
 }
