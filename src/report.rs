@@ -17,15 +17,15 @@ use std::path::{Path, PathBuf};
 
 use lockstep_check::{
     Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns, queue_lags_ns,
-    tick_lateness_ns, time_waiting_ns,
+    read_write_waits_ns, tick_lateness_ns, time_waiting_ns,
 };
 use lockstep_models::family::Role;
 pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::format::ms;
 use lockstep_reports::{
     Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, KeysStats,
-    LeadershipStats, OverlapStats, QueueStats, Rates, RecoveryStats, Row, Source, Verdicts,
-    Visuals,
+    LeadershipStats, OverlapStats, QueueStats, Rates, ReadWriteStats, RecoveryStats, Row, Source,
+    Verdicts, Visuals,
 };
 
 use crate::run::{RunResult, run};
@@ -338,6 +338,12 @@ struct Tally {
     tick_lateness: Histogram,
     /// The clients' time waiting for a lock, summed over the runs.
     waiting_ns: u128,
+    /// Read-write sums, from the first run with a reader's grant.
+    read_write: Option<ReadWriteStats>,
+    reader_wait: Histogram,
+    writer_wait: Histogram,
+    /// Accepted writes of the runs with read-write figures.
+    rw_writes: u64,
 }
 
 impl Tally {
@@ -383,6 +389,7 @@ impl Tally {
         self.add_leadership(r);
         self.add_queue(r);
         self.add_cron(r);
+        self.add_read_write(r);
         self.waiting_ns += u128::from(time_waiting_ns(&r.history));
         if let Some(rec) = v.liveness.recovery {
             self.recovery_runs += 1;
@@ -440,6 +447,26 @@ impl Tally {
         sums.missed_runs += u64::from(c.missed.count > 0);
         for ns in tick_lateness_ns(&r.history) {
             self.tick_lateness.add(ns);
+        }
+    }
+
+    fn add_read_write(&mut self, r: &RunResult) {
+        let Some(rw) = &r.verdict.read_write else {
+            return;
+        };
+        let sums = self.read_write.get_or_insert_with(ReadWriteStats::default);
+        sums.readers += rw.readers;
+        sums.writers += rw.writers;
+        sums.longest_writer_wait_ms = sums
+            .longest_writer_wait_ms
+            .max(ms(rw.longest_writer_wait_ns));
+        self.rw_writes += r.verdict.liveness.accepted_writes;
+        let (readers, writers) = read_write_waits_ns(&r.history);
+        for ns in readers {
+            self.reader_wait.add(ns);
+        }
+        for ns in writers {
+            self.writer_wait.add(ns);
         }
     }
 
@@ -520,6 +547,16 @@ impl Tally {
             cron: self.cron.map(|c| CronStats {
                 lateness_ms: self.tick_lateness.quantiles_ms(),
                 ..c
+            }),
+            read_write: self.read_write.map(|rw| ReadWriteStats {
+                writes_per_s: if self.run_ns > 0 {
+                    self.rw_writes as f64 / (self.run_ns as f64 / 1e9)
+                } else {
+                    0.0
+                },
+                reader_wait_ms: self.reader_wait.quantiles_ms(),
+                writer_wait_ms: self.writer_wait.quantiles_ms(),
+                ..rw
             }),
             keys: s.system.workload().keys().map(|k| KeysStats {
                 rows: k.rows,
@@ -650,6 +687,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         queue: None,
         cron: None,
         keys: None,
+        read_write: None,
     };
     let mut failing = Vec::new();
     if let (Some(scenario), true) = (&input.scenario, input.replayable) {

@@ -193,6 +193,24 @@ pub struct CronStats {
     pub lateness_ms: Option<QuantilesMs>,
 }
 
+/// A read-write lock's figures over a scenario's runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadWriteStats {
+    /// Readers' (shared) grants, summed over the runs.
+    pub readers: u64,
+    /// Writers' (exclusive) grants, summed over the runs.
+    pub writers: u64,
+    /// Writer throughput: accepted writes per second of simulated time, over every run.
+    pub writes_per_s: f64,
+    /// Readers' waits (request to grant), pooled over every run; `None` without one.
+    pub reader_wait_ms: Option<QuantilesMs>,
+    /// Writers' waits, pooled over every run; `None` without one.
+    pub writer_wait_ms: Option<QuantilesMs>,
+    /// The longest writer wait of any run, counting waits that ended without a grant (a
+    /// writer starved by readers).
+    pub longest_writer_wait_ms: f64,
+}
+
 /// Many keys' figures over a scenario's runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KeysStats {
@@ -278,6 +296,9 @@ pub struct Row {
     /// sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeysStats>,
+    /// Read-write lock figures; `None` unless some grant was a reader's, and for a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_write: Option<ReadWriteStats>,
 }
 
 /// A fault the world applied, for a failing seed's section.
@@ -440,6 +461,11 @@ impl Comparison {
         self.rows.iter().any(|r| r.keys.is_some())
     }
 
+    /// True when some row has read-write figures: every rendering then adds their columns.
+    fn has_read_write(&self) -> bool {
+        self.rows.iter().any(|r| r.read_write.is_some())
+    }
+
     /// The columns of this report's table: [`COLUMNS`], and [`LEADERSHIP_COLUMNS`] when some
     /// row has leadership metrics.
     pub(crate) fn columns(&self) -> Vec<(&'static str, &'static str)> {
@@ -455,6 +481,9 @@ impl Comparison {
         }
         if self.has_keys() {
             columns.extend(KEYS_COLUMNS);
+        }
+        if self.has_read_write() {
+            columns.extend(READ_WRITE_COLUMNS);
         }
         columns
     }
@@ -473,6 +502,9 @@ impl Comparison {
         }
         if self.has_keys() {
             cells.extend(keys_cells(row.keys));
+        }
+        if self.has_read_write() {
+            cells.extend(read_write_cells(row.read_write));
         }
         cells
     }
@@ -547,6 +579,49 @@ pub(crate) const KEYS_COLUMNS: [(&str, &str); 2] = [
         "Share of the clients' time spent waiting for a lock (request to grant or give-up), over every run.",
     ),
 ];
+
+/// The columns added when some row has read-write figures.
+pub(crate) const READ_WRITE_COLUMNS: [(&str, &str); 5] = [
+    (
+        "readers / writers",
+        "Readers' (shared) and writers' (exclusive) grants, summed over the runs.",
+    ),
+    (
+        "writes/s",
+        "Writer throughput: accepted writes per second of simulated time, over every run.",
+    ),
+    (
+        "reader wait p50/p99",
+        "Readers' waits from request to grant, pooled over every run.",
+    ),
+    (
+        "writer wait p50/p99",
+        "Writers' waits from request to grant, pooled over every run.",
+    ),
+    (
+        "longest writer wait",
+        "The longest writer wait of any run, counting waits never granted: a writer starved by readers.",
+    ),
+];
+
+/// A row's read-write cells, dashes without read-write figures.
+fn read_write_cells(rw: Option<ReadWriteStats>) -> Vec<String> {
+    let Some(rw) = rw else {
+        return vec!["-".to_string(); READ_WRITE_COLUMNS.len()];
+    };
+    let wait = |q: Option<QuantilesMs>| {
+        q.map_or("-".to_string(), |l| {
+            format!("{} / {}", duration_ms(l.p50), duration_ms(l.p99))
+        })
+    };
+    vec![
+        format!("{} / {}", rw.readers, rw.writers),
+        per_second(rw.writes_per_s),
+        wait(rw.reader_wait_ms),
+        wait(rw.writer_wait_ms),
+        duration_ms(rw.longest_writer_wait_ms),
+    ]
+}
 
 /// A row's many keys cells, dashes without keys.
 fn keys_cells(k: Option<KeysStats>) -> Vec<String> {

@@ -27,7 +27,7 @@ pub mod timeline;
 pub use compare::{
     Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, FaultEntry, KEPT_FAILING,
     KEPT_FAULTS, KeysStats, LeadershipStats, OverlapStats, QuantilesMs, QueueStats, Rate, Rates,
-    RecoveryStats, Row, Source, Verdicts, Visuals,
+    ReadWriteStats, RecoveryStats, Row, Source, Verdicts, Visuals,
 };
 pub use markdown::KEPT_EXPLANATIONS;
 pub use run_report::{

@@ -101,6 +101,25 @@ pub struct CronMs {
     pub lateness_ms: Option<LatencyMs>,
 }
 
+/// A read-write lock's figures in a run (the checker's `read_write`), times in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReadWriteMs {
+    /// Readers' (shared) grants.
+    pub readers: u64,
+    /// Writers' (exclusive) grants.
+    pub writers: u64,
+    /// Writers' accepted writes per simulated second: the writer throughput.
+    pub writes_per_s: f64,
+    /// Readers' waits, request to grant; null without one.
+    pub reader_wait_ms: Option<LatencyMs>,
+    /// Writers' waits, request to grant; null without one.
+    pub writer_wait_ms: Option<LatencyMs>,
+    /// The longest reader wait, counting waits that ended without a grant.
+    pub longest_reader_wait_ms: f64,
+    /// The longest writer wait, counting waits that ended without a grant (a starved writer).
+    pub longest_writer_wait_ms: f64,
+}
+
 /// A family's named count about a run (for example ZooKeeper's watch notifications), shown
 /// beside the verdict, and per another counter when it is a rate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -263,6 +282,9 @@ pub struct RunReport {
     /// A scheduled job's figures, only when its clients ran one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cron: Option<CronMs>,
+    /// A read-write lock's figures, only when some grant was a reader's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_write: Option<ReadWriteMs>,
     /// The family's own counts (empty for families that keep none).
     pub counters: Vec<Counter>,
     /// The faults placed on a mark that did not fire, in schedule order.
@@ -376,6 +398,26 @@ impl RunReport {
                     p99: ms(p.p99_ns),
                     max: ms(p.max_ns),
                 }),
+            }),
+            read_write: verdict.read_write.as_ref().map(|rw| {
+                let latency = |p: &lockstep_check::verdict::Percentiles| LatencyMs {
+                    p50: ms(p.p50_ns),
+                    p99: ms(p.p99_ns),
+                    max: ms(p.max_ns),
+                };
+                ReadWriteMs {
+                    readers: rw.readers,
+                    writers: rw.writers,
+                    writes_per_s: if source.end_ns == 0 {
+                        0.0
+                    } else {
+                        verdict.liveness.accepted_writes as f64 * 1e9 / source.end_ns as f64
+                    },
+                    reader_wait_ms: rw.reader_wait.as_ref().map(latency),
+                    writer_wait_ms: rw.writer_wait.as_ref().map(latency),
+                    longest_reader_wait_ms: ms(rw.longest_reader_wait_ns),
+                    longest_writer_wait_ms: ms(rw.longest_writer_wait_ns),
+                }
             }),
             counters: Vec::new(),
             unfired: Vec::new(),

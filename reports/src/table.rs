@@ -126,6 +126,26 @@ impl RunReport {
             let lateness = latency_cell(c.lateness_ms.as_ref());
             b.push_record(["tick lateness".to_string(), lateness]);
         }
+        if let Some(rw) = &self.read_write {
+            b.push_record([
+                "readers / writers".to_string(),
+                format!(
+                    "{} reader grants, {} writer grants ({:.2} writes/s)",
+                    rw.readers, rw.writers, rw.writes_per_s
+                ),
+            ]);
+            for (side, wait, longest) in [
+                ("reader", &rw.reader_wait_ms, rw.longest_reader_wait_ms),
+                ("writer", &rw.writer_wait_ms, rw.longest_writer_wait_ms),
+            ] {
+                let cell = format!(
+                    "{}; longest {} (with waits never granted)",
+                    latency_cell(wait.as_ref()),
+                    duration_ms(longest)
+                );
+                b.push_record([format!("{side} wait"), cell]);
+            }
+        }
         b.push_record([
             "grants".to_string(),
             format!(

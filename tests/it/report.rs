@@ -446,8 +446,8 @@ fn a_bad_extension_or_an_unwritable_output_exits_2_and_writes_nothing() {
 /// catalogue over 5 seeds, the failover comparison of leader election across families
 /// (`scenarios/failover/`) over the seeds its files declare, and every family's design and
 /// Chubby's under one pause and one partition (`scenarios/compare/`) over 50 seeds, and the
-/// scheduled jobs of `scenarios/cron/` and the lock granularity of `scenarios/keys/` over the
-/// seeds their files declare.
+/// scheduled jobs of `scenarios/cron/`, the lock granularity of `scenarios/keys/` and the
+/// read-write locks of `scenarios/read-write/` over the seeds their files declare.
 /// `UPDATE_EXPECT=1 cargo test sample` rewrites the files.
 #[test]
 fn the_sample_reports_are_current_with_their_scenarios() {
@@ -459,6 +459,7 @@ fn the_sample_reports_are_current_with_their_scenarios() {
         ("scenarios/compare", "compare", Some(50)),
         ("scenarios/cron", "cron", None),
         ("scenarios/keys", "keys", None),
+        ("scenarios/read-write", "read-write", None),
     ] {
         let inputs = report::load_inputs(&[PathBuf::from(dir)]).expect("the scenarios load");
         let built = report::build(
