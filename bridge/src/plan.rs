@@ -384,7 +384,7 @@ impl Plan {
             chaos: scenario.chaos.clone(),
             file_faults: scenario.faults.len(),
         };
-        if plan.workload.kind != WorkloadKind::Counter {
+        if !matches!(plan.workload.kind, WorkloadKind::Counter(_)) {
             return Err("workload.kind: the example client runs the counter workload".into());
         }
         for (index, sf) in scenario.faults.iter().enumerate() {

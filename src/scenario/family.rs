@@ -14,6 +14,7 @@ use lockstep_models::StorageMode;
 use lockstep_models::family::{Family, Fencing, ResourceOf, Tokens};
 use lockstep_models::keys::{Check, fields};
 use lockstep_models::system::{Resource, System, SystemSpec};
+use lockstep_models::workload::WorkloadConfig;
 use serde::de::DeserializeOwned;
 
 use super::Scenario;
@@ -226,70 +227,77 @@ fn system<F: Family>(
     }
     let family = F::resolve(&file.model, check);
     let (clients, workload) = resolve::workload(check, &file.workload);
-    match (family.dequeues(), workload.is_queue()) {
-        (true, false) => check.problems.push(
-            "workload.kind",
-            "the job queue recipe needs its workers: set workload.kind = \"queue\"",
-        ),
-        (false, true) => check.problems.push(
-            "workload.kind",
-            format!(
-                "\"queue\" needs a family recipe whose clients dequeue jobs (see the families' \
-                 pages in docs/families/); {} has none as set",
-                F::NAME
-            ),
-        ),
-        _ => {}
-    }
-    if workload.keys().is_some() && !family.many_locks() {
-        check.problems.push(
-            "workload.kind",
-            format!(
-                "\"keys\" needs a lock client that takes many locks (see the families' pages \
-                 in docs/families/); {} as set takes one",
-                F::NAME
-            ),
-        );
-    }
-    if workload.read_write().is_some() && !family.read_write() {
-        check.problems.push(
-            "workload.kind",
-            format!(
-                "\"read-write\" needs a lock client with a read-write lock (see the families' \
-                 pages in docs/families/); {} as set has none",
-                F::NAME
-            ),
-        );
-    }
     let resource = resource::<F>(check, &file.storage, family.tokens());
-    if workload.read_write().is_some() {
-        match resource {
-            Resource::Service(_) => check.problems.push(
-                "storage.mode",
-                "\"read-write\" keeps its resource in the storage node: leave out a mode that \
-                 keeps it in the lock service",
-            ),
-            Resource::Storage(StorageMode::CasToken) => check.problems.push(
-                "storage.mode",
-                "\"cas-token\" lets one claimant in at a time, so readers could not share: use \
-                 \"unfenced\" or \"fenced-writes\" with \"read-write\"",
-            ),
-            Resource::Storage(_) => {}
-        }
-    }
-    if workload.keys().is_some() && matches!(resource, Resource::Service(_)) {
-        check.problems.push(
-            "storage.mode",
-            "\"keys\" keeps its rows in the storage node: leave out a mode that keeps the \
-             resource in the lock service",
-        );
-    }
+    fits::<F>(check, &family, &workload, resource);
     Arc::new(SystemSpec {
         family,
         clients,
         workload,
         resource,
     })
+}
+
+/// Whether the family and the storage give the workload what its kind needs
+/// (`lockstep_models::workload::Needs`), each thing missing a problem that names it; and a
+/// family whose recipe dequeues gets its workers.
+fn fits<F: Family>(
+    check: &mut Check,
+    family: &F,
+    workload: &WorkloadConfig,
+    resource: Resource<ResourceOf<F>>,
+) {
+    let needs = workload.kind.needs();
+    let kind = workload.kind.kind();
+    if family.dequeues() && !needs.dequeues {
+        check.problems.push(
+            "workload.kind",
+            "the job queue recipe needs its workers: set workload.kind = \"queue\"",
+        );
+    }
+    let wanted = [
+        (
+            needs.dequeues,
+            family.dequeues(),
+            "a family recipe whose clients dequeue jobs",
+        ),
+        (
+            needs.many_locks,
+            family.many_locks(),
+            "a lock client that takes many locks",
+        ),
+        (
+            needs.read_write,
+            family.read_write(),
+            "a lock client with a read-write lock",
+        ),
+    ];
+    for (_, _, what) in wanted.iter().filter(|(need, has, _)| *need && !*has) {
+        check.problems.push(
+            "workload.kind",
+            format!(
+                "\"{kind}\" needs {what} (see the families' pages in docs/families/); {} as set \
+                 has none",
+                F::NAME
+            ),
+        );
+    }
+    match resource {
+        Resource::Service(_) if needs.storage_node => check.problems.push(
+            "storage.mode",
+            format!(
+                "\"{kind}\" keeps its resource in the storage node: leave out a mode that keeps \
+                 it in the lock service"
+            ),
+        ),
+        Resource::Storage(StorageMode::CasToken) if needs.shared_storage => check.problems.push(
+            "storage.mode",
+            format!(
+                "\"cas-token\" lets one claimant in at a time, so the holders of \"{kind}\" \
+                     could not share: use \"unfenced\" or \"fenced-writes\""
+            ),
+        ),
+        _ => {}
+    }
 }
 
 /// Where the resource lives: a storage node in one of its modes, or the family's service

@@ -161,8 +161,10 @@ fn default_max_events() -> u64 {
     10_000_000
 }
 
+/// `[workload]`: the keys every kind shares, typed here, and the kind's own keys (and any
+/// unknown ones) kept as written, for the kind's registry entry to read
+/// (`super::resolve::workload`).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct WorkloadSection {
     #[serde(default = "default_clients")]
     pub(crate) clients: u32,
@@ -174,30 +176,25 @@ pub(crate) struct WorkloadSection {
     pub(crate) check_validity_before_write: bool,
     #[serde(default = "default_storage_timeout")]
     pub(crate) storage_timeout_ms: f64,
-    /// The loop: `counter` when absent.
-    pub(crate) kind: Option<WorkloadKindSpec>,
-    /// Leader only: time from one task's end to the next task.
-    pub(crate) task_every_ms: Option<DistSpec>,
-    /// Leader only: what the application does when leadership is lost.
-    pub(crate) on_stopped_leading: Option<OnStoppedSpec>,
-    /// Leader with `on_stopped_leading = "cancel"` only: the delay before the work stops.
-    pub(crate) stop_delay_ms: Option<DistSpec>,
+    /// The loop: `counter` when absent; one of the registry's kinds.
+    pub(crate) kind: Option<String>,
     /// A supervisor that kills a client unresponsive for `after_ms`.
     pub(crate) watchdog: Option<WatchdogSection>,
-    /// Cron only: the time between ticks, on each client's wall clock.
-    pub(crate) period_ms: Option<f64>,
-    /// Cron only: the least time the lock is held from its grant (ShedLock's
-    /// `lockAtLeastFor`).
-    pub(crate) lock_at_least_ms: Option<f64>,
-    /// Keys only: rows in storage.
-    pub(crate) rows: Option<u32>,
-    /// Keys only: locks over the rows (1 global, `rows` one per row).
-    pub(crate) locks: Option<u32>,
-    /// Keys only: the Zipf exponent of the rows' popularity (uniform when absent).
-    pub(crate) zipf: Option<f64>,
-    /// Read-write only: how many of the clients write (the first ones); 1 when absent.
-    pub(crate) writers: Option<u32>,
+    /// The other keys: the kind's own, another kind's, or unknown.
+    #[serde(flatten)]
+    pub(crate) own: toml::Table,
 }
+
+/// The keys every kind shares (the typed fields of [`WorkloadSection`]).
+pub(crate) const SHARED_WORKLOAD_KEYS: &[&str] = &[
+    "clients",
+    "think_ms",
+    "work_ms",
+    "check_validity_before_write",
+    "storage_timeout_ms",
+    "kind",
+    "watchdog",
+];
 
 /// `workload.watchdog`.
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -205,27 +202,6 @@ pub(crate) struct WorkloadSection {
 pub(crate) struct WatchdogSection {
     pub(crate) after_ms: f64,
     pub(crate) restart_after_ms: Option<f64>,
-}
-
-/// `workload.kind`.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum WorkloadKindSpec {
-    Counter,
-    Leader,
-    Queue,
-    Cron,
-    Keys,
-    ReadWrite,
-}
-
-/// `workload.on_stopped_leading`.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum OnStoppedSpec {
-    Exit,
-    Cancel,
-    Ignore,
 }
 
 impl Default for WorkloadSection {
@@ -237,16 +213,8 @@ impl Default for WorkloadSection {
             check_validity_before_write: true,
             storage_timeout_ms: default_storage_timeout(),
             kind: None,
-            task_every_ms: None,
-            on_stopped_leading: None,
-            stop_delay_ms: None,
             watchdog: None,
-            period_ms: None,
-            lock_at_least_ms: None,
-            rows: None,
-            locks: None,
-            zipf: None,
-            writers: None,
+            own: toml::Table::new(),
         }
     }
 }

@@ -26,3 +26,4 @@ mod tidy;
 mod timeline;
 mod triggers;
 mod workload_keys;
+mod workloads;

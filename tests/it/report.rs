@@ -207,14 +207,24 @@ fn toml_string(text: &str) -> String {
 #[test]
 fn the_json_round_trips_and_every_field_is_documented() {
     let dir = temp_dir("json");
-    // A scenario with leadership metrics, and one with ticks, so their objects are
-    // documented too.
+    // A scenario with leadership metrics, one with ticks, one with many keys and one with
+    // readers, so their objects are documented too.
     let leader = leadership_scenario(&dir);
     let cron = "scenarios/cron/redis-try.toml";
     let keys = "scenarios/keys/redis-rows-1.toml";
+    let read_write = "scenarios/read-write/rw-zk.toml";
     let json = report_to(
         &dir.join("r.json"),
-        &[CATALOGUE, CHAOS, cron, keys, s(&leader), "--seeds", "1"],
+        &[
+            CATALOGUE,
+            CHAOS,
+            cron,
+            keys,
+            read_write,
+            s(&leader),
+            "--seeds",
+            "1",
+        ],
     );
     let c = Comparison::from_json(&json).expect("parses");
     assert!(c.rows.last().is_some_and(|r| r.leadership.is_some()));

@@ -761,7 +761,7 @@ fn the_postgres_keys_are_checked_with_their_paths() {
     );
     assert!(
         lines.iter().any(|l| l.contains(
-            "workload.kind: \"queue\" needs a family recipe whose clients dequeue jobs (see the families' pages in docs/families/); Redis has none as set"
+            "workload.kind: \"queue\" needs a family recipe whose clients dequeue jobs (see the families' pages in docs/families/); Redis as set has none"
         )),
         "{lines:#?}"
     );

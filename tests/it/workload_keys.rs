@@ -71,7 +71,7 @@ fn an_unknown_kind_lists_the_kinds() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].contains(
-            "workload.kind: unknown value `follower`, expected one of `counter`, `leader`, `queue`, `cron`, `keys`"
+            "workload.kind: unknown value `follower`, expected one of `counter`, `leader`, `queue`, `cron`, `keys`, `read-write`"
         ),
         "{}",
         lines[0]
@@ -169,7 +169,7 @@ fn many_keys_need_a_family_that_takes_many_locks() {
     assert!(
         lines[0].ends_with(
             "workload.kind: \"keys\" needs a lock client that takes many locks (see the \
-             families' pages in docs/families/); etcd as set takes one"
+             families' pages in docs/families/); etcd as set has none"
         ),
         "{}",
         lines[0]
@@ -254,8 +254,8 @@ fn readers_cannot_share_a_cas_token_resource() {
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
         lines[1].ends_with(
-            "storage.mode: \"cas-token\" lets one claimant in at a time, so readers could not \
-             share: use \"unfenced\" or \"fenced-writes\" with \"read-write\""
+            "storage.mode: \"cas-token\" lets one claimant in at a time, so the holders of \
+             \"read-write\" could not share: use \"unfenced\" or \"fenced-writes\""
         ),
         "{}",
         lines[1]

@@ -20,6 +20,10 @@
 //! job, from letting a slower node run the same tick again).
 
 use lockstep_sim::{Dur, LocalTime};
+use serde::Deserialize;
+
+use super::{Shared, Workload};
+use crate::keys::Check;
 
 /// How a scheduled job's clients behave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +32,52 @@ pub struct CronConfig {
     pub period: Dur,
     /// The least time the lock is held from the grant (0: released when the job ends).
     pub lock_at_least: Dur,
+}
+
+/// A scheduled job's `[workload]` keys.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CronKeys {
+    /// The time between ticks, on each client's wall clock; required.
+    period_ms: Option<f64>,
+    /// The least time the lock is held from its grant (ShedLock's `lockAtLeastFor`).
+    lock_at_least_ms: Option<f64>,
+}
+
+impl Workload for CronConfig {
+    const KIND: &'static str = "cron";
+    const WHAT: &'static str = "a scheduled job";
+    const RECORDS: &'static [&'static str] = &["due"];
+    const MEASURES: &'static [&'static str] = &["cron"];
+    type Keys = CronKeys;
+
+    /// `period_ms` is required; a client idles between ticks, so `think_ms` is refused.
+    fn resolve(keys: &CronKeys, shared: &Shared, check: &mut Check) -> CronConfig {
+        if shared.think_given {
+            check.problems.push(
+                "workload.think_ms",
+                "a scheduled job does not think between tries: its clients wait for the next \
+                 tick (`period_ms`); leave out think_ms",
+            );
+        }
+        let period = match keys.period_ms {
+            Some(ms) => check.positive_ms("workload.period_ms", ms),
+            None => {
+                check.problems.push(
+                    "workload.period_ms",
+                    "is required with `kind = \"cron\"`: the time between ticks, in ms",
+                );
+                Dur::from_secs(60)
+            }
+        };
+        let lock_at_least = keys
+            .lock_at_least_ms
+            .map_or(Dur::ZERO, |ms| check.ms("workload.lock_at_least_ms", ms));
+        CronConfig {
+            period,
+            lock_at_least,
+        }
+    }
 }
 
 /// What a client's schedule timer found.

@@ -14,6 +14,10 @@ use std::sync::Arc;
 
 use lockstep_sim::Rng;
 use lockstep_sim::rng::{det_exp, det_ln};
+use serde::Deserialize;
+
+use super::{Needs, Shared, Workload};
+use crate::keys::Check;
 
 /// The most locks (and rows) a scenario may have.
 pub const MAX_LOCKS: u32 = 10_000;
@@ -45,6 +49,51 @@ pub struct KeysConfig {
     pub locks: u32,
     /// How a client picks its row.
     pub pick: Pick,
+}
+
+/// Many keys' `[workload]` keys.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeysKeys {
+    /// Rows in storage (100 when absent).
+    rows: Option<u32>,
+    /// Locks over the rows (1 global, `rows` one per row, the default).
+    locks: Option<u32>,
+    /// The Zipf exponent of the rows' popularity (uniform when absent).
+    zipf: Option<f64>,
+}
+
+impl Workload for KeysConfig {
+    const KIND: &'static str = "keys";
+    const WHAT: &'static str = "many keys";
+    const RECORDS: &'static [&'static str] = &["pick"];
+    const NEEDS: Needs = Needs {
+        many_locks: true,
+        storage_node: true,
+        ..Needs::NONE
+    };
+    type Keys = KeysKeys;
+
+    /// `rows` rows (100 when absent) under `locks` locks (one per row when absent), picked
+    /// uniformly or Zipf-skewed.
+    fn resolve(keys: &KeysKeys, _: &Shared, check: &mut Check) -> KeysConfig {
+        let rows = check.count("workload.rows", keys.rows.unwrap_or(100), 1, MAX_LOCKS);
+        let locks = keys.locks.unwrap_or(rows);
+        if !(1..=rows).contains(&locks) {
+            check.problems.push(
+                "workload.locks",
+                format!(
+                    "must be between 1 (one lock for every row) and workload.rows ({rows}, a \
+                     lock per row), not {locks}"
+                ),
+            );
+        }
+        let zipf = keys.zipf.map(|s| {
+            let s = check.number("workload.zipf", s, 0.0, 10.0);
+            (s * 1000.0).round() as u32
+        });
+        KeysConfig::new(rows, locks.clamp(1, rows), zipf)
+    }
 }
 
 impl KeysConfig {

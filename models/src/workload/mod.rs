@@ -67,22 +67,20 @@
 //! drawn delay) or `Ignore` (it never notices). A failed validity check stops the term at once
 //! as `Exit` does, whatever the mode.
 
-pub mod cron;
-pub mod keys;
-pub mod read_write;
+use std::fmt::Debug;
 
 use lockstep_check::{Event, ExitReason, GrantId, NodeId as HistNode, OpId};
 use lockstep_sim::{ClockKind, Distribution, Dur, Env, LocalTime, NodeId};
+use serde::de::DeserializeOwned;
 
 use crate::env::{Host, LockSide, Scoped};
+use crate::keys::Check;
 use crate::lock::{Access, LockClient, LockSignal};
 use crate::node::{Msg, Timer, WorkTimer};
 use crate::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
 
-pub use cron::CronConfig;
 use cron::Fire;
-pub use keys::KeysConfig;
-pub use read_write::ReadWriteConfig;
+pub use leader::OnStoppedLeading;
 
 /// Where a workload client sends its storage operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +114,7 @@ impl WorkloadConfig {
 
     /// Whether the clients are a job queue's workers.
     pub fn is_queue(&self) -> bool {
-        matches!(self.kind, WorkloadKind::Queue)
+        matches!(self.kind, WorkloadKind::Queue(_))
     }
 
     /// Whether the clients run a scheduled job.
@@ -141,49 +139,144 @@ impl WorkloadConfig {
     }
 }
 
-/// The loop a workload client runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WorkloadKind {
-    /// Think, acquire, one critical section, release, again.
-    Counter,
-    /// Campaign, then lead: a task every period until leadership is lost.
-    Leader(LeaderConfig),
-    /// Take a job from the queue, work on it, commit it done, again.
-    Queue,
-    /// At each tick of a schedule on the client's wall clock, try the lock and run the job.
-    Cron(CronConfig),
-    /// The counter loop over many rows under many locks: each critical section picks a row
-    /// and takes the lock that covers it.
-    Keys(KeysConfig),
-    /// The counter loop on one read-write lock: writers write, readers only read.
-    ReadWrite(ReadWriteConfig),
+/// What a workload asks of the family and of the storage. The loader checks it against the
+/// family's answers ([`crate::Family::dequeues`], [`crate::Family::many_locks`],
+/// [`crate::Family::read_write`]) and the scenario's `[storage]`, and names what is missing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// A lock client whose acquire dequeues a job.
+    pub dequeues: bool,
+    /// A lock client that takes many locks ([`crate::LockClient::select`]).
+    pub many_locks: bool,
+    /// A lock client with a read-write lock ([`crate::LockClient::access`]).
+    pub read_write: bool,
+    /// The resource in the storage node, not kept by the lock service.
+    pub storage_node: bool,
+    /// Storage that admits more than one holder at a time: not `cas-token`, whose claim lets
+    /// one in.
+    pub shared_storage: bool,
 }
 
-/// How a leader client behaves.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderConfig {
-    /// Time from the end of one task to the start of the next.
-    pub task_every: Distribution,
-    /// What the application does when its lock client says leadership is lost.
-    pub on_stopped_leading: OnStoppedLeading,
+impl Needs {
+    /// Nothing beyond a lock.
+    pub const NONE: Needs = Needs {
+        dequeues: false,
+        many_locks: false,
+        read_write: false,
+        storage_node: false,
+        shared_storage: false,
+    };
 }
 
-/// What a leader does when its lock client says it lost leadership (client-go's
-/// `OnStoppedLeading` callback, `tools/leaderelection/leaderelection.go`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OnStoppedLeading {
-    /// The process exits at once (`klog.Fatal`): the task in flight is dropped, the lock
-    /// released (`ReleaseOnCancel`), the lock client starts afresh, and it campaigns again
-    /// after thinking.
-    Exit,
-    /// The work notices the cancelled context only after `stop_delay`, and goes on under the
-    /// old grant until then; then it releases, thinks and campaigns again (same process).
-    Cancel {
-        /// The delay before the work stops.
-        stop_delay: Distribution,
-    },
-    /// The application never notices: tasks go on under the old grant for the rest of the run.
-    Ignore,
+/// The `[workload]` keys every kind shares, as a kind's settings may need them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shared {
+    /// `clients`.
+    pub clients: u32,
+    /// Whether the file gave `think_ms` (a kind whose clients do not think refuses it).
+    pub think_given: bool,
+}
+
+/// A kind of workload: the loop a workload client runs, chosen by `[workload] kind`. A kind
+/// lives in its own file of this folder, implements this trait on its settings, and is listed
+/// once in the registry (`workloads!` below); the loader takes its keys, its checks against
+/// the family and its errors from there. The client loop ([`Client`]) is shared: a kind is a
+/// variation of its steps (think, acquire, critical section, release).
+pub trait Workload:
+    Clone + Debug + PartialEq + Eq + Send + Sync + Into<WorkloadKind> + 'static
+{
+    /// Its name as `workload.kind` in scenario files: `cron`.
+    const KIND: &'static str;
+    /// What it is, in sentences: `a scheduled job`.
+    const WHAT: &'static str;
+    /// The history events its clients record besides the counter loop's (`request`, `grant`,
+    /// `acquire_failed`, `exit` and storage ops), by their names in history files.
+    const RECORDS: &'static [&'static str] = &[];
+    /// The verdict's sections that measure it (`cron`, `queue`, ...), beyond the safety checks
+    /// and the liveness metrics every history gets.
+    const MEASURES: &'static [&'static str] = &[];
+    /// What it asks of the family and the storage.
+    const NEEDS: Needs = Needs::NONE;
+    /// Its own `[workload]` keys as written: serde, unknown keys rejected.
+    type Keys: DeserializeOwned;
+
+    /// Its settings from its keys; every problem goes into `check` under `workload.<key>`.
+    fn resolve(keys: &Self::Keys, shared: &Shared, check: &mut Check) -> Self;
+}
+
+/// Something done for every workload kind of the registry ([`for_each_workload`]).
+pub trait VisitWorkload {
+    /// Does it for kind `W`.
+    fn visit<W: Workload>(&mut self);
+}
+
+macro_rules! workloads {
+    ($($module:ident => $variant:ident($kind:ident)),* $(,)?) => {
+        $(pub mod $module;)*
+        $(pub use $module::$kind;)*
+
+        /// The loop a workload client runs: one variant per kind of the registry.
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub enum WorkloadKind {
+            $(
+                #[doc = concat!("[`", stringify!($kind), "`].")]
+                $variant($kind),
+            )*
+        }
+
+        impl WorkloadKind {
+            /// Its name as `workload.kind`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(WorkloadKind::$variant(_) => <$kind as Workload>::KIND,)*
+                }
+            }
+
+            /// What it asks of the family and the storage.
+            pub fn needs(&self) -> Needs {
+                match self {
+                    $(WorkloadKind::$variant(_) => <$kind as Workload>::NEEDS,)*
+                }
+            }
+
+            /// The history events its clients record besides the counter loop's.
+            pub fn records(&self) -> &'static [&'static str] {
+                match self {
+                    $(WorkloadKind::$variant(_) => <$kind as Workload>::RECORDS,)*
+                }
+            }
+
+            /// The verdict's sections that measure it.
+            pub fn measures(&self) -> &'static [&'static str] {
+                match self {
+                    $(WorkloadKind::$variant(_) => <$kind as Workload>::MEASURES,)*
+                }
+            }
+        }
+
+        $(
+            impl From<$kind> for WorkloadKind {
+                fn from(kind: $kind) -> WorkloadKind {
+                    WorkloadKind::$variant(kind)
+                }
+            }
+        )*
+
+        /// Calls `visitor` with every workload kind of the registry, in its order.
+        pub fn for_each_workload(visitor: &mut impl VisitWorkload) {
+            $(visitor.visit::<$kind>();)*
+        }
+    };
+}
+
+// The registry: every workload kind, one line each (its file and its `Workload` type).
+workloads! {
+    counter => Counter(Counter),
+    leader => Leader(LeaderConfig),
+    queue => Queue(Queue),
+    cron => Cron(CronConfig),
+    keys => Keys(KeysConfig),
+    read_write => ReadWrite(ReadWriteConfig),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

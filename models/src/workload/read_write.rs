@@ -9,6 +9,10 @@
 //! `value + 1` as the counter loop does. A family's client decides what the two sides are:
 //! etcd's `recipes.RWMutex`, Curator's `InterProcessReadWriteLock`.
 
+use serde::Deserialize;
+
+use super::{Needs, Shared, Workload};
+use crate::keys::Check;
 use crate::lock::Access;
 
 /// How a read-write workload's clients are split.
@@ -25,6 +29,46 @@ impl ReadWriteConfig {
             Access::Write
         } else {
             Access::Read
+        }
+    }
+}
+
+/// A read-write lock's `[workload]` keys.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadWriteKeys {
+    /// How many of the clients write (the first ones); 1 when absent.
+    writers: Option<u32>,
+}
+
+impl Workload for ReadWriteConfig {
+    const KIND: &'static str = "read-write";
+    const WHAT: &'static str = "a read-write lock";
+    const RECORDS: &'static [&'static str] = &["shared"];
+    const MEASURES: &'static [&'static str] = &["read_write"];
+    const NEEDS: Needs = Needs {
+        read_write: true,
+        storage_node: true,
+        shared_storage: true,
+        ..Needs::NONE
+    };
+    type Keys = ReadWriteKeys;
+
+    /// The first `writers` clients write (1 when absent), the rest read; at least one writes.
+    fn resolve(keys: &ReadWriteKeys, shared: &Shared, check: &mut Check) -> ReadWriteConfig {
+        let writers = keys.writers.unwrap_or(1);
+        if !(1..=shared.clients).contains(&writers) {
+            check.problems.push(
+                "workload.writers",
+                format!(
+                    "must be between 1 and workload.clients ({}): the first clients write and \
+                     the others read, not {writers}",
+                    shared.clients
+                ),
+            );
+        }
+        ReadWriteConfig {
+            writers: writers.clamp(1, shared.clients.max(1)),
         }
     }
 }

@@ -85,8 +85,10 @@ fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
 }
 
 /// What the checker must know and measure for runs of a scenario: the one place that decides
-/// the [`Options`] of its checks. Leadership metrics are on when the clients run the leader
-/// workload, or when `[expect]` bounds one of them.
+/// the [`Options`] of its checks. Leadership metrics are on when the workload's kind says it
+/// is measured by them (the leader loop), or when `[expect]` bounds one of them; the other
+/// kinds' measures (`queue`, `cron`, `read_write`) follow from the events their clients
+/// record.
 pub(super) fn check_options(
     system: &dyn System,
     quiet_from_ns: Option<u64>,
@@ -95,7 +97,8 @@ pub(super) fn check_options(
     Options {
         tokens_monotonic: system.tokens() == Tokens::Ordered { monotonic: true },
         quiet_from_ns,
-        leadership: system.workload().is_leader() || expect.bounds_leadership(),
+        leadership: system.workload().kind.measures().contains(&"leadership")
+            || expect.bounds_leadership(),
         ..Options::default()
     }
 }

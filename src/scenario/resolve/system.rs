@@ -1,25 +1,18 @@
 //! The workload every family's clients run (`[workload]`). The family's own keys are its own
 //! (`lockstep_models::Family::resolve`), and where the resource lives is read with the
-//! family's storage mode in `super::super::family`. `kind = "leader"` runs the leader loop
-//! (`lockstep_models::workload`), whose keys a counter refuses; `kind = "queue"` runs a job
-//! queue's workers, for a family whose recipe dequeues; `kind = "cron"` a job on a schedule
-//! (`lockstep_models::workload::cron`), whose keys only it takes; `kind = "keys"` many rows
-//! under many locks; `kind = "read-write"` readers and writers of one read-write lock.
+//! family's storage mode in `super::super::family`. The keys every kind shares are typed in
+//! the section; `kind` names one of the workload registry's kinds
+//! (`lockstep_models::workload`), which reads its own keys and says what it needs of the
+//! family. A key of another kind is named with the kind that takes it.
 
-use lockstep_models::keys::{Check, DistSpec};
-use lockstep_models::workload::keys::MAX_LOCKS;
-use lockstep_models::{
-    CronConfig, KeysConfig, LeaderConfig, OnStoppedLeading, ReadWriteConfig, WorkloadConfig,
-    WorkloadKind,
+use lockstep_models::keys::Check;
+use lockstep_models::workload::{
+    Shared, VisitWorkload, Workload, WorkloadConfig, WorkloadKind, for_each_workload,
 };
-use lockstep_sim::Dur;
+use lockstep_models::{Counter, keys::fields};
 
-use crate::scenario::schema::{OnStoppedSpec, WorkloadKindSpec, WorkloadSection, default_think};
-
-/// A leader's task period when `task_every_ms` is absent.
-const DEFAULT_TASK_EVERY: DistSpec = DistSpec::Constant(1_000.0);
-/// The cancelled work's delay when `stop_delay_ms` is absent.
-const DEFAULT_STOP_DELAY: DistSpec = DistSpec::Uniform(0.0, 5_000.0);
+use crate::scenario::error::key_path;
+use crate::scenario::schema::{SHARED_WORKLOAD_KEYS, WorkloadSection, default_think};
 
 /// The number of clients and their workload.
 pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, WorkloadConfig) {
@@ -42,160 +35,127 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
     (w.clients.clamp(1, 1000), workload)
 }
 
-/// The loop, with the keys that only a leader (or only a scheduled job) takes refused for
-/// the others.
+/// One kind of the registry, as the loader sees it.
+struct Kind {
+    name: &'static str,
+    what: &'static str,
+    keys: &'static [&'static str],
+}
+
+/// Every kind of the registry, in its order.
+fn kinds() -> Vec<Kind> {
+    struct List(Vec<Kind>);
+    impl VisitWorkload for List {
+        fn visit<W: Workload>(&mut self) {
+            self.0.push(Kind {
+                name: W::KIND,
+                what: W::WHAT,
+                keys: fields::<W::Keys>(),
+            });
+        }
+    }
+    let mut list = List(Vec::new());
+    for_each_workload(&mut list);
+    list.0
+}
+
+/// `"a"`, `` `a` and `b` ``: the keys, quoted as serde does.
+fn ticked(keys: &[&str]) -> String {
+    let keys: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    keys.join(", ")
+}
+
+/// The kind `w` names (the counter loop when it names none), from its own keys. A key of
+/// another kind is a problem naming that kind; an unknown key lists the keys there are.
 fn kind(check: &mut Check, w: &WorkloadSection) -> WorkloadKind {
-    let leader = w.kind == Some(WorkloadKindSpec::Leader);
-    let cron = w.kind == Some(WorkloadKindSpec::Cron);
-    let keys = w.kind == Some(WorkloadKindSpec::Keys);
-    let read_write = w.kind == Some(WorkloadKindSpec::ReadWrite);
-    if !read_write && w.writers.is_some() {
+    let kinds = kinds();
+    let name = w.kind.as_deref().unwrap_or(Counter::KIND);
+    let Some(ours) = kinds.iter().find(|k| k.name == name) else {
+        let names: Vec<&str> = kinds.iter().map(|k| k.name).collect();
         check.problems.push(
-            "workload.writers",
-            "applies only to a read-write lock: needs `kind = \"read-write\"`",
+            "workload.kind",
+            format!("unknown value `{name}`, expected one of {}", ticked(&names)),
         );
+        return Counter.into();
+    };
+    if w.own.keys().any(|k| k.starts_with("$__toml_private")) {
+        // The TOML reader's own key: the section was a date, read as a table.
+        check
+            .problems
+            .push("workload", "a date or time is not a value this key takes");
+        return Counter.into();
     }
-    if !keys {
-        let set = [
-            ("rows", w.rows.is_some()),
-            ("locks", w.locks.is_some()),
-            ("zipf", w.zipf.is_some()),
-        ];
-        for (key, _) in set.iter().filter(|(_, present)| *present) {
-            check.problems.push(
-                format!("workload.{key}"),
-                "applies only to many keys: needs `kind = \"keys\"`".to_string(),
-            );
+    let mut own = toml::Table::new();
+    for (key, value) in &w.own {
+        if ours.keys.contains(&key.as_str()) {
+            own.insert(key.clone(), value.clone());
+            continue;
         }
-    }
-    if !cron {
-        let set = [
-            ("period_ms", w.period_ms.is_some()),
-            ("lock_at_least_ms", w.lock_at_least_ms.is_some()),
-        ];
-        for (key, _) in set.iter().filter(|(_, present)| *present) {
-            check.problems.push(
-                format!("workload.{key}"),
-                "applies only to a scheduled job: needs `kind = \"cron\"`".to_string(),
-            );
-        }
-    }
-    if !leader {
-        let queue = w.kind == Some(WorkloadKindSpec::Queue);
-        let set = [
-            ("task_every_ms", w.task_every_ms.is_some()),
-            ("on_stopped_leading", w.on_stopped_leading.is_some()),
-            ("stop_delay_ms", w.stop_delay_ms.is_some()),
-        ];
-        for (key, _) in set.iter().filter(|(_, present)| *present) {
-            check.problems.push(
-                format!("workload.{key}"),
-                "applies only to a leader workload: needs `kind = \"leader\"`".to_string(),
-            );
-        }
-        return if queue {
-            WorkloadKind::Queue
-        } else if cron {
-            WorkloadKind::Cron(cron_config(check, w))
-        } else if keys {
-            WorkloadKind::Keys(keys_config(check, w))
-        } else if read_write {
-            WorkloadKind::ReadWrite(read_write_config(check, w))
-        } else {
-            WorkloadKind::Counter
+        let takers: Vec<&Kind> = kinds
+            .iter()
+            .filter(|k| k.keys.contains(&key.as_str()))
+            .collect();
+        let problem = match takers.as_slice() {
+            [] => {
+                let mut known = SHARED_WORKLOAD_KEYS.to_vec();
+                known.extend_from_slice(ours.keys);
+                format!("unknown field `{key}`, expected one of {}", ticked(&known))
+            }
+            [one] => format!(
+                "applies only to {}: needs `kind = \"{}\"`",
+                one.what, one.name
+            ),
+            many => {
+                let names: Vec<String> = many.iter().map(|k| format!("\"{}\"", k.name)).collect();
+                format!(
+                    "applies to kind = {} only, not to \"{name}\"",
+                    names.join(", ")
+                )
+            }
         };
+        check.problems.push(format!("workload.{key}"), problem);
     }
-    let mode = w.on_stopped_leading.unwrap_or(OnStoppedSpec::Exit);
-    if mode != OnStoppedSpec::Cancel && w.stop_delay_ms.is_some() {
-        check.problems.push(
-            "workload.stop_delay_ms",
-            "applies only with `on_stopped_leading = \"cancel\"`",
-        );
-    }
-    let on_stopped_leading = match mode {
-        OnStoppedSpec::Exit => OnStoppedLeading::Exit,
-        OnStoppedSpec::Cancel => OnStoppedLeading::Cancel {
-            stop_delay: check.dist(
-                "workload.stop_delay_ms",
-                w.stop_delay_ms.unwrap_or(DEFAULT_STOP_DELAY),
-            ),
-        },
-        OnStoppedSpec::Ignore => OnStoppedLeading::Ignore,
+    let shared = Shared {
+        clients: w.clients.clamp(1, 1000),
+        think_given: w.think_ms.is_some(),
     };
-    WorkloadKind::Leader(LeaderConfig {
-        task_every: check.dist(
-            "workload.task_every_ms",
-            w.task_every_ms.unwrap_or(DEFAULT_TASK_EVERY),
-        ),
-        on_stopped_leading,
-    })
+    let mut resolve = Resolve {
+        name,
+        own,
+        shared,
+        check,
+        kind: None,
+    };
+    for_each_workload(&mut resolve);
+    resolve.kind.unwrap_or_else(|| Counter.into())
 }
 
-/// A scheduled job's settings: `period_ms` is required, a client idles between ticks (no
-/// `think_ms`).
-fn cron_config(check: &mut Check, w: &WorkloadSection) -> CronConfig {
-    if w.think_ms.is_some() {
-        check.problems.push(
-            "workload.think_ms",
-            "a scheduled job does not think between tries: its clients wait for the next tick \
-             (`period_ms`); leave out think_ms",
-        );
-    }
-    let period = match w.period_ms {
-        Some(ms) => check.positive_ms("workload.period_ms", ms),
-        None => {
-            check.problems.push(
-                "workload.period_ms",
-                "is required with `kind = \"cron\"`: the time between ticks, in ms",
-            );
-            Dur::from_secs(60)
+/// Reads kind `name`'s own keys and resolves its settings.
+struct Resolve<'a> {
+    name: &'a str,
+    own: toml::Table,
+    shared: Shared,
+    check: &'a mut Check,
+    kind: Option<WorkloadKind>,
+}
+
+impl VisitWorkload for Resolve<'_> {
+    fn visit<W: Workload>(&mut self) {
+        if W::KIND != self.name {
+            return;
         }
-    };
-    let lock_at_least = w
-        .lock_at_least_ms
-        .map_or(Dur::ZERO, |ms| check.ms("workload.lock_at_least_ms", ms));
-    CronConfig {
-        period,
-        lock_at_least,
-    }
-}
-
-/// Many keys: `rows` rows (100 when absent) under `locks` locks (one per row when absent),
-/// picked uniformly or Zipf-skewed.
-fn keys_config(check: &mut Check, w: &WorkloadSection) -> KeysConfig {
-    let rows = check.count("workload.rows", w.rows.unwrap_or(100), 1, MAX_LOCKS);
-    let locks = w.locks.unwrap_or(rows);
-    if !(1..=rows).contains(&locks) {
-        check.problems.push(
-            "workload.locks",
-            format!(
-                "must be between 1 (one lock for every row) and workload.rows ({rows}, a lock \
-                 per row), not {locks}"
-            ),
-        );
-    }
-    let zipf = w.zipf.map(|s| {
-        let s = check.number("workload.zipf", s, 0.0, 10.0);
-        (s * 1000.0).round() as u32
-    });
-    KeysConfig::new(rows, locks.clamp(1, rows), zipf)
-}
-
-/// Readers and writers: the first `writers` clients write (1 when absent), the rest read; at
-/// least one of them writes.
-fn read_write_config(check: &mut Check, w: &WorkloadSection) -> ReadWriteConfig {
-    let writers = w.writers.unwrap_or(1);
-    if !(1..=w.clients).contains(&writers) {
-        check.problems.push(
-            "workload.writers",
-            format!(
-                "must be between 1 and workload.clients ({}): the first clients write and the \
-                 others read, not {writers}",
-                w.clients
-            ),
-        );
-    }
-    ReadWriteConfig {
-        writers: writers.clamp(1, w.clients.max(1)),
+        let table = toml::Value::Table(std::mem::take(&mut self.own));
+        match serde_path_to_error::deserialize::<_, W::Keys>(table) {
+            Ok(keys) => self.kind = Some(W::resolve(&keys, &self.shared, self.check).into()),
+            Err(e) => {
+                let key = match key_path(e.path()) {
+                    p if p.is_empty() => "workload".to_string(),
+                    p => format!("workload.{p}"),
+                };
+                self.check
+                    .problems
+                    .push(key, e.inner().message().to_string());
+            }
+        }
     }
 }

@@ -1,0 +1,116 @@
+//! The workload registry: every kind declares the history events its clients record and the
+//! verdict sections that measure it (`lockstep_models::Workload`), and a run of each kind's
+//! scenario shows exactly that: its own events and measures present, every other kind's
+//! absent. A kind is one file and one registry line; this test holds its declarations to
+//! what its clients do.
+
+use std::path::Path;
+
+use lockstep::run;
+use lockstep_check::jsonl::{Judging, write};
+use lockstep_models::workload::{VisitWorkload, Workload, for_each_workload};
+
+use crate::support::root;
+
+/// One scenario of each kind, by its `workload.kind`.
+const SCENARIOS: &[(&str, &str)] = &[
+    ("counter", "scenarios/chaos/redis-unfenced.toml"),
+    ("leader", "scenarios/failover/failover-etcd-3.toml"),
+    ("queue", "scenarios/queue/pg-skip-locked-4-workers.toml"),
+    ("cron", "scenarios/cron/redis-try.toml"),
+    ("keys", "scenarios/keys/redis-rows-10.toml"),
+    ("read-write", "scenarios/read-write/rw-etcd.toml"),
+];
+
+/// Each kind's name, records and measures.
+fn declared() -> Vec<(
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+)> {
+    struct List(
+        Vec<(
+            &'static str,
+            &'static [&'static str],
+            &'static [&'static str],
+        )>,
+    );
+    impl VisitWorkload for List {
+        fn visit<W: Workload>(&mut self) {
+            self.0.push((W::KIND, W::RECORDS, W::MEASURES));
+        }
+    }
+    let mut list = List(Vec::new());
+    for_each_workload(&mut list);
+    list.0
+}
+
+#[test]
+fn every_kind_records_and_measures_what_it_declares_and_nothing_of_the_others() {
+    let kinds = declared();
+    assert_eq!(
+        kinds.iter().map(|k| k.0).collect::<Vec<_>>(),
+        SCENARIOS.iter().map(|s| s.0).collect::<Vec<_>>(),
+        "a scenario for every kind of the registry, in its order"
+    );
+    for &(kind, file) in SCENARIOS {
+        let path = root().join(file);
+        let scenario = lockstep::load(&path).expect("loads").scenario;
+        assert_eq!(scenario.system.workload().kind.kind(), kind, "{file}");
+        let r = run(&scenario, 1, false);
+        let judging = Judging::of(&scenario.check_options, scenario.expect.property);
+        let text = write(&r.history, &judging);
+        let events: Vec<String> = text
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).ok()?;
+                Some(v["event"].as_str()?.to_string())
+            })
+            .collect();
+        let verdict = serde_json::to_value(&r.verdict).expect("verdict as JSON");
+        for &(other, records, measures) in &kinds {
+            let ours = other == kind;
+            for event in records {
+                assert_eq!(
+                    events.iter().any(|e| e == event),
+                    ours,
+                    "{file} ({kind}): event `{event}` of kind {other}"
+                );
+            }
+            for section in measures {
+                let present = !verdict[section].is_null();
+                assert_eq!(
+                    present, ours,
+                    "{file} ({kind}): verdict `{section}` of {other}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_shared_keys_listed_for_errors_are_the_sections_typed_keys() {
+    // An unknown key's error lists the shared keys and the kind's own: a shared key given
+    // alone must load, so the list names no key the section does not take.
+    let base = "[scenario]\nname = \"t\"\nduration_ms = 1_000\n\n[model]\nkind = \"redis\"\n\
+                ttl_ms = 1_000\n\n[workload]\n";
+    let err = lockstep::parse(&format!("{base}bogus = 1\n"), Path::new("t.toml"))
+        .expect_err("an unknown key");
+    let text = err.to_string();
+    let listed = text
+        .split("expected one of ")
+        .nth(1)
+        .expect("the keys are listed");
+    for key in listed.split(", ").map(|k| k.trim().trim_matches('`')) {
+        let value = match key {
+            "kind" => "\"counter\"",
+            "check_validity_before_write" => "true",
+            "watchdog" => "{ after_ms = 100 }",
+            _ => "10",
+        };
+        let file = format!("{base}{key} = {value}\n");
+        lockstep::parse(&file, Path::new("t.toml"))
+            .unwrap_or_else(|e| panic!("`{key}` is listed but refused: {e}"));
+    }
+}
