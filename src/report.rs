@@ -20,12 +20,13 @@ use lockstep_check::{
     read_write_waits_ns, tick_lateness_ns, time_waiting_ns,
 };
 use lockstep_models::family::Role;
+use lockstep_models::observe::{ACQUIRE_REQUESTS, ACQUISITIONS};
 pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::format::ms;
 use lockstep_reports::{
-    Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, KEPT_FAILING, KeysStats,
-    LeadershipStats, OverlapStats, QueueStats, Rates, ReadWriteStats, RecoveryStats, Row, Source,
-    Verdicts, Visuals,
+    Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, HerdStats, KEPT_FAILING,
+    KeysStats, LeadershipStats, OverlapStats, QueueStats, Rates, ReadWriteStats, RecoveryStats,
+    Row, Source, Verdicts, Visuals,
 };
 
 use crate::run::{RunResult, run};
@@ -344,6 +345,8 @@ struct Tally {
     writer_wait: Histogram,
     /// Accepted writes of the runs with read-write figures.
     rw_writes: u64,
+    /// Herd sums, from the first run that counted acquisitions.
+    herd: Option<HerdStats>,
 }
 
 impl Tally {
@@ -390,6 +393,7 @@ impl Tally {
         self.add_queue(r);
         self.add_cron(r);
         self.add_read_write(r);
+        self.add_herd(r);
         self.waiting_ns += u128::from(time_waiting_ns(&r.history));
         if let Some(rec) = v.liveness.recovery {
             self.recovery_runs += 1;
@@ -448,6 +452,22 @@ impl Tally {
         for ns in tick_lateness_ns(&r.history) {
             self.tick_lateness.add(ns);
         }
+    }
+
+    fn add_herd(&mut self, r: &RunResult) {
+        let count = |name: &str| {
+            r.counters
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .map(|(_, v, _)| *v)
+        };
+        let Some(acquisitions) = count(ACQUISITIONS) else {
+            return;
+        };
+        let sums = self.herd.get_or_insert_with(HerdStats::default);
+        sums.acquisitions += acquisitions;
+        sums.requests += count(ACQUIRE_REQUESTS).unwrap_or(0);
+        sums.given_up += r.verdict.liveness.acquire_failures;
     }
 
     fn add_read_write(&mut self, r: &RunResult) {
@@ -548,6 +568,7 @@ impl Tally {
                 lateness_ms: self.tick_lateness.quantiles_ms(),
                 ..c
             }),
+            herd: self.herd,
             read_write: self.read_write.map(|rw| ReadWriteStats {
                 writes_per_s: if self.run_ns > 0 {
                     self.rw_writes as f64 / (self.run_ns as f64 / 1e9)
@@ -688,6 +709,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         cron: None,
         keys: None,
         read_write: None,
+        herd: None,
     };
     let mut failing = Vec::new();
     if let (Some(scenario), true) = (&input.scenario, input.replayable) {

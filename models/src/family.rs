@@ -193,6 +193,12 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn many_locks(&self) -> bool {
         false
     }
+    /// Makes every acquisition of its clients a single try that gives up at once when the lock
+    /// is held (`[workload] acquire = "try"`: a try-lock, the HTTP handler's case), and says
+    /// whether it could: `false`, the default, for a family with no try form.
+    fn try_once(&mut self) -> bool {
+        false
+    }
     /// Whether its lock client takes read-write locks ([`crate::LockClient::access`]): the
     /// `read-write` workload is then allowed, and only then.
     fn read_write(&self) -> bool {

@@ -56,7 +56,7 @@ pub use observe::Observation;
 pub use storage::{Storage, StorageMode};
 pub use system::{Resource, System, SystemSpec};
 pub use workload::{
-    Client, Counter, CronConfig, KeysConfig, LeaderConfig, Needs, OnStoppedLeading, Place, Queue,
-    ReadWriteConfig, Shared, VisitWorkload, Workload, WorkloadConfig, WorkloadKind,
+    Acquire, Client, Counter, CronConfig, KeysConfig, LeaderConfig, Needs, OnStoppedLeading, Place,
+    Queue, ReadWriteConfig, Shared, VisitWorkload, Workload, WorkloadConfig, WorkloadKind,
     for_each_workload,
 };

@@ -17,7 +17,7 @@ use lockstep_sim::{
 
 use crate::family::{Counter, Family, MarkSite, ResourceOf, Role, Tokens};
 use crate::node::Node;
-use crate::observe::Observation;
+use crate::observe::{ACQUIRE_REQUESTS, ACQUISITIONS, Observation};
 use crate::storage::{Storage, StorageMode};
 use crate::workload::{Client, Place, WorkloadConfig};
 
@@ -103,7 +103,30 @@ impl Layout {
     }
 }
 
+/// The herd counters a run keeps when its scenario sets `[workload] acquire`: acquisitions,
+/// and the requests the lock clients sent for them, per acquisition.
+pub const HERD_COUNTERS: [Counter; 2] = [
+    Counter {
+        name: ACQUISITIONS,
+        per: None,
+    },
+    Counter {
+        name: ACQUIRE_REQUESTS,
+        per: Some(ACQUISITIONS),
+    },
+];
+
 impl<F: Family> SystemSpec<F> {
+    /// The counters a run keeps: the family's, then [`HERD_COUNTERS`] when the scenario sets
+    /// `[workload] acquire`.
+    fn counter_defs(&self) -> Vec<Counter> {
+        let mut defs = self.family.counters().to_vec();
+        if self.workload.acquire.is_some() {
+            defs.extend(HERD_COUNTERS);
+        }
+        defs
+    }
+
     /// Its layout.
     pub fn layout(&self) -> Layout {
         let mut nodes = self.family.layout();
@@ -318,7 +341,7 @@ impl<F: Family> System for SystemSpec<F> {
         Ran {
             outcome,
             history,
-            counters: counters(self.family.counters(), &observations),
+            counters: counters(&self.counter_defs(), &observations),
             observations,
             fault_log: world.fault_log().to_vec(),
             unfired: world.unfired(),

@@ -193,6 +193,17 @@ pub struct CronStats {
     pub lateness_ms: Option<QuantilesMs>,
 }
 
+/// The herd figure over a scenario's runs: acquisitions and the requests they took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HerdStats {
+    /// Acquisitions the clients started, summed over the runs.
+    pub acquisitions: u64,
+    /// Requests the lock clients sent to take the lock, summed over the runs.
+    pub requests: u64,
+    /// Acquisitions given up, summed over the runs.
+    pub given_up: u64,
+}
+
 /// A read-write lock's figures over a scenario's runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReadWriteStats {
@@ -299,6 +310,9 @@ pub struct Row {
     /// Read-write lock figures; `None` unless some grant was a reader's, and for a sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_write: Option<ReadWriteStats>,
+    /// The herd figure; `None` unless the scenario sets `[workload] acquire`, and for a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub herd: Option<HerdStats>,
 }
 
 /// A fault the world applied, for a failing seed's section.
@@ -461,6 +475,11 @@ impl Comparison {
         self.rows.iter().any(|r| r.keys.is_some())
     }
 
+    /// True when some row has the herd figure: every rendering then adds its columns.
+    fn has_herd(&self) -> bool {
+        self.rows.iter().any(|r| r.herd.is_some())
+    }
+
     /// True when some row has read-write figures: every rendering then adds their columns.
     fn has_read_write(&self) -> bool {
         self.rows.iter().any(|r| r.read_write.is_some())
@@ -485,6 +504,9 @@ impl Comparison {
         if self.has_read_write() {
             columns.extend(READ_WRITE_COLUMNS);
         }
+        if self.has_herd() {
+            columns.extend(HERD_COLUMNS);
+        }
         columns
     }
 
@@ -505,6 +527,9 @@ impl Comparison {
         }
         if self.has_read_write() {
             cells.extend(read_write_cells(row.read_write));
+        }
+        if self.has_herd() {
+            cells.extend(herd_cells(row.herd));
         }
         cells
     }
@@ -579,6 +604,30 @@ pub(crate) const KEYS_COLUMNS: [(&str, &str); 2] = [
         "Share of the clients' time spent waiting for a lock (request to grant or give-up), over every run.",
     ),
 ];
+
+/// The columns added when some row has the herd figure.
+pub(crate) const HERD_COLUMNS: [(&str, &str); 2] = [
+    (
+        "requests / acquisition",
+        "The thundering herd: requests the lock clients sent to take the lock (SET NX, puts and looks, creates and listings, lock calls) per acquisition started, over every run.",
+    ),
+    (
+        "given up",
+        "Acquisitions that gave up (a try that found the lock held, a wait that timed out), of those started, summed over the runs.",
+    ),
+];
+
+/// A row's herd cells, dashes without the figure.
+fn herd_cells(h: Option<HerdStats>) -> Vec<String> {
+    let Some(h) = h else {
+        return vec!["-".to_string(); HERD_COLUMNS.len()];
+    };
+    let per = match h.acquisitions {
+        0 => "-".to_string(),
+        n => format!("{:.2}", h.requests as f64 / n as f64),
+    };
+    vec![per, format!("{} / {}", h.given_up, h.acquisitions)]
+}
 
 /// The columns added when some row has read-write figures.
 pub(crate) const READ_WRITE_COLUMNS: [(&str, &str); 5] = [

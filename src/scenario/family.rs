@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use super::Scenario;
 use super::error::ScenarioError;
 use super::resolve::{self, Resolver};
-use super::schema::{File, StorageSection};
+use super::schema::{AcquireName, File, StorageSection};
 use crate::families;
 
 /// A lock family in the registry.
@@ -225,7 +225,17 @@ fn system<F: Family>(
     for (key, problem) in foreign {
         check.problems.push(format!("model.{key}"), problem);
     }
-    let family = F::resolve(&file.model, check);
+    let mut family = F::resolve(&file.model, check);
+    if file.workload.acquire == Some(AcquireName::Try) && !family.try_once() {
+        check.problems.push(
+            "workload.acquire",
+            format!(
+                "\"try\" needs a lock client with a try form (see the families' pages in \
+                 docs/families/); {} as set has none",
+                F::NAME
+            ),
+        );
+    }
     let (clients, workload) = resolve::workload(check, &file.workload);
     let resource = resource::<F>(check, &file.storage, family.tokens());
     fits::<F>(check, &family, &workload, resource);

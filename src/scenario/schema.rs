@@ -180,6 +180,8 @@ pub(crate) struct WorkloadSection {
     pub(crate) kind: Option<String>,
     /// A supervisor that kills a client unresponsive for `after_ms`.
     pub(crate) watchdog: Option<WatchdogSection>,
+    /// Each acquisition one try (`"try"`), or as the family's client waits (`"block"`).
+    pub(crate) acquire: Option<AcquireName>,
     /// The other keys: the kind's own, another kind's, or unknown.
     #[serde(flatten)]
     pub(crate) own: toml::Table,
@@ -194,7 +196,16 @@ pub(crate) const SHARED_WORKLOAD_KEYS: &[&str] = &[
     "storage_timeout_ms",
     "kind",
     "watchdog",
+    "acquire",
 ];
+
+/// `workload.acquire`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum AcquireName {
+    Block,
+    Try,
+}
 
 /// `workload.watchdog`.
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -214,6 +225,7 @@ impl Default for WorkloadSection {
             storage_timeout_ms: default_storage_timeout(),
             kind: None,
             watchdog: None,
+            acquire: None,
             own: toml::Table::new(),
         }
     }

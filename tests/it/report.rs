@@ -207,12 +207,13 @@ fn toml_string(text: &str) -> String {
 #[test]
 fn the_json_round_trips_and_every_field_is_documented() {
     let dir = temp_dir("json");
-    // A scenario with leadership metrics, one with ticks, one with many keys and one with
-    // readers, so their objects are documented too.
+    // A scenario with leadership metrics, one with ticks, one with many keys, one with readers
+    // and one that counts its herd, so their objects are documented too.
     let leader = leadership_scenario(&dir);
     let cron = "scenarios/cron/redis-try.toml";
     let keys = "scenarios/keys/redis-rows-1.toml";
     let read_write = "scenarios/read-write/rw-zk.toml";
+    let herd = "scenarios/herd/pg-try.toml";
     let json = report_to(
         &dir.join("r.json"),
         &[
@@ -221,6 +222,7 @@ fn the_json_round_trips_and_every_field_is_documented() {
             cron,
             keys,
             read_write,
+            herd,
             s(&leader),
             "--seeds",
             "1",

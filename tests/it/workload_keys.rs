@@ -261,3 +261,32 @@ fn readers_cannot_share_a_cas_token_resource() {
         lines[1]
     );
 }
+
+#[test]
+fn a_try_needs_a_family_with_a_try_form() {
+    let k8s = "[scenario]\nname = \"t\"\nduration_ms = 10_000\n\n[model]\nkind = \"kubernetes\"\nttl_ms = 15_000\n\n\
+               [workload]\nkind = \"leader\"\nacquire = \"try\"\n";
+    let lines = errors_of("try-k8s", k8s);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(
+            "workload.acquire: \"try\" needs a lock client with a try form (see the families' \
+             pages in docs/families/); Kubernetes Lease as set has none"
+        ),
+        "{}",
+        lines[0]
+    );
+    one_error(
+        "acquire-bad",
+        "acquire = \"maybe\"",
+        "workload.acquire: unknown value `maybe`, expected `block` or `try`",
+    );
+    // Redis's try is one SET NX: the family's description says so.
+    let path = std::path::Path::new("t.toml");
+    let s = lockstep::parse(&with_workload("acquire = \"try\""), path).expect("loads");
+    assert!(
+        s.system.describe().system.contains("try"),
+        "{:?}",
+        s.system.describe()
+    );
+}

@@ -105,6 +105,7 @@ fn the_shared_keys_listed_for_errors_are_the_sections_typed_keys() {
     for key in listed.split(", ").map(|k| k.trim().trim_matches('`')) {
         let value = match key {
             "kind" => "\"counter\"",
+            "acquire" => "\"block\"",
             "check_validity_before_write" => "true",
             "watchdog" => "{ after_ms = 100 }",
             _ => "10",
@@ -113,4 +114,59 @@ fn the_shared_keys_listed_for_errors_are_the_sections_typed_keys() {
         lockstep::parse(&file, Path::new("t.toml"))
             .unwrap_or_else(|e| panic!("`{key}` is listed but refused: {e}"));
     }
+}
+
+/// The run's count of `name` among its counters.
+fn count(r: &lockstep::RunResult, name: &str) -> u64 {
+    r.counters
+        .iter()
+        .find(|(n, _, _)| n == name)
+        .map_or_else(|| panic!("no counter {name}"), |(_, v, _)| *v)
+}
+
+#[test]
+fn a_try_gives_up_where_a_blocking_acquisition_waits_and_the_herd_is_counted() {
+    let run_of = |file: &str| {
+        let path = root().join("scenarios/herd").join(file);
+        let scenario = lockstep::load(&path).expect("loads").scenario;
+        run(&scenario, 1, false)
+    };
+    for family in ["redis", "etcd", "zk", "pg"] {
+        let block = run_of(&format!("{family}-block.toml"));
+        let tried = run_of(&format!("{family}-try.toml"));
+        assert_eq!(
+            block.verdict.liveness.acquire_failures, 0,
+            "{family} blocks"
+        );
+        assert!(
+            tried.verdict.liveness.acquire_failures > 0,
+            "{family} tries and gives up"
+        );
+        // Every acquisition is granted or given up, but those still going at the run's end
+        // (at most one per client).
+        let ended = tried.verdict.liveness.grants + tried.verdict.liveness.acquire_failures;
+        let started = count(&tried, "acquisitions");
+        assert!(
+            (ended..=ended + 50).contains(&started),
+            "{family}: {started} acquisitions, {ended} ended"
+        );
+    }
+    // SET NX once per try; a blocking Redis client retries, many times per grant under 50.
+    let redis = run_of("redis-try.toml");
+    assert_eq!(
+        count(&redis, "acquire requests"),
+        count(&redis, "acquisitions")
+    );
+    let redis = run_of("redis-block.toml");
+    assert!(count(&redis, "acquire requests") > 5 * count(&redis, "acquisitions"));
+    // Watching the parent wakes every waiter on every release: the herd.
+    let per = |r: &lockstep::RunResult| {
+        count(r, "acquire requests") as f64 / count(r, "acquisitions") as f64
+    };
+    let predecessor = per(&run_of("zk-block.toml"));
+    let parent = per(&run_of("zk-block-parent.toml"));
+    assert!(
+        parent > 10.0 * predecessor,
+        "{parent} against {predecessor}"
+    );
 }

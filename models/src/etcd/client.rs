@@ -37,6 +37,11 @@
 //! lookup, standing in for clientv3's watch stream, which reconnects to another endpoint and
 //! resumes from its revision when its member fails.
 //!
+//! With `try_once` the client runs `Mutex.TryLock` (etcd 3.5+): `tryAcquire` as above, and
+//! when the answer shows another key first, it deletes its own key and fails (`ErrLocked`);
+//! a read-write lock's side gives up the same way when its first look finds a key it would
+//! wait for (the recipe has no try form of its own).
+//!
 //! When the protected resource lives in etcd ([`super::resource`]), the workload's storage
 //! operations go out through this client to its current endpoint: a read as a linearizable
 //! `Get`, a write as a transaction guarded on the Mutex's key and revision as they are when
@@ -54,6 +59,7 @@ use super::resource::{self, ResourceGuard};
 use super::{ClientTimer, Msg};
 use crate::env::Host;
 use crate::lock::{Access, LockClient, LockSignal};
+use crate::observe::{ACQUIRE_REQUESTS, Observation};
 use crate::storage::StorageRequest;
 
 /// The keepalive send loop's period (`retryConnWait`).
@@ -100,6 +106,8 @@ pub struct EtcdLockConfig {
     /// The application stops its critical section when `Session.Done()` closes. Off is an
     /// application that never looks at the channel (etcd-io/etcd#10811: "A still writes").
     pub stop_on_done: bool,
+    /// `Mutex.TryLock` instead of `Lock`: give up at once when the lock is held.
+    pub try_once: bool,
 }
 
 impl EtcdLockConfig {
@@ -114,6 +122,7 @@ impl EtcdLockConfig {
             first_keepalive_timeout: FIRST_KEEPALIVE_TIMEOUT,
             fencing: false,
             stop_on_done: true,
+            try_once: false,
         }
     }
 
@@ -181,6 +190,10 @@ enum Phase {
     },
     /// `Delete(myKey)` in flight.
     Unlocking {
+        req: u64,
+    },
+    /// `TryLock` found the lock held: `Delete(myKey)` in flight before `ErrLocked`.
+    GivingUp {
         req: u64,
     },
 }
@@ -355,6 +368,9 @@ impl EtcdLock {
                     // The answer shows the own key first in line.
                     return Some(self.hold(my_rev, true));
                 }
+                if self.config.try_once && self.access == Access::Exclusive {
+                    return self.give_up(ctx);
+                }
                 self.find_predecessor(ctx, my_rev);
                 None
             }
@@ -369,6 +385,8 @@ impl EtcdLock {
                     _ => None,
                 };
                 match pred {
+                    // A try gives up rather than wait.
+                    Some(_) if self.config.try_once => self.give_up(ctx),
                     Some(kv) => {
                         // Watch it from the header revision until it is deleted.
                         let watch = self.send(
@@ -422,6 +440,10 @@ impl EtcdLock {
                     self.phase = Phase::Idle;
                     Some(LockSignal::AcquireFailed)
                 }
+            }
+            (Phase::GivingUp { req }, Reply::Txn(_)) if req == id => {
+                self.phase = Phase::Idle;
+                Some(LockSignal::AcquireFailed)
             }
             (Phase::Unlocking { req }, Reply::Txn(_)) if req == id => {
                 self.phase = Phase::Idle;
@@ -493,6 +515,7 @@ impl EtcdLock {
     }
 
     fn try_acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
+        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         let SessionState::Open(s) = &self.session else {
             unreachable!("try_acquire without a session")
         };
@@ -577,6 +600,7 @@ impl EtcdLock {
     }
 
     fn find_predecessor(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, my_rev: Rev) {
+        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         // `waitOnLastRev` asks for the last by *mod* revision at most `myRev - 1`; the
         // recipe's keys are put once and never changed, so that is their create revision.
         let req = self.unary(
@@ -610,6 +634,26 @@ impl EtcdLock {
         };
         let req = self.unary(ctx, Request::Get(Range::key(Self::my_key(lease))));
         self.phase = Phase::Rechecking { req, my_rev };
+        None
+    }
+
+    /// `TryLock` found the lock held: delete the own key, and fail (`ErrLocked`) once the
+    /// delete is answered. (Not waiting would let the next try find the key still there and
+    /// take it as its own, first in line, just before the delete lands: two holders.)
+    fn give_up(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        let Some(key) = self.my_key.clone() else {
+            self.phase = Phase::Idle;
+            return Some(LockSignal::AcquireFailed);
+        };
+        let req = self.unary(
+            ctx,
+            Request::Txn(Txn {
+                compares: vec![],
+                success: vec![Op::Delete { key }],
+                failure: vec![],
+            }),
+        );
+        self.phase = Phase::GivingUp { req };
         None
     }
 
@@ -652,6 +696,8 @@ impl EtcdLock {
                 None
             }
             (_, Phase::Rechecking { my_rev, .. }) => self.done_waiting(ctx, my_rev),
+            // The delete is sent again, as gRPC retries it, until answered.
+            (_, Phase::GivingUp { .. }) => self.give_up(ctx),
             (_, Phase::Unlocking { .. }) => {
                 // Give up the delete: the lease will take the key with it.
                 self.phase = Phase::Idle;
@@ -686,7 +732,8 @@ impl EtcdLock {
                 | Phase::Finding { req, .. }
                 | Phase::Watching { req, .. }
                 | Phase::Rechecking { req, .. }
-                | Phase::Unlocking { req },
+                | Phase::Unlocking { req }
+                | Phase::GivingUp { req },
             ) => *req == id,
             _ => false,
         };
@@ -712,7 +759,8 @@ impl EtcdLock {
                 Phase::Trying { req }
                 | Phase::Finding { req, .. }
                 | Phase::Rechecking { req, .. }
-                | Phase::Unlocking { req },
+                | Phase::Unlocking { req }
+                | Phase::GivingUp { req },
             ) => *req == id,
             _ => false,
         }

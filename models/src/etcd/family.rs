@@ -206,6 +206,12 @@ impl Family for Etcd {
         self.client.ttl
     }
 
+    /// `Mutex.TryLock`; the Election has no try form.
+    fn try_once(&mut self) -> bool {
+        self.client.try_once = true;
+        self.client.recipe == Recipe::Mutex
+    }
+
     /// `recipes.RWMutex` takes the Mutex's place (under the same prefix and session); the
     /// Election is no lock to read under.
     fn read_write(&self) -> bool {
@@ -220,6 +226,9 @@ impl Family for Etcd {
         ];
         if client.recipe == Recipe::Election {
             p.push("Election".to_string());
+        }
+        if client.try_once {
+            p.push("TryLock".to_string());
         }
         if !client.recheck_after_wait {
             p.push("no re-check after wait".to_string());

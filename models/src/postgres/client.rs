@@ -34,7 +34,7 @@ use lockstep_sim::{ClockKind, Dur, NodeId};
 use super::{Answer, LOCK_KEY, Msg, Stmt};
 use crate::env::Host;
 use crate::lock::{LockClient, LockSignal};
-use crate::observe::Observation;
+use crate::observe::{ACQUIRE_REQUESTS, Observation};
 use crate::storage::StorageRequest;
 
 /// How the client locks.
@@ -378,6 +378,7 @@ impl LockClient for PgLock {
     }
 
     fn acquire(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
+        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         let conn = self.lock_conn();
         let stmt = match self.config.recipe {
             Recipe::Table { client_clock } => Stmt::InsertLock {

@@ -374,6 +374,13 @@ impl Family for Postgres {
         matches!(self.recipe, Recipe::Session | Recipe::Xact)
     }
 
+    /// The `pg_try_` lock functions (`wait = "try"`). The lock table's client tries its insert
+    /// again after its retry delay, and the job queue dequeues: neither has a try form here.
+    fn try_once(&mut self) -> bool {
+        self.wait = false;
+        matches!(self.recipe, Recipe::Session | Recipe::Xact)
+    }
+
     fn dequeues(&self) -> bool {
         matches!(self.recipe, Recipe::Queue { .. })
     }

@@ -27,6 +27,7 @@ use super::sentinel::SentinelMsg;
 use super::{Command, FENCE_KEY, Key, LOCK_KEY, Reply, lock_key};
 use crate::env::Host;
 use crate::lock::{Access, LockClient, LockSignal, NoResource};
+use crate::observe::{ACQUIRE_REQUESTS, Observation};
 use crate::storage::StorageRequest;
 
 /// How the client releases the lock.
@@ -359,6 +360,7 @@ impl RedisLock {
     }
 
     fn set_nx(&mut self, ctx: &mut impl Host<Msg, LockTimer>, attempt: u32) {
+        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         let value = ctx.rng().next_u64();
         let sent = ctx.mono();
         let cmd = if self.access != Access::Exclusive {

@@ -540,6 +540,12 @@ impl Family for Redis {
         self.client.ttl
     }
 
+    /// One `SET NX` attempt (`acquire_tries = 1`).
+    fn try_once(&mut self) -> bool {
+        self.client.acquire_tries = 1;
+        true
+    }
+
     /// Redisson's `RReadWriteLock` ([`super::rwlock`]), modelled on a single instance without
     /// persistence, `WAIT` or a plain `DEL` release.
     fn read_write(&self) -> bool {
@@ -575,6 +581,11 @@ impl Family for Redis {
             p.push(format!("{n} sentinels"));
         }
         p.push(format!("ttl {}", client.ttl));
+        match client.acquire_tries {
+            0 => {}
+            1 => p.push("try".to_string()),
+            n => p.push(format!("{n} tries")),
+        }
         if let Some(w) = &client.wait {
             p.push(format!("WAIT {}", w.replicas));
         }

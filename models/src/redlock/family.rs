@@ -214,6 +214,12 @@ impl Family for Redlock {
     }
 
     /// Lock `n` is the key `lock:n` on every instance.
+    /// One round over the instances (`acquire_tries = 1`).
+    fn try_once(&mut self) -> bool {
+        self.client.tries = 1;
+        true
+    }
+
     fn many_locks(&self) -> bool {
         true
     }

@@ -25,6 +25,7 @@ use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
 use crate::env::Host;
 use crate::lock::{LockClient, LockSignal, NoResource};
+use crate::observe::{ACQUIRE_REQUESTS, Observation};
 use crate::redis::{Command, Key, LOCK_KEY, LockTimer, Msg, Reply, lock_key};
 use crate::storage::StorageRequest;
 
@@ -275,6 +276,7 @@ impl RedlockClient {
     }
 
     fn start_try(&mut self, ctx: &mut impl Host<Msg, LockTimer>, try_: u32) {
+        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         let round = self.start_round(ctx, Purpose::Acquire);
         self.state = State::Acquiring { try_, round };
         ctx.mark("acquire-sent");

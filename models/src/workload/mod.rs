@@ -77,6 +77,7 @@ use crate::env::{Host, LockSide, Scoped};
 use crate::keys::Check;
 use crate::lock::{Access, LockClient, LockSignal};
 use crate::node::{Msg, Timer, WorkTimer};
+use crate::observe::{ACQUISITIONS, Observation};
 use crate::storage::{RequestKind, StorageReply, StorageRequest, StorageResult};
 
 use cron::Fire;
@@ -104,6 +105,19 @@ pub struct WorkloadConfig {
     pub storage_timeout: Dur,
     /// The loop the client runs.
     pub kind: WorkloadKind,
+    /// How each acquisition goes, when the scenario says (`[workload] acquire`): the family's
+    /// clients then try once or block ([`crate::Family::try_once`]), and a run counts its
+    /// acquisitions and the requests they took (the herd figure).
+    pub acquire: Option<Acquire>,
+}
+
+/// `[workload] acquire`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acquire {
+    /// As the family's client does by default: wait (or retry) until granted.
+    Block,
+    /// One try: give up at once when the lock is held.
+    Try,
 }
 
 impl WorkloadConfig {
@@ -481,6 +495,7 @@ impl<L: LockClient> Client<L> {
                 client: Self::me(ctx),
             });
             self.phase = Phase::Acquiring;
+            ctx.observe(Observation::Count(ACQUISITIONS));
             let signal = self.lock.acquire(&mut LockEnv::<_, L, S>::new(ctx));
             self.on_signal(ctx, signal);
         }
@@ -518,6 +533,7 @@ impl<L: LockClient> Client<L> {
                     });
                 }
                 self.phase = Phase::Acquiring;
+                ctx.observe(Observation::Count(ACQUISITIONS));
                 let signal = self.lock.acquire(&mut LockEnv::<_, L, S>::new(ctx));
                 self.on_signal(ctx, signal);
             }

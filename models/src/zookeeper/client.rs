@@ -43,7 +43,7 @@ use super::{
 };
 use crate::env::Host;
 use crate::lock::{Access, LockClient, LockSignal, NoResource};
-use crate::observe::Observation;
+use crate::observe::{ACQUIRE_REQUESTS, Observation};
 use crate::storage::StorageRequest;
 
 /// The counter of lock nodes a client deleted on release.
@@ -99,6 +99,8 @@ pub struct ZooKeeperLockConfig {
     pub protection: Protection,
     /// Hand the node's czxid to the workload as its fencing token.
     pub fencing: bool,
+    /// `acquire(0, unit)`: give up at once when the lock is held.
+    pub try_once: bool,
 }
 
 impl ZooKeeperLockConfig {
@@ -112,6 +114,7 @@ impl ZooKeeperLockConfig {
             watch: Watch::Predecessor,
             protection: Protection::GuidAndSession,
             fencing: false,
+            try_once: false,
         }
     }
 }
@@ -176,6 +179,11 @@ enum Phase {
         czxid: Zxid,
     },
     Releasing {
+        path: String,
+        xid: u64,
+    },
+    /// A try found the lock held: deleting our node before failing.
+    GivingUp {
         path: String,
         xid: u64,
     },
@@ -380,6 +388,12 @@ impl ZooKeeperLock {
                 signal = Some(LockSignal::Released);
                 Phase::Idle
             }
+            Phase::GivingUp { path, .. } => {
+                // `guaranteed()`: the delete goes on in the background.
+                self.background_delete = Some((path, None));
+                signal = Some(LockSignal::AcquireFailed);
+                Phase::Idle
+            }
             other => other,
         };
         signal
@@ -523,6 +537,7 @@ impl ZooKeeperLock {
                     sequential: true,
                 };
                 let xid = self.send_op(ctx, op);
+                ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
                 self.phase = Phase::Creating {
                     guid,
                     lookup: false,
@@ -556,6 +571,7 @@ impl ZooKeeperLock {
                     watch: parent,
                 };
                 let xid = self.send_op(ctx, op);
+                ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
                 self.phase = Phase::Listing { path, czxid, xid };
             }
             _ => {}
@@ -584,7 +600,7 @@ impl ZooKeeperLock {
             | Phase::Stating { xid: x, .. }
             | Phase::Listing { xid: x, .. }
             | Phase::Watching { xid: x, .. } => *x == Some(xid),
-            Phase::Releasing { xid: x, .. } => *x == xid,
+            Phase::Releasing { xid: x, .. } | Phase::GivingUp { xid: x, .. } => *x == xid,
             Phase::Idle | Phase::Held { .. } => false,
         };
         if !waited {
@@ -644,6 +660,10 @@ impl ZooKeeperLock {
                 // The predecessor is already gone: list again.
                 self.list(ctx, path, czxid);
                 None
+            }
+            (Phase::GivingUp { .. }, _) => {
+                self.phase = Phase::Idle;
+                Some(LockSignal::AcquireFailed)
             }
             (Phase::Releasing { .. }, _) => {
                 self.phase = Phase::Idle;
@@ -708,6 +728,21 @@ impl ZooKeeperLock {
                 ticket: Some(czxid.as_u64()),
             });
         };
+        if self.config.try_once {
+            // `acquire(0, unit)`: no time left to wait, so the node is deleted
+            // (`deleteOurPath`) and the acquisition fails once the delete is answered.
+            return match self.send_op(ctx, Op::Delete { path: path.clone() }) {
+                Some(xid) => {
+                    self.phase = Phase::GivingUp { path, xid };
+                    None
+                }
+                None => {
+                    self.background_delete = Some((path, None));
+                    self.phase = Phase::Idle;
+                    Some(LockSignal::AcquireFailed)
+                }
+            };
+        }
         let watched = match self.config.watch {
             Watch::Predecessor => format!("{LOCK_PATH}/{}", names[blocker]),
             Watch::Parent => LOCK_PATH.to_string(),

@@ -193,6 +193,12 @@ impl Family for ZooKeeper {
         }
     }
 
+    /// Curator's `acquire(0, unit)`.
+    fn try_once(&mut self) -> bool {
+        self.client.try_once = true;
+        true
+    }
+
     /// Curator's `InterProcessReadWriteLock`: its nodes `__READ__` and `__WRIT__` under the
     /// same parent.
     fn read_write(&self) -> bool {
@@ -235,6 +241,9 @@ impl Family for ZooKeeper {
         }
         if client.fencing {
             p.push("czxid-fenced".to_string());
+        }
+        if client.try_once {
+            p.push("try".to_string());
         }
         p
     }

@@ -38,6 +38,7 @@ pub(crate) fn spec<F: Family>(family: F) -> SystemSpec<F> {
             check_validity_before_write: true,
             storage_timeout: ms(1_000),
             kind: WorkloadKind::Counter(lockstep_models::Counter),
+            acquire: None,
         },
         resource: Resource::Storage(StorageMode::Unfenced),
     }

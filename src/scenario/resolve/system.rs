@@ -7,12 +7,12 @@
 
 use lockstep_models::keys::Check;
 use lockstep_models::workload::{
-    Shared, VisitWorkload, Workload, WorkloadConfig, WorkloadKind, for_each_workload,
+    Acquire, Shared, VisitWorkload, Workload, WorkloadConfig, WorkloadKind, for_each_workload,
 };
 use lockstep_models::{Counter, keys::fields};
 
 use crate::scenario::error::key_path;
-use crate::scenario::schema::{SHARED_WORKLOAD_KEYS, WorkloadSection, default_think};
+use crate::scenario::schema::{AcquireName, SHARED_WORKLOAD_KEYS, WorkloadSection, default_think};
 
 /// The number of clients and their workload.
 pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, WorkloadConfig) {
@@ -31,6 +31,10 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
         check_validity_before_write: w.check_validity_before_write,
         storage_timeout: check.positive_ms("workload.storage_timeout_ms", w.storage_timeout_ms),
         kind: kind(check, w),
+        acquire: w.acquire.map(|a| match a {
+            AcquireName::Block => Acquire::Block,
+            AcquireName::Try => Acquire::Try,
+        }),
     };
     (w.clients.clamp(1, 1000), workload)
 }
