@@ -343,8 +343,9 @@ struct Tally {
     read_write: Option<ReadWriteStats>,
     reader_wait: Histogram,
     writer_wait: Histogram,
-    /// Accepted writes of the runs with read-write figures.
+    /// Accepted writes of the runs with read-write figures, and their time.
     rw_writes: u64,
+    rw_run_ns: u128,
     /// Herd sums, from the first run that counted acquisitions.
     herd: Option<HerdStats>,
 }
@@ -481,6 +482,7 @@ impl Tally {
             .longest_writer_wait_ms
             .max(ms(rw.longest_writer_wait_ns));
         self.rw_writes += r.verdict.liveness.accepted_writes;
+        self.rw_run_ns += u128::from(r.history.end_ns);
         let (readers, writers) = read_write_waits_ns(&r.history);
         for ns in readers {
             self.reader_wait.add(ns);
@@ -570,8 +572,8 @@ impl Tally {
             }),
             herd: self.herd,
             read_write: self.read_write.map(|rw| ReadWriteStats {
-                writes_per_s: if self.run_ns > 0 {
-                    self.rw_writes as f64 / (self.run_ns as f64 / 1e9)
+                writes_per_s: if self.rw_run_ns > 0 {
+                    self.rw_writes as f64 / (self.rw_run_ns as f64 / 1e9)
                 } else {
                     0.0
                 },

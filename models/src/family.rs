@@ -199,6 +199,13 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn try_once(&mut self) -> bool {
         false
     }
+    /// Makes its lock clients count the requests they send to take the lock
+    /// ([`crate::observe::ACQUIRE_REQUESTS`]: the herd figure, when a scenario sets
+    /// `[workload] acquire`), and says whether they do: `false`, the default, for a family
+    /// whose clients count none.
+    fn count_requests(&mut self) -> bool {
+        false
+    }
     /// Whether its lock client takes read-write locks ([`crate::LockClient::access`]): the
     /// `read-write` workload is then allowed, and only then.
     fn read_write(&self) -> bool {

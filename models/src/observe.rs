@@ -5,10 +5,12 @@
 
 use lockstep_sim::{ClockKind, LocalTime, NodeId};
 
-/// The workload counts each acquisition it starts (a `Request`) as this: one try-lock call,
-/// one blocking lock call however long it waits.
+/// The workload counts each acquisition it starts (a `Request`) as this, when the scenario
+/// asks for the herd figure (`[workload] acquire`): one try-lock call, one blocking lock call
+/// however long it waits.
 pub const ACQUISITIONS: &str = "acquisitions";
-/// A lock client counts each request it sends to take the lock as this: a Redis `SET NX`, a
+/// A lock client told to count (`crate::Family::count_requests`) counts each request it sends
+/// to take the lock as this: a Redis `SET NX`, a
 /// Redlock round, etcd's put and each look for the key to wait on, ZooKeeper's create and each
 /// listing of the children, a PostgreSQL lock call. Per acquisition, it measures the
 /// thundering herd: the retries of a polling lock, the wake-ups of a queue.

@@ -118,10 +118,10 @@ pub const HERD_COUNTERS: [Counter; 2] = [
 
 impl<F: Family> SystemSpec<F> {
     /// The counters a run keeps: the family's, then [`HERD_COUNTERS`] when the scenario sets
-    /// `[workload] acquire`.
+    /// `[workload] acquire` and the family's clients count their requests.
     fn counter_defs(&self) -> Vec<Counter> {
         let mut defs = self.family.counters().to_vec();
-        if self.workload.acquire.is_some() {
+        if self.workload.count_herd {
             defs.extend(HERD_COUNTERS);
         }
         defs

@@ -236,7 +236,9 @@ fn system<F: Family>(
             ),
         );
     }
-    let (clients, workload) = resolve::workload(check, &file.workload);
+    let (clients, mut workload) = resolve::workload(check, &file.workload);
+    // The herd figure, when the file sets `acquire` and the family's clients count requests.
+    workload.count_herd = workload.acquire.is_some() && family.count_requests();
     let resource = resource::<F>(check, &file.storage, family.tokens());
     fits::<F>(check, &family, &workload, resource);
     Arc::new(SystemSpec {

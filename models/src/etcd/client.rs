@@ -108,6 +108,8 @@ pub struct EtcdLockConfig {
     pub stop_on_done: bool,
     /// `Mutex.TryLock` instead of `Lock`: give up at once when the lock is held.
     pub try_once: bool,
+    /// Count each put and each look for the key to wait on as an acquire request.
+    pub count_requests: bool,
 }
 
 impl EtcdLockConfig {
@@ -123,6 +125,7 @@ impl EtcdLockConfig {
             fencing: false,
             stop_on_done: true,
             try_once: false,
+            count_requests: false,
         }
     }
 
@@ -515,7 +518,9 @@ impl EtcdLock {
     }
 
     fn try_acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
-        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        if self.config.count_requests {
+            ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        }
         let SessionState::Open(s) = &self.session else {
             unreachable!("try_acquire without a session")
         };
@@ -600,7 +605,9 @@ impl EtcdLock {
     }
 
     fn find_predecessor(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, my_rev: Rev) {
-        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        if self.config.count_requests {
+            ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        }
         // `waitOnLastRev` asks for the last by *mod* revision at most `myRev - 1`; the
         // recipe's keys are put once and never changed, so that is their create revision.
         let req = self.unary(

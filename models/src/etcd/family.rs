@@ -207,6 +207,11 @@ impl Family for Etcd {
     }
 
     /// `Mutex.TryLock`; the Election has no try form.
+    fn count_requests(&mut self) -> bool {
+        self.client.count_requests = true;
+        true
+    }
+
     fn try_once(&mut self) -> bool {
         self.client.try_once = true;
         self.client.recipe == Recipe::Mutex
@@ -228,7 +233,7 @@ impl Family for Etcd {
             p.push("Election".to_string());
         }
         if client.try_once {
-            p.push("TryLock".to_string());
+            p.push("try".to_string());
         }
         if !client.recheck_after_wait {
             p.push("no re-check after wait".to_string());

@@ -70,6 +70,8 @@ pub struct PgLockConfig {
     pub recipe: Recipe,
     /// Blocking lock functions (`pg_advisory_lock`) rather than `pg_try_advisory_lock`.
     pub wait: bool,
+    /// Count each lock call as an acquire request (the herd figure).
+    pub count_requests: bool,
     /// The driver's socket timeout (pgJDBC's `socketTimeout`): a statement on the lock's
     /// connection unanswered this long breaks the connection (the driver closes it). `None`,
     /// libpq's way, waits forever.
@@ -378,7 +380,9 @@ impl LockClient for PgLock {
     }
 
     fn acquire(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
-        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        if self.config.count_requests {
+            ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        }
         let conn = self.lock_conn();
         let stmt = match self.config.recipe {
             Recipe::Table { client_clock } => Stmt::InsertLock {

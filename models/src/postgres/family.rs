@@ -33,6 +33,8 @@ pub struct Postgres {
     pub wait: bool,
     /// The clients' socket timeout.
     pub socket_timeout: Option<Dur>,
+    /// The clients count their lock calls (the herd figure).
+    pub count_requests: bool,
     /// A streaming standby, `postgres-replica`, promoted when it has heard no primary for
     /// this long; `None` without a standby.
     pub failover_after: Option<Dur>,
@@ -275,6 +277,7 @@ impl Family for Postgres {
             },
             wait: k.wait != Some(WaitName::Try),
             socket_timeout: off_or_ms(check, "model.socket_timeout_ms", k.socket_timeout_ms),
+            count_requests: false,
             failover_after,
         }
     }
@@ -340,6 +343,7 @@ impl Family for Postgres {
             recipe: self.recipe,
             wait: self.wait,
             socket_timeout: self.socket_timeout,
+            count_requests: self.count_requests,
         });
         (nodes, lock)
     }
@@ -376,6 +380,11 @@ impl Family for Postgres {
 
     /// The `pg_try_` lock functions (`wait = "try"`). The lock table's client tries its insert
     /// again after its retry delay, and the job queue dequeues: neither has a try form here.
+    fn count_requests(&mut self) -> bool {
+        self.count_requests = true;
+        true
+    }
+
     fn try_once(&mut self) -> bool {
         self.wait = false;
         matches!(self.recipe, Recipe::Session | Recipe::Xact)

@@ -99,6 +99,8 @@ pub struct RedisLockConfig {
     pub acquire_tries: u32,
     /// The clock-drift allowance, in ppm of the TTL (redlock-rb's factor 0.01 is 10,000).
     pub drift_factor_ppm: u32,
+    /// Count each `SET NX` as an acquire request (the herd figure).
+    pub count_requests: bool,
 }
 
 impl RedisLockConfig {
@@ -360,7 +362,9 @@ impl RedisLock {
     }
 
     fn set_nx(&mut self, ctx: &mut impl Host<Msg, LockTimer>, attempt: u32) {
-        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        if self.config.count_requests {
+            ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        }
         let value = ctx.rng().next_u64();
         let sent = ctx.mono();
         let cmd = if self.access != Access::Exclusive {

@@ -461,6 +461,7 @@ impl Family for Redis {
             ),
             acquire_tries: check.count("model.acquire_tries", k.acquire_tries.unwrap_or(0), 0, MAX_TRIES),
             drift_factor_ppm,
+            count_requests: false,
         };
         Redis {
             server,
@@ -541,6 +542,11 @@ impl Family for Redis {
     }
 
     /// One `SET NX` attempt (`acquire_tries = 1`).
+    fn count_requests(&mut self) -> bool {
+        self.client.count_requests = true;
+        true
+    }
+
     fn try_once(&mut self) -> bool {
         self.client.acquire_tries = 1;
         true

@@ -14,8 +14,9 @@
 //! - a reader's unlock removes its field and timeout key; if holders remain, the hash's TTL
 //!   becomes the longest remaining timeout key's, and if none is left alive (the holders that
 //!   remain crashed), the hash is deleted.
-//! - a reader's renewal (the watchdog) extends the hash **and every reader's timeout key**,
-//!   a crashed reader's included: its field outlives it for as long as a live reader renews.
+//! - a reader's renewal (the watchdog) extends the hash **and every reader's timeout key** that
+//!   still exists, a crashed reader's included: its field outlives it for as long as a live
+//!   reader renews before its key lapses.
 //!
 //! Not modelled: re-entry counts, a writer taking the read lock (downgrade), pub/sub unlock
 //! messages (the client retries on its own delay instead), replication and persistence (the
@@ -70,6 +71,11 @@ impl RwLocks {
         self.live(key, now_ms).is_some()
     }
 
+    /// The deadline of `key`'s hash at `now_ms`, in ms of the expiry clock, if it exists.
+    pub fn deadline(&mut self, key: &'static str, now_ms: i64) -> Option<i64> {
+        self.live(key, now_ms).map(|h| h.expires_at_ms)
+    }
+
     /// The read or write lock script for holder `id` with `ttl_ms`.
     pub fn lock(&mut self, key: &'static str, write: bool, id: u64, ttl_ms: i64, now_ms: i64) -> Outcome {
         let deadline = now_ms + ttl_ms;
@@ -122,7 +128,7 @@ impl RwLocks {
     }
 
     /// The watchdog's renewal for holder `id`: the hash's TTL, and a reader's every timeout
-    /// key's, set to `ttl_ms`.
+    /// key's that still exists, set to `ttl_ms` (`pexpire` of a key already gone does nothing).
     pub fn renew(&mut self, key: &'static str, id: u64, ttl_ms: i64, now_ms: i64) -> Outcome {
         let Some(h) = self.live(key, now_ms) else {
             return Outcome::Int(Some(0));
@@ -133,7 +139,7 @@ impl RwLocks {
         let deadline = now_ms + ttl_ms;
         h.expires_at_ms = deadline;
         if !h.write {
-            for at in h.holders.values_mut() {
+            for at in h.holders.values_mut().filter(|at| now_ms <= **at) {
                 *at = deadline;
             }
         }
@@ -183,6 +189,17 @@ mod tests {
         assert_eq!(l.lock(K, true, 3, 1_000, 1_800), Outcome::Refused(100));
         assert!(!l.held(K, 1_901), "the hash expires with the last timeout");
         assert_eq!(l.lock(K, true, 3, 1_000, 1_901), Outcome::Acquired);
+    }
+
+    #[test]
+    fn a_renewal_does_not_bring_back_a_timeout_key_already_gone() {
+        let mut l = RwLocks::default();
+        l.lock(K, false, 1, 100, 0); // crashes; its timeout key lapses at 100
+        l.lock(K, false, 2, 1_000, 50);
+        assert_eq!(l.renew(K, 2, 1_000, 500), Outcome::Int(Some(1)));
+        // Reader 1's key was gone at 500: only reader 2's was extended, so its unlock frees.
+        assert_eq!(l.unlock(K, false, 2, 600), Outcome::Int(Some(1)));
+        assert!(!l.held(K, 600));
     }
 
     #[test]

@@ -256,7 +256,10 @@ impl RedisServer {
             return;
         }
         let now_ms = ctx.clock(self.config.expiry_clock).as_millis();
-        if let Command::RwLock { key, .. } | Command::RwUnlock { key, .. } = cmd {
+        if let Command::RwLock { key, .. }
+        | Command::RwUnlock { key, .. }
+        | Command::RwRenew { key, .. } = cmd
+        {
             let reply = self.rw_command(ctx, from, now_ms, key, cmd);
             ctx.send(from, Msg::Reply { id, reply });
             return;
@@ -326,10 +329,10 @@ impl RedisServer {
         }
     }
 
-    /// A read-write lock's lock or unlock script, with its audit: an acquisition is the
+    /// A read-write lock's lock, unlock or renewal script, with its audit: an acquisition is the
     /// service issuing it (`Issued`, named by the caller's value), and the observers' holder
-    /// view of lock 0 starts when the hash is created (naming its first holder) and ends when
-    /// it is deleted.
+    /// view of lock 0 starts when the hash is created (naming its first holder, until the
+    /// hash's deadline), moves with the deadline, and ends when the hash is deleted.
     fn rw_command(
         &mut self,
         ctx: &mut impl Host<Msg, Timer>,
@@ -338,21 +341,31 @@ impl RedisServer {
         key: Key,
         cmd: Command,
     ) -> Reply {
-        let before = self.rw.held(key, now_ms);
+        let before = self.rw.deadline(key, now_ms);
         let acquire = match cmd {
             Command::RwLock { value, .. } => Some(value),
             _ => None,
         };
         let reply = self.execute(now_ms, cmd);
-        let after = self.rw.held(key, now_ms);
-        if key == LOCK_KEY && before != after {
-            let view = match after {
-                true => HolderView::Granted {
-                    client: from,
-                    expires: None,
-                },
-                false => HolderView::Free,
-            };
+        let after = self.rw.deadline(key, now_ms);
+        let clock = self.config.expiry_clock;
+        // The hash is gone once the clock reads past its deadline's millisecond.
+        let lapse = |at: i64| {
+            (
+                clock,
+                LocalTime::from_nanos(at.saturating_add(1).saturating_mul(1_000_000)),
+            )
+        };
+        let view = match (before, after) {
+            (None, Some(at)) => Some(HolderView::Granted {
+                client: from,
+                expires: Some(lapse(at)),
+            }),
+            (Some(b), Some(a)) if a != b => Some(HolderView::Extended { expires: lapse(a) }),
+            (Some(_), None) => Some(HolderView::Free),
+            _ => None,
+        };
+        if let (Some(view), true) = (view, key == LOCK_KEY) {
             ctx.observe(Observation::Holder(view));
         }
         if let (Some(value), Reply::Ok) = (acquire, reply) {

@@ -213,13 +213,18 @@ impl Family for Redlock {
         self.client.ttl
     }
 
-    /// Lock `n` is the key `lock:n` on every instance.
     /// One round over the instances (`acquire_tries = 1`).
     fn try_once(&mut self) -> bool {
         self.client.tries = 1;
         true
     }
 
+    fn count_requests(&mut self) -> bool {
+        self.client.count_requests = true;
+        true
+    }
+
+    /// Lock `n` is the key `lock:n` on every instance.
     fn many_locks(&self) -> bool {
         true
     }

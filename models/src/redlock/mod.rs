@@ -65,6 +65,8 @@ pub struct RedlockConfig {
     /// Hand the random value to the workload as its token (compare-and-set on the resource,
     /// failure catalogue K7). It is not a fencing token: it does not increase.
     pub value_as_token: bool,
+    /// Count each round of an acquisition as an acquire request (the herd figure).
+    pub count_requests: bool,
 }
 
 impl RedlockConfig {
@@ -84,6 +86,7 @@ impl RedlockConfig {
             elapsed_check: true,
             extend: false,
             value_as_token: false,
+            count_requests: false,
         }
     }
 
@@ -102,6 +105,7 @@ impl RedlockConfig {
             elapsed_check: true,
             extend: false,
             value_as_token: false,
+            count_requests: false,
         }
     }
 
@@ -276,7 +280,9 @@ impl RedlockClient {
     }
 
     fn start_try(&mut self, ctx: &mut impl Host<Msg, LockTimer>, try_: u32) {
-        ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        if self.config.count_requests {
+            ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+        }
         let round = self.start_round(ctx, Purpose::Acquire);
         self.state = State::Acquiring { try_, round };
         ctx.mark("acquire-sent");

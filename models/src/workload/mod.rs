@@ -106,9 +106,12 @@ pub struct WorkloadConfig {
     /// The loop the client runs.
     pub kind: WorkloadKind,
     /// How each acquisition goes, when the scenario says (`[workload] acquire`): the family's
-    /// clients then try once or block ([`crate::Family::try_once`]), and a run counts its
-    /// acquisitions and the requests they took (the herd figure).
+    /// clients then try once or block ([`crate::Family::try_once`]).
     pub acquire: Option<Acquire>,
+    /// Count acquisitions ([`ACQUISITIONS`]), as the family's clients count their requests
+    /// ([`crate::Family::count_requests`]): the herd figure, when the scenario sets `acquire`
+    /// and the family counts.
+    pub count_herd: bool,
 }
 
 /// `[workload] acquire`.
@@ -495,7 +498,9 @@ impl<L: LockClient> Client<L> {
                 client: Self::me(ctx),
             });
             self.phase = Phase::Acquiring;
-            ctx.observe(Observation::Count(ACQUISITIONS));
+            if self.config.count_herd {
+                ctx.observe(Observation::Count(ACQUISITIONS));
+            }
             let signal = self.lock.acquire(&mut LockEnv::<_, L, S>::new(ctx));
             self.on_signal(ctx, signal);
         }
@@ -533,7 +538,9 @@ impl<L: LockClient> Client<L> {
                     });
                 }
                 self.phase = Phase::Acquiring;
-                ctx.observe(Observation::Count(ACQUISITIONS));
+                if self.config.count_herd {
+                    ctx.observe(Observation::Count(ACQUISITIONS));
+                }
                 let signal = self.lock.acquire(&mut LockEnv::<_, L, S>::new(ctx));
                 self.on_signal(ctx, signal);
             }

@@ -101,6 +101,8 @@ pub struct ZooKeeperLockConfig {
     pub fencing: bool,
     /// `acquire(0, unit)`: give up at once when the lock is held.
     pub try_once: bool,
+    /// Count each create and each listing of the children as an acquire request.
+    pub count_requests: bool,
 }
 
 impl ZooKeeperLockConfig {
@@ -115,6 +117,7 @@ impl ZooKeeperLockConfig {
             protection: Protection::GuidAndSession,
             fencing: false,
             try_once: false,
+            count_requests: false,
         }
     }
 }
@@ -537,7 +540,9 @@ impl ZooKeeperLock {
                     sequential: true,
                 };
                 let xid = self.send_op(ctx, op);
-                ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+                if self.config.count_requests {
+                    ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+                }
                 self.phase = Phase::Creating {
                     guid,
                     lookup: false,
@@ -571,7 +576,9 @@ impl ZooKeeperLock {
                     watch: parent,
                 };
                 let xid = self.send_op(ctx, op);
-                ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+                if self.config.count_requests {
+                    ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
+                }
                 self.phase = Phase::Listing { path, czxid, xid };
             }
             _ => {}
@@ -637,6 +644,10 @@ impl ZooKeeperLock {
             }
             (Phase::Listing { path, czxid, .. }, OpResult::Children(names)) => {
                 self.on_children(ctx, path, czxid, names)
+            }
+            (Phase::Watching { path, .. }, OpResult::Stat(_)) if self.config.try_once => {
+                // The watch is set, and a try has no time to wait for it.
+                self.give_up(ctx, path)
             }
             (
                 Phase::Watching {
@@ -728,20 +739,9 @@ impl ZooKeeperLock {
                 ticket: Some(czxid.as_u64()),
             });
         };
-        if self.config.try_once {
-            // `acquire(0, unit)`: no time left to wait, so the node is deleted
-            // (`deleteOurPath`) and the acquisition fails once the delete is answered.
-            return match self.send_op(ctx, Op::Delete { path: path.clone() }) {
-                Some(xid) => {
-                    self.phase = Phase::GivingUp { path, xid };
-                    None
-                }
-                None => {
-                    self.background_delete = Some((path, None));
-                    self.phase = Phase::Idle;
-                    Some(LockSignal::AcquireFailed)
-                }
-            };
+        if self.config.try_once && self.config.watch == Watch::Parent {
+            // The listing left the watch: no time left to wait for it.
+            return self.give_up(ctx, path);
         }
         let watched = match self.config.watch {
             Watch::Predecessor => format!("{LOCK_PATH}/{}", names[blocker]),
@@ -766,6 +766,23 @@ impl ZooKeeperLock {
         };
         ctx.mark("lock-waiting");
         None
+    }
+
+    /// `acquire(0, unit)` found the lock held once its watch was in place
+    /// (`LockInternals.internalLockLoop`: `millisToWait <= 0`): the node is deleted
+    /// (`deleteOurPath`), and the acquisition fails once the delete is answered.
+    fn give_up(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, path: String) -> Option<LockSignal> {
+        match self.send_op(ctx, Op::Delete { path: path.clone() }) {
+            Some(xid) => {
+                self.phase = Phase::GivingUp { path, xid };
+                None
+            }
+            None => {
+                self.background_delete = Some((path, None));
+                self.phase = Phase::Idle;
+                Some(LockSignal::AcquireFailed)
+            }
+        }
     }
 
     fn on_watch(

@@ -194,6 +194,11 @@ impl Family for ZooKeeper {
     }
 
     /// Curator's `acquire(0, unit)`.
+    fn count_requests(&mut self) -> bool {
+        self.client.count_requests = true;
+        true
+    }
+
     fn try_once(&mut self) -> bool {
         self.client.try_once = true;
         true

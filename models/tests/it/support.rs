@@ -39,6 +39,7 @@ pub(crate) fn spec<F: Family>(family: F) -> SystemSpec<F> {
             storage_timeout: ms(1_000),
             kind: WorkloadKind::Counter(lockstep_models::Counter),
             acquire: None,
+            count_herd: false,
         },
         resource: Resource::Storage(StorageMode::Unfenced),
     }
@@ -69,6 +70,7 @@ pub(crate) fn redis_spec() -> SystemSpec<Redis> {
             },
             acquire_tries: 0,
             drift_factor_ppm: 10_000,
+            count_requests: false,
         },
     })
 }

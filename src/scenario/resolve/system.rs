@@ -35,6 +35,8 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
             AcquireName::Block => Acquire::Block,
             AcquireName::Try => Acquire::Try,
         }),
+        // Set with the family, which must count its requests too (`super::super::family`).
+        count_herd: false,
     };
     (w.clients.clamp(1, 1000), workload)
 }
