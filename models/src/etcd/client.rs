@@ -652,16 +652,21 @@ impl EtcdLock {
             self.phase = Phase::Idle;
             return Some(LockSignal::AcquireFailed);
         };
-        let req = self.unary(
+        let req = self.delete_key(ctx, key);
+        self.phase = Phase::GivingUp { req };
+        None
+    }
+
+    /// Sends `Delete(key)` as a unary request: the unlock, or a try's give-up.
+    fn delete_key(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, key: String) -> u64 {
+        self.unary(
             ctx,
             Request::Txn(Txn {
                 compares: vec![],
                 success: vec![Op::Delete { key }],
                 failure: vec![],
             }),
-        );
-        self.phase = Phase::GivingUp { req };
-        None
+        )
     }
 
     fn lost_while_waiting(&mut self) -> Option<LockSignal> {
@@ -867,14 +872,7 @@ impl LockClient for EtcdLock {
             (Some(key), Access::Read | Access::Write) => key.clone(),
             _ => Self::my_key(lease),
         };
-        let req = self.unary(
-            ctx,
-            Request::Txn(Txn {
-                compares: vec![],
-                success: vec![Op::Delete { key }],
-                failure: vec![],
-            }),
-        );
+        let req = self.delete_key(ctx, key);
         self.phase = Phase::Unlocking { req };
         None
     }
