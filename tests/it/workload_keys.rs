@@ -14,6 +14,20 @@ fn one_error(test: &str, keys: &str, tail: &str) {
     assert!(lines[0].ends_with(tail), "{}", lines[0]);
 }
 
+/// The one error line of the whole file `text`, which must end with `tail`.
+fn sole_error(test: &str, text: &str, tail: &str) {
+    let lines = errors_of(test, text);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].ends_with(tail), "{}", lines[0]);
+}
+
+/// A file of family `model` (its `[model]` lines) with `[workload]` keys `workload`.
+fn of_family(model: &str, workload: &str) -> String {
+    format!(
+        "[scenario]\nname = \"t\"\nduration_ms = 10_000\n\n[model]\n{model}\n\n[workload]\n{workload}\n"
+    )
+}
+
 #[test]
 fn a_leader_workload_runs() {
     // Renewed until refused, so the leader's term is safe and the run valid (exit code 0).
@@ -162,17 +176,11 @@ fn many_keys_take_at_most_a_lock_per_row() {
 
 #[test]
 fn many_keys_need_a_family_that_takes_many_locks() {
-    let text = "[scenario]\nname = \"t\"\nduration_ms = 10_000\n\n[model]\nkind = \"etcd\"\nttl_ms = 5_000\n\n\
-                [workload]\nkind = \"keys\"\n";
-    let lines = errors_of("keys-etcd", text);
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(
-        lines[0].ends_with(
-            "workload.kind: \"keys\" needs a lock client that takes many locks (see the \
-             families' pages in docs/families/); etcd as set has none"
-        ),
-        "{}",
-        lines[0]
+    sole_error(
+        "keys-etcd",
+        &of_family("kind = \"etcd\"\nttl_ms = 5_000", "kind = \"keys\""),
+        "workload.kind: \"keys\" needs a lock client that takes many locks (see the families' \
+         pages in docs/families/); etcd as set has none",
     );
 }
 
@@ -223,17 +231,14 @@ fn writers_need_a_read_write_lock_and_a_writer_among_the_clients() {
 
 #[test]
 fn a_read_write_lock_needs_a_family_that_has_one() {
-    let k8s = "[scenario]\nname = \"t\"\nduration_ms = 10_000\n\n[model]\nkind = \"kubernetes\"\nttl_ms = 15_000\n\n\
-               [workload]\nkind = \"read-write\"\n";
-    let lines = errors_of("rw-k8s", k8s);
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(
-        lines[0].ends_with(
-            "workload.kind: \"read-write\" needs a lock client with a read-write lock (see the \
-             families' pages in docs/families/); Kubernetes Lease as set has none"
+    sole_error(
+        "rw-k8s",
+        &of_family(
+            "kind = \"kubernetes\"\nttl_ms = 15_000",
+            "kind = \"read-write\"",
         ),
-        "{}",
-        lines[0]
+        "workload.kind: \"read-write\" needs a lock client with a read-write lock (see the \
+         families' pages in docs/families/); Kubernetes Lease as set has none",
     );
     // Redisson's lock is modelled on a single instance only.
     let replicated = GOOD.replace("ttl_ms = 1_000", "ttl_ms = 1_000\nreplicas = 2");
@@ -264,17 +269,14 @@ fn readers_cannot_share_a_cas_token_resource() {
 
 #[test]
 fn a_try_needs_a_family_with_a_try_form() {
-    let k8s = "[scenario]\nname = \"t\"\nduration_ms = 10_000\n\n[model]\nkind = \"kubernetes\"\nttl_ms = 15_000\n\n\
-               [workload]\nkind = \"leader\"\nacquire = \"try\"\n";
-    let lines = errors_of("try-k8s", k8s);
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(
-        lines[0].ends_with(
-            "workload.acquire: \"try\" needs a lock client with a try form (see the families' \
-             pages in docs/families/); Kubernetes Lease as set has none"
+    sole_error(
+        "try-k8s",
+        &of_family(
+            "kind = \"kubernetes\"\nttl_ms = 15_000",
+            "kind = \"leader\"\nacquire = \"try\"",
         ),
-        "{}",
-        lines[0]
+        "workload.acquire: \"try\" needs a lock client with a try form (see the families' \
+         pages in docs/families/); Kubernetes Lease as set has none",
     );
     one_error(
         "acquire-bad",

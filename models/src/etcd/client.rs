@@ -536,23 +536,7 @@ impl EtcdLock {
             first: Some(CreateOrder::First),
             max_create_rev: None,
         });
-        let txn = Txn {
-            compares: vec![Compare {
-                key: key.clone(),
-                target: Target::Create,
-                cmp: Cmp::Equal,
-                value: 0,
-            }],
-            success: vec![
-                Op::Put {
-                    key: key.clone(),
-                    value: 0,
-                    lease: Some(s.lease),
-                },
-                first.clone(),
-            ],
-            failure: vec![Op::Get(Range::key(key)), first],
-        };
+        let txn = put_if_absent(key, s.lease, Some(first));
         let req = self.unary(ctx, Request::Txn(txn));
         self.phase = Phase::Trying { req };
     }
@@ -576,20 +560,7 @@ impl EtcdLock {
             }
         };
         self.my_key = Some(key.clone());
-        let txn = Txn {
-            compares: vec![Compare {
-                key: key.clone(),
-                target: Target::Create,
-                cmp: Cmp::Equal,
-                value: 0,
-            }],
-            success: vec![Op::Put {
-                key: key.clone(),
-                value: 0,
-                lease: Some(lease),
-            }],
-            failure: vec![Op::Get(Range::key(key))],
-        };
+        let txn = put_if_absent(key, lease, None);
         let req = self.unary(ctx, Request::Txn(txn));
         self.phase = Phase::Trying { req };
     }
@@ -809,6 +780,28 @@ impl EtcdLock {
             },
         );
         id
+    }
+}
+
+/// The transaction that creates `key` with `lease` unless it exists (`tryAcquire`,
+/// `newUniqueKV`), answering with the key in either case; `also`, another get in both
+/// branches (the Mutex's first creator under the prefix).
+fn put_if_absent(key: String, lease: LeaseId, also: Option<Op>) -> Txn {
+    let put = Op::Put {
+        key: key.clone(),
+        value: 0,
+        lease: Some(lease),
+    };
+    let get = Op::Get(Range::key(key.clone()));
+    Txn {
+        compares: vec![Compare {
+            key,
+            target: Target::Create,
+            cmp: Cmp::Equal,
+            value: 0,
+        }],
+        success: [Some(put), also.clone()].into_iter().flatten().collect(),
+        failure: [Some(get), also].into_iter().flatten().collect(),
     }
 }
 
