@@ -23,6 +23,7 @@ use lockstep_models::family::Role;
 use lockstep_models::observe::{ACQUIRE_REQUESTS, ACQUISITIONS};
 pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::format::ms;
+use lockstep_reports::sweepmap::Measure;
 use lockstep_reports::{
     Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, HerdStats, KEPT_FAILING,
     KeysStats, LeadershipStats, OverlapStats, QueueStats, Rates, ReadWriteStats, RecoveryStats,
@@ -781,9 +782,25 @@ pub fn visuals(inputs: &[Input], report: &Report, jobs: usize) -> Result<Visuals
     for input in inputs {
         if let Input::Scenario(loaded) = input {
             if loaded.scenario.sweep.is_some() {
-                let map = crate::sweepmap::run(loaded, jobs)?;
+                let mut map = crate::sweepmap::run(loaded, jobs)?;
                 let title = format!("{} ({})", loaded.scenario.name, loaded.path.display());
-                sweep_maps.push((title, lockstep_reports::sweepmap::svg(&map)));
+                if map.measure.is_violations() {
+                    sweep_maps.push((title, lockstep_reports::sweepmap::svg(&map)));
+                } else {
+                    // A measured map's runs measured every figure: one drawing each, the
+                    // file's own measure first.
+                    let own = map.measure;
+                    let measures = std::iter::once(own).chain(
+                        Measure::ALL
+                            .into_iter()
+                            .filter(|&m| m != own && !m.is_violations()),
+                    );
+                    for m in measures {
+                        map.measure = m;
+                        let title = format!("{title}: {}", m.name());
+                        sweep_maps.push((title, lockstep_reports::sweepmap::svg(&map)));
+                    }
+                }
             }
         }
     }

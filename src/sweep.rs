@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lockstep_check::{Property, Validity, acquire_latencies_ns, leadership_failovers_ns};
+use lockstep_check::{Property, Validity, acquire_waits_ns, leadership_failovers_ns};
 use lockstep_reports::QuantilesMs;
 pub use lockstep_reports::sweep::WallTime;
 use lockstep_reports::sweep::{ShardsView, Spread, SweepRates, SweepView, range_text};
@@ -193,6 +193,13 @@ pub struct SeedOutcome {
     pub recovery_ns: Option<u64>,
     /// Every acquire latency of the run, in nanoseconds.
     pub acquire_latencies_ns: Vec<u64>,
+    /// The clients' time spent waiting for the lock, summed over them (a sweep map's
+    /// `waiting`).
+    pub waiting_ns: u64,
+    /// Critical sections that wrote and released (a sweep map's `throughput`).
+    pub cs_completed: u64,
+    /// The run's true time, in nanoseconds.
+    pub end_ns: u64,
     /// With leadership metrics: every leadership change's failover time, and whether two
     /// leaders' work was accepted together.
     pub leadership: Option<(Vec<u64>, bool)>,
@@ -648,6 +655,7 @@ impl Work<'_> {
         let failure = explain.then(|| seed_failure(self.file, &scenario.name, &r));
         let v = &r.verdict;
         let exhausted = r.outcome != Outcome::Completed;
+        let (acquire_latencies_ns, waiting_ns) = acquire_waits_ns(&r.history);
         SeedOutcome {
             position,
             seed,
@@ -678,7 +686,10 @@ impl Work<'_> {
             },
             grants: v.liveness.grants,
             recovery_ns: v.liveness.recovery.and_then(|r| r.after_ns()),
-            acquire_latencies_ns: acquire_latencies_ns(&r.history),
+            acquire_latencies_ns,
+            waiting_ns,
+            cs_completed: v.liveness.cs_completed,
+            end_ns: r.history.end_ns,
             leadership: v
                 .leadership
                 .as_ref()

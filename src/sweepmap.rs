@@ -17,7 +17,10 @@
 use std::fmt;
 use std::path::Path;
 
-use lockstep_reports::sweepmap::{Axis as MapAxis, Cell, FORMAT, MapSeeds, SweepMap};
+use lockstep_models::family::Role;
+use lockstep_reports::sweepmap::{
+    Axis as MapAxis, Cell, FORMAT, Figures, MapSeeds, Measure, SweepMap,
+};
 use toml_edit::{DocumentMut, Item, TableLike, Value as TomlValue};
 
 use crate::Loaded;
@@ -41,6 +44,8 @@ pub struct Sweep {
     pub axes: Vec<Axis>,
     /// Seeds each cell runs, from the scenario's `seed`.
     pub seeds: u64,
+    /// What each cell shows (`measure`): the violation rate unless the file says.
+    pub measure: Measure,
 }
 
 /// One axis of a sweep: a key path of the scenario and the values it takes.
@@ -417,7 +422,24 @@ pub fn run_grid_observed(
             scenario: cell.scenario.clone(),
             text_hash: text_hash(&cell.text),
         };
-        let s = sweep(&target, &config, |_| {});
+        // The sums behind a measured figure, over the cell's runs.
+        let (mut waiting_ns, mut completed, mut run_ns) = (0u128, 0u64, 0u128);
+        let s = sweep(&target, &config, |o| {
+            waiting_ns += u128::from(o.waiting_ns);
+            completed += o.cs_completed;
+            run_ns += u128::from(o.end_ns);
+        });
+        let clients = cell
+            .scenario
+            .system
+            .layout()
+            .with(|r| r == Role::Client)
+            .len();
+        let figures = (!grid.sweep.measure.is_violations() && run_ns > 0).then(|| Figures {
+            throughput_per_s: completed as f64 / (run_ns as f64 / 1e9),
+            waiting: waiting_ns as f64 / (run_ns as f64 * clients.max(1) as f64),
+            acquire_p99_ms: s.acquire_latency_ns.quantile(990).map(|ns| ns as f64 / 1e6),
+        });
         let invalid = s.verdict_counts.invalid;
         let ci95 = wilson(invalid, s.runs).unwrap_or((0.0, 1.0));
         cells.push(Cell {
@@ -432,6 +454,7 @@ pub fn run_grid_observed(
             stale_accepted: s.violations.stale_accepted,
             lost_updates: s.violations.lost_updates,
             digest: format!("{:016x}", s.digest),
+            figures,
         });
         observe(done + 1, grid.cells.len());
     }
@@ -440,6 +463,7 @@ pub fn run_grid_observed(
         scenario: grid.base.name.clone(),
         file,
         property: grid.base.expect.property,
+        measure: grid.sweep.measure,
         seeds: MapSeeds { from, count },
         axes: grid
             .sweep

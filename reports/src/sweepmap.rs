@@ -30,12 +30,98 @@ pub struct SweepMap {
     pub file: String,
     /// The property whose violations are counted.
     pub property: Property,
+    /// What each cell shows: its violation rate (the default, left out of the JSON), or a
+    /// measured figure ([`Cell::value`]).
+    #[serde(default, skip_serializing_if = "Measure::is_violations")]
+    pub measure: Measure,
     /// The seeds every cell runs.
     pub seeds: MapSeeds,
     /// The axes: `x`, then `y` when there are two.
     pub axes: Vec<Axis>,
     /// Every cell, `x` varying fastest.
     pub cells: Vec<Cell>,
+}
+
+/// What a map's cells show (`[sweep] measure`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Measure {
+    /// The violation rate of the scenario's property.
+    #[default]
+    Violations,
+    /// Critical sections completed (written and released) per simulated second, over the
+    /// cell's runs together.
+    Throughput,
+    /// The share of the clients' time spent waiting for a lock (from a request to its grant,
+    /// give-up, crash or the run's end), over the cell's runs together.
+    Waiting,
+    /// The 99th percentile of every acquire latency of the cell's runs, in milliseconds.
+    AcquireP99,
+}
+
+impl Measure {
+    /// Every measure, in the order the docs list them.
+    pub const ALL: [Measure; 4] = [
+        Measure::Violations,
+        Measure::Throughput,
+        Measure::Waiting,
+        Measure::AcquireP99,
+    ];
+
+    /// Its name in scenario files and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Violations => "violations",
+            Measure::Throughput => "throughput",
+            Measure::Waiting => "waiting",
+            Measure::AcquireP99 => "acquire-p99",
+        }
+    }
+
+    /// Whether it is the default, the violation rate.
+    pub fn is_violations(&self) -> bool {
+        *self == Measure::Violations
+    }
+
+    /// What it is, for titles: `throughput (critical sections per simulated second)`.
+    pub fn what(self) -> &'static str {
+        match self {
+            Measure::Violations => "violation rate",
+            Measure::Throughput => "throughput (critical sections per simulated second)",
+            Measure::Waiting => "share of the clients' time spent waiting for a lock",
+            Measure::AcquireP99 => "acquire latency p99",
+        }
+    }
+
+    /// A value of it as a cell's label: `12.3/s`, `41.5%`, `1.20 s`.
+    pub fn label(self, value: f64) -> String {
+        match self {
+            Measure::Violations | Measure::Waiting => {
+                let pct = value * 100.0;
+                if pct >= 10.0 || pct == 0.0 {
+                    format!("{pct:.0}%")
+                } else {
+                    format!("{pct:.1}%")
+                }
+            }
+            Measure::Throughput => {
+                if value >= 100.0 {
+                    format!("{value:.0}/s")
+                } else if value >= 10.0 {
+                    format!("{value:.1}/s")
+                } else {
+                    format!("{value:.2}/s")
+                }
+            }
+            Measure::AcquireP99 => {
+                if value >= 1_000.0 {
+                    format!("{:.1} s", value / 1_000.0)
+                } else {
+                    format!("{value:.0} ms")
+                }
+            }
+        }
+    }
 }
 
 /// The seeds of each cell: `count` consecutive seeds from `from`.
@@ -83,12 +169,96 @@ pub struct Cell {
     pub lost_updates: u64,
     /// The cell's sweep digest (16 hex digits): equal digests, equal per-seed results.
     pub digest: String,
+    /// The cell's measured figures, in a map that measures one ([`SweepMap::measure`]); `None`
+    /// (and left out of the JSON) in a violation map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figures: Option<Figures>,
+}
+
+/// What a cell's runs measured together, whichever [`Measure`] colours the map: the runs are
+/// the same, so a report can draw the map once per measure.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// [`Measure::Throughput`].
+    pub throughput_per_s: f64,
+    /// [`Measure::Waiting`].
+    pub waiting: f64,
+    /// [`Measure::AcquireP99`], `None` with no acquisition.
+    pub acquire_p99_ms: Option<f64>,
+}
+
+impl Cell {
+    /// Its figure of `measure`, if measured.
+    pub fn value(&self, measure: Measure) -> Option<f64> {
+        let f = self.figures?;
+        match measure {
+            Measure::Violations => Some(self.rate),
+            Measure::Throughput => Some(f.throughput_per_s),
+            Measure::Waiting => Some(f.waiting),
+            Measure::AcquireP99 => f.acquire_p99_ms,
+        }
+    }
 }
 
 impl SweepMap {
     /// The cell at `x` (and `y`), if there is one.
     pub fn cell(&self, x: usize, y: Option<usize>) -> Option<&Cell> {
         self.cells.iter().find(|c| c.x == x && c.y == y)
+    }
+
+    /// How far along its scale a cell lies, from 0 to 1: its violation rate, its waiting
+    /// share, or its figure over the map's largest (throughput, latency).
+    fn level(&self, c: &Cell) -> f64 {
+        match self.measure {
+            Measure::Violations => c.rate,
+            Measure::Waiting => c.value(self.measure).unwrap_or(0.0),
+            Measure::Throughput | Measure::AcquireP99 => {
+                let top = self.top();
+                if top > 0.0 {
+                    c.value(self.measure).unwrap_or(0.0) / top
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+
+    /// The top of the scale: 1 for a rate or share, else the largest figure of any cell.
+    fn top(&self) -> f64 {
+        match self.measure {
+            Measure::Violations | Measure::Waiting => 1.0,
+            Measure::Throughput | Measure::AcquireP99 => self
+                .cells
+                .iter()
+                .filter_map(|c| c.value(self.measure))
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max),
+        }
+    }
+
+    /// A cell's label: its violation rate at a glance, or its figure (blank with none).
+    fn label(&self, c: &Cell) -> String {
+        match (self.measure, c.value(self.measure)) {
+            (Measure::Violations, _) => percent_of(c),
+            (m, Some(v)) => m.label(v),
+            (_, None) => "–".to_string(),
+        }
+    }
+
+    /// A cell's fill: violations on yellow to red, measured figures on white to blue.
+    fn fill(&self, c: &Cell) -> String {
+        match self.measure {
+            Measure::Violations => colour(c.rate),
+            _ => blue(self.level(c)),
+        }
+    }
+
+    /// What the map shows, for titles: `mutual-exclusion violation rate`.
+    fn showing(&self) -> String {
+        match self.measure {
+            Measure::Violations => format!("{} violation rate", self.property),
+            m => m.what().to_string(),
+        }
     }
 
     /// The map as pretty JSON.
@@ -128,18 +298,28 @@ impl SweepMap {
                 .enumerate()
                 .map(|(i, v)| (v.clone(), Some(i)))
                 .collect(),
-            None => vec![(format!("{} rate", self.property), None)],
+            None => vec![(
+                match self.measure {
+                    Measure::Violations => format!("{} rate", self.property),
+                    m => m.name().to_string(),
+                },
+                None,
+            )],
         };
         for (label, yi) in rows {
-            let rates =
-                (0..x.values.len()).map(|xi| self.cell(xi, yi).map_or(String::new(), percent_of));
+            let rates = (0..x.values.len())
+                .map(|xi| self.cell(xi, yi).map_or(String::new(), |c| self.label(c)));
             b.push_record(std::iter::once(label).chain(rates));
         }
         let mut t = b.build();
         t.with(Style::rounded());
+        let showing = match self.measure {
+            Measure::Violations => format!("{} violations", self.property),
+            m => m.what().to_string(),
+        };
         format!(
-            "{} ({}): {} violations over {} seeds per cell (from seed {})\n{t}",
-            self.scenario, self.file, self.property, self.seeds.count, self.seeds.from
+            "{} ({}): {showing} over {} seeds per cell (from seed {})\n{t}",
+            self.scenario, self.file, self.seeds.count, self.seeds.from
         )
     }
 }
@@ -180,6 +360,34 @@ fn colour(rate: f64) -> String {
     )
 }
 
+/// The fill of a measured figure at `level` (0 to 1): ColorBrewer's Blues, from near white
+/// to dark blue, so a figure's map never looks like a violation map.
+fn blue(level: f64) -> String {
+    const STOPS: [(u8, u8, u8); 5] = [
+        (247, 251, 255),
+        (198, 219, 239),
+        (107, 174, 214),
+        (33, 113, 181),
+        (8, 48, 107),
+    ];
+    let t = if level.is_finite() {
+        level.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let pos = t * (STOPS.len() - 1) as f64;
+    let i = (pos.floor() as usize).min(STOPS.len() - 2);
+    let f = pos - i as f64;
+    let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    format!(
+        "#{:02x}{:02x}{:02x}",
+        mix(a.0, b.0),
+        mix(a.1, b.1),
+        mix(a.2, b.2)
+    )
+}
+
 /// Text that reads on a cell of this rate.
 fn ink(rate: f64) -> &'static str {
     if rate > 0.6 { "#ffffff" } else { "#000000" }
@@ -204,8 +412,20 @@ fn tooltip(map: &SweepMap, c: &Cell) -> String {
     if let (Some(y), Some(yi)) = (map.axes.get(1), c.y) {
         let _ = write!(at, ", {} = {}", y.key, y.values[yi]);
     }
+    let figure = match c.figures {
+        None => String::new(),
+        Some(f) => format!(
+            "{} critical sections/s, {} of the clients' time waiting, acquire p99 {}; ",
+            Measure::Throughput
+                .label(f.throughput_per_s)
+                .trim_end_matches("/s"),
+            Measure::Waiting.label(f.waiting),
+            f.acquire_p99_ms
+                .map_or("none".to_string(), |ms| Measure::AcquireP99.label(ms))
+        ),
+    };
     format!(
-        "{at}: {} of {} runs violate {} ({}; 95% interval {}); double holders {}, stale accepted {}, lost updates {}, unknown {}",
+        "{at}: {figure}{} of {} runs violate {} ({}; 95% interval {}); double holders {}, stale accepted {}, lost updates {}, unknown {}",
         c.invalid,
         c.runs,
         map.property,
@@ -243,8 +463,8 @@ fn column_width(labels: &[String], min: usize) -> usize {
 /// The subtitle under the scenario's name.
 fn subtitle(map: &SweepMap) -> String {
     format!(
-        "{} violation rate, {} seeds per cell from seed {} ({})",
-        map.property,
+        "{}, {} seeds per cell from seed {} ({})",
+        map.showing(),
         map.seeds.count,
         map.seeds.from,
         clip(&map.file, 60)
@@ -263,8 +483,10 @@ fn fit_header(map: &SweepMap, width: usize) -> usize {
 
 fn header(out: &mut String, map: &SweepMap, width: usize, height: usize) {
     let title = format!(
-        "{}: {} violation rate over {} seeds per cell",
-        map.scenario, map.property, map.seeds.count
+        "{}: {} over {} seeds per cell",
+        map.scenario,
+        map.showing(),
+        map.seeds.count
     );
     let _ = writeln!(
         out,
@@ -287,12 +509,16 @@ fn header(out: &mut String, map: &SweepMap, width: usize, height: usize) {
     );
 }
 
-/// A vertical legend of the colour scale at `(x, y)`, `h` high: 0% at the bottom.
-fn legend(out: &mut String, x: usize, y: usize, h: usize) {
+/// A vertical legend of the map's colour scale at `(x, y)`, `h` high: 0 at the bottom.
+fn legend(out: &mut String, map: &SweepMap, x: usize, y: usize, h: usize) {
     const STEPS: usize = 20;
+    let name = match map.measure {
+        Measure::Violations => "rate",
+        m => m.name(),
+    };
     let _ = writeln!(
         out,
-        r#"<text x="{x}" y="{}" font-size="11">rate</text>"#,
+        r#"<text x="{x}" y="{}" font-size="11">{name}</text>"#,
         y - 8
     );
     for i in 0..STEPS {
@@ -303,19 +529,28 @@ fn legend(out: &mut String, x: usize, y: usize, h: usize) {
             out,
             r#"<rect x="{x}" y="{top}" width="16" height="{}" fill="{}"/>"#,
             bottom - top,
-            colour(rate)
+            match map.measure {
+                Measure::Violations => colour(rate),
+                _ => blue(rate),
+            }
         );
     }
     let _ = writeln!(
         out,
         r##"<rect x="{x}" y="{y}" width="16" height="{h}" fill="none" stroke="#888888"/>"##
     );
-    for (label, at) in [("100%", 0), ("50%", h / 2), ("0%", h)] {
+    let top = map.top();
+    for (level, at) in [(1.0, 0), (0.5, h / 2), (0.0, h)] {
+        let label = match map.measure {
+            Measure::Violations | Measure::Waiting => format!("{:.0}%", level * 100.0),
+            m => m.label(level * top),
+        };
         let _ = writeln!(
             out,
-            r#"<text x="{}" y="{}" font-size="11">{label}</text>"#,
+            r#"<text x="{}" y="{}" font-size="11">{}</text>"#,
             x + 22,
-            y + at + 4
+            y + at + 4,
+            escape(&label)
         );
     }
 }
@@ -343,15 +578,15 @@ fn heat_map(map: &SweepMap) -> String {
         let _ = writeln!(
             out,
             r##"<rect x="{cx}" y="{cy}" width="{cw}" height="{ch}" fill="{}" stroke="#ffffff"/>"##,
-            colour(c.rate)
+            map.fill(c)
         );
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="middle" fill="{}">{}</text>"#,
             cx + cw / 2,
             cy + ch / 2 + 4,
-            ink(c.rate),
-            escape(&percent_of(c))
+            ink(map.level(c)),
+            escape(&map.label(c))
         );
         let _ = writeln!(out, "</g>");
     }
@@ -388,6 +623,7 @@ fn heat_map(map: &SweepMap) -> String {
     );
     legend(
         &mut out,
+        map,
         left + grid_w + 20,
         top + 10,
         grid_h.clamp(60, 240),
@@ -409,24 +645,31 @@ fn bar_chart(map: &SweepMap) -> String {
     let mut out = String::new();
     header(&mut out, map, width, height);
     let y_of = |rate: f64| top as f64 + (1.0 - rate.clamp(0.0, 1.0)) * plot_h as f64;
+    let scale_top = map.top();
     for pct in [0, 25, 50, 75, 100] {
-        let gy = y_of(f64::from(pct) / 100.0);
+        let level = f64::from(pct) / 100.0;
+        let gy = y_of(level);
         let _ = writeln!(
             out,
             r##"<line x1="{left}" y1="{gy:.1}" x2="{}" y2="{gy:.1}" stroke="#dddddd"/>"##,
             left + plot_w
         );
+        let label = match map.measure {
+            Measure::Violations | Measure::Waiting => format!("{pct}%"),
+            m => m.label(level * scale_top),
+        };
         let _ = writeln!(
             out,
-            r#"<text x="{}" y="{:.1}" text-anchor="end" font-size="11">{pct}%</text>"#,
+            r#"<text x="{}" y="{:.1}" text-anchor="end" font-size="11">{}</text>"#,
             left - 6,
-            gy + 4.0
+            gy + 4.0,
+            escape(&label)
         );
     }
     for c in map.cells.iter().filter(|c| c.y.is_none()) {
         let cx = left + c.x * cw;
         let mid = cx + cw / 2;
-        let bar_top = y_of(c.rate);
+        let bar_top = y_of(map.level(c));
         let _ = writeln!(out, "<g>");
         let _ = writeln!(out, "<title>{}</title>", escape(&tooltip(map, c)));
         let _ = writeln!(
@@ -435,22 +678,29 @@ fn bar_chart(map: &SweepMap) -> String {
             cx + 6,
             cw - 12,
             (top + plot_h) as f64 - bar_top,
-            colour(c.rate)
+            map.fill(c)
         );
-        let (lo, hi) = (y_of(c.ci95.0), y_of(c.ci95.1));
-        let _ = writeln!(
-            out,
-            r##"<path d="M{mid} {lo:.1}V{hi:.1}M{} {lo:.1}H{}M{} {hi:.1}H{}" stroke="#000000" fill="none"/>"##,
-            mid - 5,
-            mid + 5,
-            mid - 5,
-            mid + 5
-        );
+        // A rate has its 95% interval as whiskers; a measured figure is pooled over the
+        // cell's runs and has none.
+        let above = if map.measure.is_violations() {
+            let (lo, hi) = (y_of(c.ci95.0), y_of(c.ci95.1));
+            let _ = writeln!(
+                out,
+                r##"<path d="M{mid} {lo:.1}V{hi:.1}M{} {lo:.1}H{}M{} {hi:.1}H{}" stroke="#000000" fill="none"/>"##,
+                mid - 5,
+                mid + 5,
+                mid - 5,
+                mid + 5
+            );
+            hi
+        } else {
+            bar_top
+        };
         let _ = writeln!(
             out,
             r#"<text x="{mid}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"#,
-            (hi - 4.0).max(top as f64 - 2.0),
-            escape(&percent_of(c))
+            (above - 4.0).max(top as f64 - 2.0),
+            escape(&map.label(c))
         );
         let _ = writeln!(out, "</g>");
     }
@@ -481,9 +731,9 @@ fn bar_chart(map: &SweepMap) -> String {
         out,
         r#"<text transform="translate(16 {}) rotate(-90)" text-anchor="middle" font-weight="bold">{}</text>"#,
         top + plot_h / 2,
-        escape(&format!("{} violation rate", map.property))
+        escape(&clip(&map.showing(), 40))
     );
-    legend(&mut out, left + plot_w + 20, top + 10, 180);
+    legend(&mut out, map, left + plot_w + 20, top + 10, 180);
     out.push_str("</svg>\n");
     out
 }
@@ -534,6 +784,7 @@ mod tests {
                     stale_accepted: 0,
                     lost_updates: 0,
                     digest: "0000000000000000".into(),
+                    figures: None,
                 });
             }
         }
@@ -542,10 +793,73 @@ mod tests {
             scenario: "a <b> & 'c'".into(),
             file: "x\u{1}.toml".into(),
             property: Property::MutualExclusion,
+            measure: Measure::Violations,
             seeds: MapSeeds { from: 1, count: 10 },
             axes,
             cells,
         }
+    }
+
+    /// `sample(two)` measuring throughput: cell `i` has `i` critical sections a second.
+    fn throughput(two: bool) -> SweepMap {
+        let mut map = sample(two);
+        map.measure = Measure::Throughput;
+        for (i, c) in map.cells.iter_mut().enumerate() {
+            c.figures = Some(Figures {
+                throughput_per_s: i as f64 * 12.5,
+                waiting: i as f64 / 10.0,
+                acquire_p99_ms: (i > 0).then_some(i as f64 * 100.0),
+            });
+        }
+        map
+    }
+
+    #[test]
+    fn a_violation_maps_json_does_not_name_a_measure() {
+        let json = sample(true).json();
+        assert!(
+            !json.contains("measure") && !json.contains("figures"),
+            "{json}"
+        );
+        let map = throughput(true);
+        let json = map.json();
+        assert!(json.contains("\"measure\": \"throughput\""), "{json}");
+        assert_eq!(SweepMap::from_json(&json).unwrap(), map);
+    }
+
+    #[test]
+    fn a_measured_map_labels_and_shades_its_figures() {
+        let map = throughput(true);
+        let t = map.table();
+        assert!(
+            t.contains("throughput (critical sections per simulated second)"),
+            "{t}"
+        );
+        assert!(t.contains("37.5/s") && t.contains("0.00/s"), "{t}");
+        assert!(!t.contains('%'), "{t}");
+        let svg2 = svg(&map);
+        assert!(svg2.contains(">37.5/s<"), "{svg2}");
+        // The largest figure is the top of the scale: dark blue, and the legend's top.
+        assert!(svg2.contains(&format!("fill=\"{}\"", blue(1.0))), "{svg2}");
+        assert!(!svg2.contains(&colour(1.0)), "no violation colours: {svg2}");
+        let bars = svg(&throughput(false));
+        assert!(
+            bars.contains(">25.0/s<") && !bars.contains("<path d="),
+            "{bars}"
+        );
+        // The same runs, another measure: the share waiting, and the latency (none in
+        // the first cell, which had no acquisition).
+        let mut waiting = throughput(false);
+        waiting.measure = Measure::Waiting;
+        let t = waiting.table();
+        assert!(t.contains("10%") && t.contains("20%"), "{t}");
+        let mut p99 = throughput(false);
+        p99.measure = Measure::AcquireP99;
+        let t = p99.table();
+        assert!(t.contains("200 ms") && t.contains('–'), "{t}");
+        assert_eq!(Measure::AcquireP99.label(1_234.0), "1.2 s");
+        assert_eq!(Measure::AcquireP99.label(87.0), "87 ms");
+        assert_eq!(Measure::Waiting.label(0.085), "8.5%");
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub(crate) struct SweepSection {
     pub(crate) x: AxisSection,
     pub(crate) y: Option<AxisSection>,
     pub(crate) seeds: Option<u64>,
+    pub(crate) measure: Option<String>,
 }
 
 /// One axis: a key path of the scenario and its values, listed or as a range.

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use lockstep::sweepmap::{self, Value};
-use lockstep_reports::sweepmap::{SweepMap, svg};
+use lockstep_reports::sweepmap::{Measure, SweepMap, svg};
 use lockstep_sim::{Dur, Fault};
 
 use crate::support::{lockstep, root, scenario_files, stderr, stdout, temp_scenario};
@@ -107,6 +107,11 @@ z = { key = "model.ttl_ms", values = [1] }"#,
         (
             r#"x = { key = "model.ttl_ms", values = [1], seeds = 3 }"#,
             "unknown field `seeds`",
+        ),
+        (
+            r#"x = { key = "model.ttl_ms", values = [1000] }
+measure = "speed""#,
+            "sweep.measure: `speed` is not a measure: use one of `violations`, `throughput`, `waiting`, `acquire-p99`",
         ),
         (
             r#"x = { key = "model.ttl_ms", values = [1000] }
@@ -366,6 +371,17 @@ fn every_sweep_scenario_builds_its_grid() {
         let grid = sweepmap::grid(&text, &path).unwrap_or_else(|e| panic!("{e}"));
         assert!(!grid.cells.is_empty());
     }
+    // A map elsewhere, beside the scenarios it maps: the granularity map of scenarios/keys.
+    let mut elsewhere = 0;
+    for path in scenario_files("scenarios") {
+        let text = std::fs::read_to_string(&path).unwrap();
+        if text.contains("\n[sweep]") && !path.starts_with(root().join("scenarios/sweeps")) {
+            let grid = sweepmap::grid(&text, &path).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!grid.cells.is_empty());
+            elsewhere += 1;
+        }
+    }
+    assert!(elsewhere >= 1, "the granularity map");
 }
 
 #[test]
@@ -401,4 +417,77 @@ fn lockstep_map_draws_the_svg_and_prints_the_map() {
         "{}",
         stderr(&run)
     );
+}
+
+/// Lock granularity as a map: 1 and 8 clients on a 16-row table under 1 lock and a lock per
+/// row, 4 seeds a cell, measuring throughput.
+fn granularity_map() -> SweepMap {
+    let text = r#"[scenario]
+name = "granularity"
+duration_ms = 20_000
+
+[model]
+kind = "redis"
+ttl_ms = 10_000
+
+[workload]
+kind = "keys"
+clients = 1
+rows = 16
+locks = 1
+work_ms = { uniform = [50, 200] }
+
+[expect]
+property = "mutual-exclusion"
+
+[sweep]
+x = { key = "workload.clients", values = [1, 8] }
+y = { key = "workload.locks", values = [1, 16] }
+measure = "throughput"
+seeds = 4
+"#;
+    sweepmap::run_grid(&grid_of(text).unwrap(), 2)
+}
+
+#[test]
+fn a_granularity_map_measures_throughput_waiting_and_latency_from_the_runs() {
+    let map = granularity_map();
+    assert_eq!(map.measure, Measure::Throughput);
+    let figures = |x, y| map.cell(x, Some(y)).unwrap().figures.unwrap();
+    // One client works alone: the same throughput under any number of locks, and a work
+    // time of 125 ms on average plus the lock's round trips and its think time bound it.
+    let alone = figures(0, 0).throughput_per_s;
+    assert!((alone - figures(0, 1).throughput_per_s).abs() < 1e-9);
+    assert!(alone > 2.0 && alone < 8.0, "{alone}");
+    // Eight clients under one lock get little more done and wait most of the time; under a
+    // lock per row, several times as much and little waiting.
+    let (one, rows) = (figures(1, 0), figures(1, 1));
+    assert!(
+        one.throughput_per_s < 1.5 * alone,
+        "{one:?} against {alone}"
+    );
+    assert!(
+        rows.throughput_per_s > 3.0 * one.throughput_per_s,
+        "{rows:?} {one:?}"
+    );
+    assert!(
+        one.waiting > 0.5 && rows.waiting < one.waiting / 2.0,
+        "{one:?} {rows:?}"
+    );
+    assert!(one.acquire_p99_ms.unwrap() > rows.acquire_p99_ms.unwrap());
+    // Every cell is valid: many keys do not make the lock unsafe.
+    assert!(map.cells.iter().all(|c| c.invalid == 0 && c.runs == 4));
+    // The table and the drawing show the figures, not the violation rate.
+    let t = map.table();
+    assert!(
+        t.contains("throughput (critical sections per simulated second)"),
+        "{t}"
+    );
+    assert!(
+        t.contains(&Measure::Throughput.label(rows.throughput_per_s)),
+        "{t}"
+    );
+    let drawing = svg(&map);
+    assert!(drawing.contains("throughput"), "{drawing}");
+    assert_eq!(SweepMap::from_json(&map.json()).unwrap(), map);
 }

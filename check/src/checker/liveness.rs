@@ -68,11 +68,14 @@ pub fn acquire_latencies_ns(history: &History) -> Vec<u64> {
 /// The clients' time spent waiting for the lock, summed over the clients: every wait from a
 /// `Request` to its grant, its give-up, its client's crash or the run's end.
 pub fn time_waiting_ns(history: &History) -> u64 {
-    waits(history)
-        .waiting
-        .iter()
-        .map(|(from, to)| to - from)
-        .sum()
+    acquire_waits_ns(history).1
+}
+
+/// [`acquire_latencies_ns`] and [`time_waiting_ns`] of `history` from one walk.
+pub fn acquire_waits_ns(history: &History) -> (Vec<u64>, u64) {
+    let waits = waits(history);
+    let waiting = waits.waiting.iter().map(|(from, to)| to - from).sum();
+    (waits.latencies_ns, waiting)
 }
 
 /// What the walk over requests and grants found.

@@ -28,7 +28,7 @@ use crate::verdict::{Found, Validity, Verdict};
 pub use cron::tick_lateness_ns;
 use grants::Grants;
 pub use leadership::leadership_failovers_ns;
-pub use liveness::{acquire_latencies_ns, time_waiting_ns};
+pub use liveness::{acquire_latencies_ns, acquire_waits_ns, time_waiting_ns};
 pub use queue::queue_lags_ns;
 pub use read_write::read_write_waits_ns;
 

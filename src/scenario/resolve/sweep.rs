@@ -11,6 +11,7 @@ pub(super) fn sweep(
     seed: u64,
 ) -> Option<crate::sweepmap::Sweep> {
     use crate::sweepmap::{DEFAULT_MAP_SEEDS, MAX_MAP_SEEDS, Sweep};
+    use lockstep_reports::sweepmap::Measure;
     let seeds = s.seeds.unwrap_or(DEFAULT_MAP_SEEDS);
     if !(1..=MAX_MAP_SEEDS).contains(&seeds) {
         r.problems.push(
@@ -29,9 +30,30 @@ pub(super) fn sweep(
                 .push("sweep.y.key", format!("`{}` is already the x axis", y.key));
         }
     }
+    let measure = match &s.measure {
+        None => Measure::Violations,
+        Some(name) => match Measure::ALL.into_iter().find(|m| m.name() == name) {
+            Some(m) => m,
+            None => {
+                let names: Vec<String> = Measure::ALL
+                    .iter()
+                    .map(|m| format!("`{}`", m.name()))
+                    .collect();
+                r.problems.push(
+                    "sweep.measure",
+                    format!("`{name}` is not a measure: use one of {}", names.join(", ")),
+                );
+                Measure::Violations
+            }
+        },
+    };
     let mut axes: Vec<_> = x.into_iter().collect();
     axes.extend(y);
-    (axes.len() == 1 + usize::from(s.y.is_some())).then_some(Sweep { axes, seeds })
+    (axes.len() == 1 + usize::from(s.y.is_some())).then_some(Sweep {
+        axes,
+        seeds,
+        measure,
+    })
 }
 
 fn sweep_axis(r: &mut Resolver, name: &str, a: &AxisSection) -> Option<crate::sweepmap::Axis> {
