@@ -16,8 +16,8 @@
 use std::path::{Path, PathBuf};
 
 use lockstep_check::{
-    Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns, queue_lags_ns,
-    read_write_waits_ns, tick_lateness_ns, time_waiting_ns,
+    Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns, nested_waits_ns,
+    queue_lags_ns, read_write_waits_ns, tick_lateness_ns, time_waiting_ns,
 };
 use lockstep_models::family::Role;
 use lockstep_models::observe::{ACQUIRE_REQUESTS, ACQUISITIONS};
@@ -27,7 +27,7 @@ use lockstep_reports::sweepmap::Measure;
 use lockstep_reports::{
     Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, HerdStats, KEPT_FAILING,
     KeysStats, LeadershipStats, OverlapStats, QueueStats, Rates, ReadWriteStats, RecoveryStats,
-    Row, Source, Verdicts, Visuals,
+    ReentryStats, Row, Source, Verdicts, Visuals,
 };
 
 use crate::run::{RunResult, run};
@@ -349,6 +349,9 @@ struct Tally {
     rw_run_ns: u128,
     /// Herd sums, from the first run that counted acquisitions.
     herd: Option<HerdStats>,
+    /// Nested acquisition sums, from the first run that had one.
+    reentry: Option<ReentryStats>,
+    nested_wait: Histogram,
 }
 
 impl Tally {
@@ -396,6 +399,7 @@ impl Tally {
         self.add_cron(r);
         self.add_read_write(r);
         self.add_herd(r);
+        self.add_reentry(r);
         self.waiting_ns += u128::from(time_waiting_ns(&r.history));
         if let Some(rec) = v.liveness.recovery {
             self.recovery_runs += 1;
@@ -470,6 +474,19 @@ impl Tally {
         sums.acquisitions += acquisitions;
         sums.requests += count(ACQUIRE_REQUESTS).unwrap_or(0);
         sums.given_up += r.verdict.liveness.acquire_failures;
+    }
+
+    fn add_reentry(&mut self, r: &RunResult) {
+        let Some(n) = &r.verdict.reentry else {
+            return;
+        };
+        let sums = self.reentry.get_or_insert_with(ReentryStats::default);
+        sums.nested += n.nested;
+        sums.granted += n.granted;
+        sums.longest_wait_ms = sums.longest_wait_ms.max(ms(n.longest_wait_ns));
+        for ns in nested_waits_ns(&r.history) {
+            self.nested_wait.add(ns);
+        }
     }
 
     fn add_read_write(&mut self, r: &RunResult) {
@@ -572,6 +589,10 @@ impl Tally {
                 ..c
             }),
             herd: self.herd,
+            reentry: self.reentry.map(|n| ReentryStats {
+                wait_ms: self.nested_wait.quantiles_ms(),
+                ..n
+            }),
             read_write: self.read_write.map(|rw| ReadWriteStats {
                 writes_per_s: if self.rw_run_ns > 0 {
                     self.rw_writes as f64 / (self.rw_run_ns as f64 / 1e9)
@@ -713,6 +734,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         keys: None,
         read_write: None,
         herd: None,
+        reentry: None,
     };
     let mut failing = Vec::new();
     if let (Some(scenario), true) = (&input.scenario, input.replayable) {

@@ -242,6 +242,20 @@ pub enum Event {
         /// The client.
         client: NodeId,
     },
+    /// `client`, inside a critical section, takes the lock it holds once more: a nested call
+    /// that locks the same lock (`[workload] reenter`). Its critical section goes on; the
+    /// nested wait ends at its `Nested`, or unanswered at the grant's `Exit`, the client's
+    /// crash or the run's end. Whether the lock is re-entrant decides what follows: granted at
+    /// once by a count, granted after the lock expired under it, or refused.
+    Nest {
+        /// The client.
+        client: NodeId,
+    },
+    /// `client`'s nested acquisition (its last `Nest`) holds the lock again.
+    Nested {
+        /// The client.
+        client: NodeId,
+    },
 }
 
 /// One history entry: an event at a true time.

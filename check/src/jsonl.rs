@@ -233,6 +233,12 @@ fn write_entry(out: &mut String, h: &History, entry: &Entry) {
         Event::Shared { client } => {
             let _ = write!(out, "\"shared\",\"client\":{}", name(*client));
         }
+        Event::Nest { client } => {
+            let _ = write!(out, "\"nest\",\"client\":{}", name(*client));
+        }
+        Event::Nested { client } => {
+            let _ = write!(out, "\"nested\",\"client\":{}", name(*client));
+        }
         Event::Pick {
             client,
             lock,
@@ -311,6 +317,8 @@ const EVENT_KEYS: &[(&str, &[&str])] = &[
     ("due", &["tick", "client"]),
     ("pick", &["client", "lock", "resource"]),
     ("shared", &["client"]),
+    ("nest", &["client"]),
+    ("nested", &["client"]),
 ];
 
 /// Reads a history from its text (UTF-8, one JSON object a line; blank lines are skipped).
@@ -608,6 +616,12 @@ impl Reader {
                 client: self.node(p, o, "client")?,
             }),
             "shared" => Some(Event::Shared {
+                client: self.node(p, o, "client")?,
+            }),
+            "nest" => Some(Event::Nest {
+                client: self.node(p, o, "client")?,
+            }),
+            "nested" => Some(Event::Nested {
                 client: self.node(p, o, "client")?,
             }),
             "enqueued" => Some(Event::Enqueued {

@@ -173,6 +173,10 @@ pub struct Verdict {
     /// verdicts (the safety checks already let readers share).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_write: Option<ReadWrite>,
+    /// Nested acquisitions, when a client took the lock it held again (`Nest` events): never
+    /// part of the two verdicts (what a nested release does shows in the safety checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reentry: Option<Reentry>,
 }
 
 impl Verdict {
@@ -474,6 +478,21 @@ pub struct ReadWrite {
     pub longest_reader_wait_ns: u64,
     /// The longest wait of a writer, counted likewise: a writer starved by readers shows here.
     pub longest_writer_wait_ns: u64,
+}
+
+/// What taking a held lock again cost: a re-entrant lock grants it at once, a lock that is not
+/// waits for itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reentry {
+    /// Nested acquisitions begun (`Nest`).
+    pub nested: u64,
+    /// Of those, the ones that held the lock again (`Nested`).
+    pub granted: u64,
+    /// Their waits from `Nest` to `Nested`; `None` without one.
+    pub wait: Option<Percentiles>,
+    /// The longest nested wait, counting those that ended unanswered (the critical section
+    /// gave up, the client crashed, the run ended): a lock waiting for itself shows here.
+    pub longest_wait_ns: u64,
 }
 
 /// A tick whose job ran again.

@@ -206,6 +206,14 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn count_requests(&mut self) -> bool {
         false
     }
+    /// What a nested acquisition does with its lock client ([`crate::LockClient::reenter`],
+    /// `[workload] reenter`), in a phrase for reports and errors (`counted by the server:
+    /// pg_advisory_lock again on the same session`); `None`, the default, for a family whose
+    /// client cannot take its lock again with these settings (the loader then refuses
+    /// `reenter` and says this).
+    fn reentry(&self) -> Option<&'static str> {
+        None
+    }
     /// Whether its lock client takes read-write locks ([`crate::LockClient::access`]): the
     /// `read-write` workload is then allowed, and only then.
     fn read_write(&self) -> bool {

@@ -85,6 +85,26 @@ pub trait LockClient: Clone + Debug + Eq {
     }
     /// Starts acquiring; a signal when the outcome is known at once.
     fn acquire(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>) -> Option<LockSignal>;
+    /// Takes the lock it holds once more, as a nested call that locks the same lock does in
+    /// the family's library (`[workload] reenter`): counted (granted at once, released by the
+    /// matching [`LockClient::leave`]), re-entered without a count, refused, or acquired anew
+    /// and waited for like any other acquisition. Answers `Granted` (the token is ignored) or
+    /// `AcquireFailed`, a signal when known at once; after `AcquireFailed` the client holds
+    /// the lock as before the call, as far as it knows. Called only while it holds the lock,
+    /// and only for a family that says it re-enters (`crate::Family::reentry`).
+    fn reenter(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>) -> Option<LockSignal> {
+        let _ = env;
+        unreachable!("a family without nested acquisitions")
+    }
+    /// Leaves the nested hold [`LockClient::reenter`] took, as the nested call's unlock does:
+    /// `Released` when done. What the client then believes of the outer hold is its
+    /// library's: still held (a count, or a lock object that knows nothing of the nested
+    /// unlock, whatever it did on the service), or nothing (redis-py's lock object, whose
+    /// token the nested acquire replaced).
+    fn leave(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>) -> Option<LockSignal> {
+        let _ = env;
+        unreachable!("a family without nested acquisitions")
+    }
     /// Starts releasing; [`LockSignal::Released`] when done at once.
     fn release(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>) -> Option<LockSignal>;
     /// Whether the client believes it still holds the lock, by its own clocks.

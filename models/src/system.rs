@@ -315,6 +315,10 @@ impl<F: Family> System for SystemSpec<F> {
         if let Some(keys) = self.workload.keys() {
             parts.push(keys.describe());
         }
+        if self.workload.reenter {
+            let how = self.family.reentry().unwrap_or("not re-entrant");
+            parts.push(format!("taken again inside: {how}"));
+        }
         let first = parts.remove(0);
         let system = if parts.is_empty() {
             first

@@ -204,6 +204,19 @@ pub struct HerdStats {
     pub given_up: u64,
 }
 
+/// Nested acquisitions over a scenario's runs (`[workload] reenter`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReentryStats {
+    /// Nested acquisitions begun, summed over the runs.
+    pub nested: u64,
+    /// Those granted, summed over the runs.
+    pub granted: u64,
+    /// Their waits, pooled over every run; `None` when none was granted.
+    pub wait_ms: Option<QuantilesMs>,
+    /// The longest nested wait of any run, counting those never answered.
+    pub longest_wait_ms: f64,
+}
+
 /// A read-write lock's figures over a scenario's runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReadWriteStats {
@@ -313,6 +326,10 @@ pub struct Row {
     /// The herd figure; `None` unless the scenario sets `[workload] acquire`, and for a sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub herd: Option<HerdStats>,
+    /// Nested acquisitions; `None` unless the scenario's clients took the lock again, and for
+    /// a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reentry: Option<ReentryStats>,
 }
 
 /// A fault the world applied, for a failing seed's section.
@@ -480,6 +497,11 @@ impl Comparison {
         self.rows.iter().any(|r| r.herd.is_some())
     }
 
+    /// True when some row has nested acquisitions: every rendering then adds their columns.
+    fn has_reentry(&self) -> bool {
+        self.rows.iter().any(|r| r.reentry.is_some())
+    }
+
     /// True when some row has read-write figures: every rendering then adds their columns.
     fn has_read_write(&self) -> bool {
         self.rows.iter().any(|r| r.read_write.is_some())
@@ -507,6 +529,9 @@ impl Comparison {
         if self.has_herd() {
             columns.extend(HERD_COLUMNS);
         }
+        if self.has_reentry() {
+            columns.extend(REENTRY_COLUMNS);
+        }
         columns
     }
 
@@ -530,6 +555,9 @@ impl Comparison {
         }
         if self.has_herd() {
             cells.extend(herd_cells(row.herd));
+        }
+        if self.has_reentry() {
+            cells.extend(reentry_cells(row.reentry));
         }
         cells
     }
@@ -627,6 +655,36 @@ fn herd_cells(h: Option<HerdStats>) -> Vec<String> {
         n => format!("{:.2}", h.requests as f64 / n as f64),
     };
     vec![per, format!("{} / {}", h.given_up, h.acquisitions)]
+}
+
+/// The columns added when some row has nested acquisitions.
+pub(crate) const REENTRY_COLUMNS: [(&str, &str); 3] = [
+    (
+        "taken again",
+        "Nested acquisitions granted, of those begun (a holder taking its lock again), summed over the runs.",
+    ),
+    (
+        "nested wait p50/p99",
+        "Waits of the nested acquisitions granted, pooled over every run: none for a re-entrant lock, the rest of the lease for one that waits for itself.",
+    ),
+    (
+        "longest nested wait",
+        "The longest nested wait of any run, counting those never answered.",
+    ),
+];
+
+/// A row's nested acquisition cells, dashes without any.
+fn reentry_cells(r: Option<ReentryStats>) -> Vec<String> {
+    let Some(r) = r else {
+        return vec!["-".to_string(); REENTRY_COLUMNS.len()];
+    };
+    vec![
+        format!("{} / {}", r.granted, r.nested),
+        r.wait_ms.map_or("-".to_string(), |l| {
+            format!("{} / {}", duration_ms(l.p50), duration_ms(l.p99))
+        }),
+        duration_ms(r.longest_wait_ms),
+    ]
 }
 
 /// The columns added when some row has read-write figures.

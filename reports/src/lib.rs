@@ -27,7 +27,7 @@ pub mod timeline;
 pub use compare::{
     Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, FaultEntry, HerdStats,
     KEPT_FAILING, KEPT_FAULTS, KeysStats, LeadershipStats, OverlapStats, QuantilesMs, QueueStats,
-    Rate, Rates, ReadWriteStats, RecoveryStats, Row, Source, Verdicts, Visuals,
+    Rate, Rates, ReadWriteStats, RecoveryStats, ReentryStats, Row, Source, Verdicts, Visuals,
 };
 pub use markdown::KEPT_EXPLANATIONS;
 pub use run_report::{

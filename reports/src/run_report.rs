@@ -120,6 +120,19 @@ pub struct ReadWriteMs {
     pub longest_writer_wait_ms: f64,
 }
 
+/// Nested acquisitions in a run (the checker's `reentry`), times in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReentryMs {
+    /// Nested acquisitions begun.
+    pub nested: u64,
+    /// Those that held the lock again.
+    pub granted: u64,
+    /// Their waits; null without one.
+    pub wait_ms: Option<LatencyMs>,
+    /// The longest nested wait, counting those never answered.
+    pub longest_wait_ms: f64,
+}
+
 /// A family's named count about a run (for example ZooKeeper's watch notifications), shown
 /// beside the verdict, and per another counter when it is a rate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -285,6 +298,9 @@ pub struct RunReport {
     /// A read-write lock's figures, only when some grant was a reader's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_write: Option<ReadWriteMs>,
+    /// Nested acquisitions, only when a client took the lock it held again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reentry: Option<ReentryMs>,
     /// The family's own counts (empty for families that keep none).
     pub counters: Vec<Counter>,
     /// The faults placed on a mark that did not fire, in schedule order.
@@ -418,6 +434,16 @@ impl RunReport {
                     longest_reader_wait_ms: ms(rw.longest_reader_wait_ns),
                     longest_writer_wait_ms: ms(rw.longest_writer_wait_ns),
                 }
+            }),
+            reentry: verdict.reentry.as_ref().map(|r| ReentryMs {
+                nested: r.nested,
+                granted: r.granted,
+                wait_ms: r.wait.as_ref().map(|p| LatencyMs {
+                    p50: ms(p.p50_ns),
+                    p99: ms(p.p99_ns),
+                    max: ms(p.max_ns),
+                }),
+                longest_wait_ms: ms(r.longest_wait_ns),
             }),
             counters: Vec::new(),
             unfired: Vec::new(),

@@ -146,6 +146,20 @@ impl RunReport {
                 b.push_record([format!("{side} wait"), cell]);
             }
         }
+        if let Some(r) = &self.reentry {
+            b.push_record([
+                "nested acquisitions".to_string(),
+                format!("{} taken again, {} granted", r.nested, r.granted),
+            ]);
+            b.push_record([
+                "nested wait".to_string(),
+                format!(
+                    "{}; longest {} (with those never granted)",
+                    latency_cell(r.wait_ms.as_ref()),
+                    duration_ms(r.longest_wait_ms)
+                ),
+            ]);
+        }
         b.push_record([
             "grants".to_string(),
             format!(

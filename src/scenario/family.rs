@@ -14,7 +14,7 @@ use lockstep_models::StorageMode;
 use lockstep_models::family::{Family, Fencing, ResourceOf, Tokens};
 use lockstep_models::keys::{Check, fields};
 use lockstep_models::system::{Resource, System, SystemSpec};
-use lockstep_models::workload::WorkloadConfig;
+use lockstep_models::workload::{WorkloadConfig, WorkloadKind};
 use serde::de::DeserializeOwned;
 
 use super::Scenario;
@@ -237,6 +237,30 @@ fn system<F: Family>(
         );
     }
     let (clients, mut workload) = resolve::workload(check, &file.workload);
+    if workload.reenter {
+        let kind = workload.kind.kind();
+        if !matches!(
+            workload.kind,
+            WorkloadKind::Counter(_) | WorkloadKind::Keys(_)
+        ) {
+            check.problems.push(
+                "workload.reenter",
+                format!(
+                    "a nested acquisition takes the lock again inside the critical section of \
+                     the counter or keys loop; \"{kind}\" has no such section"
+                ),
+            );
+        } else if family.reentry().is_none() {
+            check.problems.push(
+                "workload.reenter",
+                format!(
+                    "needs a lock client that can take its lock again (see the families' pages \
+                     in docs/families/); {} as set cannot",
+                    F::NAME
+                ),
+            );
+        }
+    }
     // The herd figure, when the file sets `acquire` and the family's clients count requests.
     workload.count_herd = workload.acquire.is_some() && family.count_requests();
     let resource = resource::<F>(check, &file.storage, family.tokens());

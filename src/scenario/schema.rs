@@ -183,6 +183,9 @@ pub(crate) struct WorkloadSection {
     pub(crate) watchdog: Option<WatchdogSection>,
     /// Each acquisition one try (`"try"`), or as the family's client waits (`"block"`).
     pub(crate) acquire: Option<AcquireName>,
+    /// Take the lock again inside each critical section (a nested call), and leave it.
+    #[serde(default)]
+    pub(crate) reenter: bool,
     /// The other keys: the kind's own, another kind's, or unknown.
     #[serde(flatten)]
     pub(crate) own: toml::Table,
@@ -198,6 +201,7 @@ pub(crate) const SHARED_WORKLOAD_KEYS: &[&str] = &[
     "kind",
     "watchdog",
     "acquire",
+    "reenter",
 ];
 
 /// `workload.acquire`.
@@ -227,6 +231,7 @@ impl Default for WorkloadSection {
             kind: None,
             watchdog: None,
             acquire: None,
+            reenter: false,
             own: toml::Table::new(),
         }
     }

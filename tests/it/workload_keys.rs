@@ -292,3 +292,38 @@ fn a_try_needs_a_family_with_a_try_form() {
         s.system.describe()
     );
 }
+
+#[test]
+fn a_nested_acquisition_needs_a_family_that_can_take_its_lock_again() {
+    sole_error(
+        "reenter-k8s",
+        &of_family("kind = \"kubernetes\"\nttl_ms = 15_000", "reenter = true"),
+        "workload.reenter: needs a lock client that can take its lock again (see the \
+         families' pages in docs/families/); Kubernetes Lease as set cannot",
+    );
+    // Redisson's renewing lock counts re-entries in a hash: not modelled.
+    sole_error(
+        "reenter-redisson",
+        &of_family(
+            "kind = \"redis\"\nttl_ms = 10_000\nrenew = \"watchdog\"",
+            "reenter = true",
+        ),
+        "workload.reenter: needs a lock client that can take its lock again (see the \
+         families' pages in docs/families/); Redis as set cannot",
+    );
+    // Only a critical section of the counter or keys loop has a nested call.
+    sole_error(
+        "reenter-leader",
+        &of_family(
+            "kind = \"etcd\"\nttl_ms = 10_000\nrecipe = \"election\"",
+            "kind = \"leader\"\nreenter = true",
+        ),
+        "workload.reenter: a nested acquisition takes the lock again inside the critical \
+         section of the counter or keys loop; \"leader\" has no such section",
+    );
+    one_error(
+        "reenter-bad",
+        "reenter = \"yes\"",
+        "workload.reenter: invalid type: string \"yes\", expected true or false",
+    );
+}

@@ -106,7 +106,7 @@ fn the_shared_keys_listed_for_errors_are_the_sections_typed_keys() {
         let value = match key {
             "kind" => "\"counter\"",
             "acquire" => "\"block\"",
-            "check_validity_before_write" => "true",
+            "check_validity_before_write" | "reenter" => "true",
             "watchdog" => "{ after_ms = 100 }",
             _ => "10",
         };
@@ -169,4 +169,122 @@ fn a_try_gives_up_where_a_blocking_acquisition_waits_and_the_herd_is_counted() {
         parent > 10.0 * predecessor,
         "{parent} against {predecessor}"
     );
+}
+
+#[test]
+fn a_nested_acquisition_is_counted_refused_uncounted_or_waits_for_itself() {
+    let run_of = |file: &str| {
+        let path = root().join("scenarios/reentry").join(file);
+        let scenario = lockstep::load(&path).expect("loads").scenario;
+        run(&scenario, 1, false)
+    };
+    let figures = |r: &lockstep::RunResult| r.verdict.reentry.clone().expect("nested figures");
+    // Counted: every nested call granted, Curator's without a round trip, PostgreSQL's with
+    // one; the lock stays held, every section writes.
+    for (file, most_ms) in [("zk.toml", 0), ("pg.toml", 20)] {
+        let r = run_of(file);
+        let f = figures(&r);
+        assert!(f.nested > 50 && f.granted == f.nested, "{file}: {f:?}");
+        assert!(f.longest_wait_ns <= most_ms * 1_000_000, "{file}: {f:?}");
+        assert_eq!(r.verdict.double_holders.pairs, 0, "{file}");
+        assert!(
+            r.verdict.liveness.cs_completed + 1 >= r.verdict.liveness.grants,
+            "{file}"
+        );
+    }
+    // Re-entered without a count (etcd): granted in one round trip, and the nested unlock
+    // frees the lock under the outer holder: two holders, and updates lost.
+    let etcd = run_of("etcd.toml");
+    let f = figures(&etcd);
+    assert!(
+        f.granted == f.nested && f.longest_wait_ns < 50_000_000,
+        "{f:?}"
+    );
+    assert!(etcd.verdict.double_holders.pairs > 0 && etcd.verdict.lost_updates.count > 0);
+    // Refused by the client (Consul's ErrLockHeld), or a try on the own key (redis-py):
+    // never granted, nothing written, the lock safe.
+    for file in ["consul.toml", "redis-try.toml"] {
+        let r = run_of(file);
+        let f = figures(&r);
+        assert!(f.nested > 50 && f.granted == 0, "{file}: {f:?}");
+        assert_eq!(r.verdict.liveness.accepted_writes, 0, "{file}");
+        assert_eq!(r.verdict.double_holders.pairs, 0, "{file}");
+    }
+    // Not re-entrant, blocking (redis-py): the nested call waits for the client's own key to
+    // expire (TTL 10 s), while the outer section stays open: others get in.
+    let redis = run_of("redis.toml");
+    let f = figures(&redis);
+    let wait = f.wait.expect("some nested call granted");
+    assert!(wait.p50_ns >= 5_000_000_000, "{f:?}");
+    assert!(redis.verdict.double_holders.pairs > 0);
+    // The report names what a nested call does.
+    let path = root().join("scenarios/reentry/etcd.toml");
+    let s = lockstep::load(&path).expect("loads").scenario;
+    assert!(
+        s.system.describe().system.contains("without a count"),
+        "{:?}",
+        s.system.describe()
+    );
+}
+
+#[test]
+fn a_holder_told_to_stop_inside_its_nested_call_unlocks_both_holds() {
+    // PostgreSQL counts the nested lock: a holder that only released the outer hold would
+    // keep the lock (count 1) until its session ended, and the other client would wait.
+    // Told to stop inside the nested section (`read-done` comes before the nested call is
+    // granted; its grant ends the section at once), it unlocks the nested hold first.
+    let file = root().join("scenarios/shutdown/postgres-terminate.toml");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "work_ms = { uniform = [2_000, 3_000] }",
+        "work_ms = { uniform = [2_000, 3_000] }\nreenter = true",
+    );
+    assert!(text.contains("reenter = true"));
+    let scenario = lockstep::parse(&text, &file).expect("loads");
+    for seed in 1..=3 {
+        let r = run(&scenario, seed, false);
+        assert!(
+            r.expected(),
+            "seed {seed}: {:?}",
+            r.verdict.liveness.failover
+        );
+        let nested = r.verdict.reentry.clone().expect("nested figures");
+        assert!(nested.nested >= 1, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_session_lost_around_a_nested_lock_ends_the_section_without_a_panic() {
+    // etcd, a try-lock: client-1's session expires while it holds the lock (partitioned for
+    // 15 s, TTL 5 s), with or without its nested Mutex; its next tries must start afresh.
+    let text = r#"[scenario]
+name = "nested-session-lost"
+duration_ms = 120_000
+
+[model]
+kind = "etcd"
+ttl_ms = 5_000
+
+[workload]
+clients = 2
+reenter = true
+acquire = "try"
+think_ms = { uniform = [100, 300] }
+work_ms = { uniform = [20_000, 21_000] }
+
+[[fault]]
+at_ms = 3_000
+partition = { groups = ["client-1", "servers"], for_ms = 15_000 }
+
+[expect]
+verdict = "any"
+"#;
+    let scenario = lockstep::parse(text, Path::new("t.toml")).expect("loads");
+    for seed in 1..=6 {
+        let r = run(&scenario, seed, false);
+        assert!(r.verdict.reentry.is_some(), "seed {seed}");
+        assert!(
+            r.verdict.liveness.grants > 1,
+            "seed {seed}: the lock goes on being granted"
+        );
+    }
 }

@@ -219,7 +219,9 @@ impl Grants {
                 | Event::Issued { .. }
                 | Event::Enqueued { .. }
                 | Event::Dequeued { .. }
-                | Event::Done { .. } => {}
+                | Event::Done { .. }
+                | Event::Nest { .. }
+                | Event::Nested { .. } => {}
             }
         }
         // Service order: by the entry that issued each grant; two grants of one ticket (a

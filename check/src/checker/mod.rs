@@ -17,6 +17,7 @@ mod leadership;
 mod liveness;
 mod queue;
 mod read_write;
+mod reentry;
 mod safety;
 
 use std::collections::BTreeMap;
@@ -31,6 +32,7 @@ pub use leadership::leadership_failovers_ns;
 pub use liveness::{acquire_latencies_ns, acquire_waits_ns, time_waiting_ns};
 pub use queue::queue_lags_ns;
 pub use read_write::read_write_waits_ns;
+pub use reentry::nested_waits_ns;
 
 /// What the checker needs to know beyond the history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,5 +164,6 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         queue,
         cron,
         read_write: read_write::measure(history, &grants),
+        reentry: reentry::measure(history),
     })
 }

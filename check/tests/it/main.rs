@@ -13,6 +13,7 @@ mod lost_updates;
 mod malformed;
 mod queue;
 mod read_write;
+mod reentry;
 mod scenarios;
 mod stale_ops;
 mod support;

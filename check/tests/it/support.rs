@@ -238,6 +238,16 @@ impl Builder {
         self.push(at_ms, Event::Shared { client })
     }
 
+    /// `client`, holding the lock, takes it again.
+    pub(crate) fn nest(self, at_ms: u64, client: NodeId) -> Self {
+        self.push(at_ms, Event::Nest { client })
+    }
+
+    /// `client`'s nested acquisition holds the lock again.
+    pub(crate) fn nested(self, at_ms: u64, client: NodeId) -> Self {
+        self.push(at_ms, Event::Nested { client })
+    }
+
     /// `client` picked `resource` under `lock` for its next request.
     pub(crate) fn pick(self, at_ms: u64, client: NodeId, lock: u64, resource: u64) -> Self {
         self.push(

@@ -481,6 +481,12 @@ impl LockClient for ConsulLock {
         assert_eq!(lock, 0, "Consul takes one lock");
     }
 
+    /// `Lock()` again on the `api.Lock` that holds it: `ErrLockHeld` ("Lock already held"),
+    /// from the client, with no request (`api/lock.go`: `if l.isHeld`).
+    fn reenter(&mut self, _: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        Some(LockSignal::AcquireFailed)
+    }
+
     fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         self.phase = Phase::Locking;
         self.lost = false;

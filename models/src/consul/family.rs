@@ -232,6 +232,10 @@ impl Family for Consul {
         (self.client.ttl * TTL_MULTIPLIER).saturating_add(self.client.lock_delay)
     }
 
+    fn reentry(&self) -> Option<&'static str> {
+        Some("refused by the client: api.Lock's Lock returns ErrLockHeld while it holds")
+    }
+
     fn describe(&self) -> Vec<String> {
         let c = &self.client;
         let mut p = vec![

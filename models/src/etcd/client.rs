@@ -232,6 +232,12 @@ pub struct EtcdLock {
     access: Access,
     /// The read-write lock's keys made so far, for a unique name each.
     unique: u64,
+    /// A nested `Lock` (`[workload] reenter`) under way or held: the outer Mutex's revision,
+    /// which the client holds again, as far as the outer Mutex knows, once the nested call
+    /// fails or its `Unlock` returns.
+    nested: Option<Rev>,
+    /// The nested Mutex's `Unlock` is in flight.
+    leaving: bool,
 }
 
 impl EtcdLock {
@@ -253,7 +259,33 @@ impl EtcdLock {
             resource_op: None,
             access: Access::Exclusive,
             unique: 0,
+            nested: None,
+            leaving: false,
         }
+    }
+
+    /// A signal on its way to the workload, after a nested call: the outer Mutex holds again
+    /// when the nested `Lock` failed or the nested `Unlock` returned.
+    fn settle(&mut self, signal: Option<LockSignal>) -> Option<LockSignal> {
+        if let Some(outer) = self.nested {
+            match signal {
+                Some(LockSignal::Lost) => {
+                    self.nested = None;
+                    self.leaving = false;
+                }
+                Some(LockSignal::AcquireFailed) if !self.leaving => {
+                    self.nested = None;
+                    self.phase = Phase::Held { my_rev: outer };
+                }
+                Some(LockSignal::Released) if self.leaving => {
+                    self.nested = None;
+                    self.leaving = false;
+                    self.phase = Phase::Held { my_rev: outer };
+                }
+                _ => {}
+            }
+        }
+        signal
     }
 
     /// The settings.
@@ -508,17 +540,20 @@ impl EtcdLock {
     /// The session's `Done()` closed: a holder has lost the lock, if it listens.
     fn close_session(&mut self) -> Option<LockSignal> {
         self.session = SessionState::Done;
-        match self.phase {
-            Phase::Held { .. } if self.config.stop_on_done => {
-                self.phase = Phase::Idle;
-                Some(LockSignal::Lost)
-            }
-            _ => None,
+        // A nested `Lock` under way holds the outer lock all the same.
+        let held = matches!(self.phase, Phase::Held { .. }) || self.nested.is_some();
+        if held && self.config.stop_on_done {
+            self.phase = Phase::Idle;
+            self.nested = None;
+            self.leaving = false;
+            return Some(LockSignal::Lost);
         }
+        None
     }
 
     fn try_acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) {
-        if self.config.count_requests {
+        // (A nested `Lock` is no acquisition of the herd's.)
+        if self.config.count_requests && self.nested.is_none() {
             ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         }
         let SessionState::Open(s) = &self.session else {
@@ -576,7 +611,7 @@ impl EtcdLock {
     }
 
     fn find_predecessor(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, my_rev: Rev) {
-        if self.config.count_requests {
+        if self.config.count_requests && self.nested.is_none() {
             ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         }
         // `waitOnLastRev` asks for the last by *mod* revision at most `myRev - 1`; the
@@ -805,54 +840,9 @@ fn put_if_absent(key: String, lease: LeaseId, also: Option<Op>) -> Txn {
     }
 }
 
-impl LockClient for EtcdLock {
-    type Msg = Msg;
-    type Timer = ClientTimer;
-    type Resource = ResourceGuard;
-
-    /// One lock only: the loader refuses the `keys` workload's many locks for etcd.
-    fn select(&mut self, lock: u32) {
-        assert_eq!(lock, 0, "etcd takes one lock");
-    }
-
-    /// The read-write lock's side (`recipes.RWMutex`, under the same prefix as the Mutex).
-    fn access(&mut self, access: Access) {
-        self.access = access;
-    }
-
-    fn on_message(
-        &mut self,
-        ctx: &mut impl Host<Msg, ClientTimer>,
-        _from: NodeId,
-        msg: Msg,
-    ) -> Option<LockSignal> {
-        match msg {
-            Msg::Reply { id, reply } => self.on_reply(ctx, id, reply),
-            // The answer to a resource operation is the workload's; the lock keeps its
-            // state (the operation stays known for a redirect until the next one).
-            Msg::Resource(reply) => Some(LockSignal::Resource(reply)),
-            // Members send clients their replies only.
-            msg => unreachable!("an etcd lock client was sent {msg:?}"),
-        }
-    }
-
-    fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
-        assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
-        if self.access != Access::Exclusive {
-            self.my_key = None; // A new unique key for each acquisition.
-        }
-        match &self.session {
-            SessionState::Open(_) => self.try_acquire(ctx),
-            SessionState::Granting { .. } => self.phase = Phase::NeedSession,
-            SessionState::None | SessionState::Done => {
-                self.phase = Phase::NeedSession;
-                self.grant(ctx);
-            }
-        }
-        None
-    }
-
-    fn release(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+impl EtcdLock {
+    /// `Unlock` (or `RUnlock`): deletes the own key.
+    fn unlock(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         let lease = match (&self.phase, &self.session) {
             (Phase::Held { .. }, SessionState::Open(s)) => s.lease,
             _ => {
@@ -870,28 +860,9 @@ impl LockClient for EtcdLock {
         None
     }
 
-    fn valid(&self, ctx: &impl Host<Msg, ClientTimer>) -> bool {
-        matches!(self.phase, Phase::Held { .. })
-            && matches!(&self.session, SessionState::Open(s) if ctx.mono() < s.deadline)
-    }
 
-    /// The client crashed: its session, recipe and connections are gone. Request ids go on
-    /// from where they were: a restarted client talks over new connections, on which no
-    /// answer to a request of its previous life arrives, so none may be taken for one of this
-    /// life (replies in flight at the crash still land, and old watches still stream).
-    fn reset(&mut self) {
-        let next_req = self.next_req;
-        *self = EtcdLock::new(self.config.clone());
-        self.next_req = next_req;
-    }
-
-    /// The connection to member `peer` was reset (it crashed, or refused a request). If it is
-    /// the client's endpoint, gRPC sees the broken connection at once: the unary request in
-    /// flight fails and is tried on the next endpoint, as after its timeout; the keepalive
-    /// stream breaks and its next poll sends to the next endpoint (`retryConnWait`); a watch
-    /// is set up again there at once. A workload operation in flight is left to the
-    /// workload's own timeout.
-    fn on_reset(
+    /// [`LockClient::on_reset`] before [`EtcdLock::settle`].
+    fn connection_reset(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,
         peer: NodeId,
@@ -913,7 +884,8 @@ impl LockClient for EtcdLock {
         None
     }
 
-    fn on_timer(
+    /// [`LockClient::on_timer`] before [`EtcdLock::settle`].
+    fn timer_fired(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,
         timer: ClientTimer,
@@ -966,6 +938,126 @@ impl LockClient for EtcdLock {
                 None
             }
         }
+    }
+}
+
+impl LockClient for EtcdLock {
+    type Msg = Msg;
+    type Timer = ClientTimer;
+    type Resource = ResourceGuard;
+
+    /// One lock only: the loader refuses the `keys` workload's many locks for etcd.
+    fn select(&mut self, lock: u32) {
+        assert_eq!(lock, 0, "etcd takes one lock");
+    }
+
+    /// The read-write lock's side (`recipes.RWMutex`, under the same prefix as the Mutex).
+    fn access(&mut self, access: Access) {
+        self.access = access;
+    }
+
+    fn on_message(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        _from: NodeId,
+        msg: Msg,
+    ) -> Option<LockSignal> {
+        match msg {
+            Msg::Reply { id, reply } => {
+                let signal = self.on_reply(ctx, id, reply);
+                self.settle(signal)
+            }
+            // The answer to a resource operation is the workload's; the lock keeps its
+            // state (the operation stays known for a redirect until the next one).
+            Msg::Resource(reply) => Some(LockSignal::Resource(reply)),
+            // Members send clients their replies only.
+            msg => unreachable!("an etcd lock client was sent {msg:?}"),
+        }
+    }
+
+    /// A nested `concurrency.NewMutex(session, pfx).Lock()` on the session that holds the
+    /// lock: `tryAcquire` finds the own key (`pfx/<lease>`) already there, takes its create
+    /// revision as its own, sees it first in line and returns at once, one round trip, with
+    /// no count. Its `Unlock` deletes that key: the lock is free while the outer Mutex still
+    /// believes it holds it.
+    fn reenter(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        // On a session that is over, `tryAcquire`'s put fails: "requested lease not found".
+        let (Phase::Held { my_rev }, SessionState::Open(_)) = (&self.phase, &self.session) else {
+            return Some(LockSignal::AcquireFailed);
+        };
+        let my_rev = *my_rev;
+        self.nested = Some(my_rev);
+        self.phase = Phase::Idle;
+        let signal = self.acquire(ctx);
+        self.settle(signal)
+    }
+
+    /// The nested Mutex's `Unlock`: `Delete(pfx/<lease>)`, the outer's key too.
+    fn leave(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        self.leaving = true;
+        let signal = self.unlock(ctx);
+        self.settle(signal)
+    }
+
+    fn acquire(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        assert_eq!(self.phase, Phase::Idle, "acquire while not idle");
+        if self.access != Access::Exclusive {
+            self.my_key = None; // A new unique key for each acquisition.
+        }
+        match &self.session {
+            SessionState::Open(_) => self.try_acquire(ctx),
+            SessionState::Granting { .. } => self.phase = Phase::NeedSession,
+            SessionState::None | SessionState::Done => {
+                self.phase = Phase::NeedSession;
+                self.grant(ctx);
+            }
+        }
+        None
+    }
+
+    fn release(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        self.nested = None;
+        self.leaving = false;
+        self.unlock(ctx)
+    }
+
+    fn valid(&self, ctx: &impl Host<Msg, ClientTimer>) -> bool {
+        matches!(self.phase, Phase::Held { .. })
+            && matches!(&self.session, SessionState::Open(s) if ctx.mono() < s.deadline)
+    }
+
+    /// The client crashed: its session, recipe and connections are gone. Request ids go on
+    /// from where they were: a restarted client talks over new connections, on which no
+    /// answer to a request of its previous life arrives, so none may be taken for one of this
+    /// life (replies in flight at the crash still land, and old watches still stream).
+    fn reset(&mut self) {
+        let next_req = self.next_req;
+        *self = EtcdLock::new(self.config.clone());
+        self.next_req = next_req;
+    }
+
+    /// The connection to member `peer` was reset (it crashed, or refused a request). If it is
+    /// the client's endpoint, gRPC sees the broken connection at once: the unary request in
+    /// flight fails and is tried on the next endpoint, as after its timeout; the keepalive
+    /// stream breaks and its next poll sends to the next endpoint (`retryConnWait`); a watch
+    /// is set up again there at once. A workload operation in flight is left to the
+    /// workload's own timeout.
+    fn on_reset(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        peer: NodeId,
+    ) -> Option<LockSignal> {
+        let signal = self.connection_reset(ctx, peer);
+        self.settle(signal)
+    }
+
+    fn on_timer(
+        &mut self,
+        ctx: &mut impl Host<Msg, ClientTimer>,
+        timer: ClientTimer,
+    ) -> Option<LockSignal> {
+        let signal = self.timer_fired(ctx, timer);
+        self.settle(signal)
     }
 
     /// Sends a workload operation on the etcd-resident resource to the current endpoint: a

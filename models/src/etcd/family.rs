@@ -217,6 +217,15 @@ impl Family for Etcd {
         self.client.recipe == Recipe::Mutex
     }
 
+    /// A second `concurrency.Mutex` on the same session and prefix (the Election is no lock
+    /// to take twice).
+    fn reentry(&self) -> Option<&'static str> {
+        (self.client.recipe == Recipe::Mutex).then_some(
+            "re-entered without a count: a Mutex on the same session finds its own key, and its \
+             Unlock deletes it",
+        )
+    }
+
     /// `recipes.RWMutex` takes the Mutex's place (under the same prefix and session); the
     /// Election is no lock to read under.
     fn read_write(&self) -> bool {

@@ -140,6 +140,11 @@ pub struct PgLock {
     /// The advisory lock's key: [`LOCK_KEY`] for lock 0, and `LOCK_KEY + n` for lock `n` of
     /// the `keys` workload.
     key: i64,
+    /// A nested lock call (`[workload] reenter`) is out or held: the client holds the lock
+    /// again once it fails or its unlock returns.
+    nested: bool,
+    /// The nested hold's unlock is out.
+    leaving: bool,
 }
 
 impl PgLock {
@@ -155,7 +160,29 @@ impl PgLock {
             state: State::Idle,
             job: None,
             key: LOCK_KEY,
+            nested: false,
+            leaving: false,
         }
+    }
+
+    /// A signal on its way to the workload, after a nested call: the outer hold is the
+    /// client's again when the nested lock failed or the nested unlock returned.
+    fn settle(&mut self, signal: Option<LockSignal>) -> Option<LockSignal> {
+        if self.nested {
+            match signal {
+                Some(LockSignal::AcquireFailed) if !self.leaving => {
+                    self.nested = false;
+                    self.state = State::Holding;
+                }
+                Some(LockSignal::Released) if self.leaving => {
+                    self.nested = false;
+                    self.leaving = false;
+                    self.state = State::Holding;
+                }
+                _ => {}
+            }
+        }
+        signal
     }
 
     /// Opens a connection to host `host` (0: the endpoint, 1: the standby).
@@ -405,7 +432,54 @@ impl LockClient for PgLock {
         None
     }
 
+    /// The lock function again on the lock's connection, in the session (or transaction)
+    /// that holds it: PostgreSQL counts advisory locks per backend and grants it at once. The
+    /// lock table's `INSERT ... ON CONFLICT DO NOTHING` finds the client's own row and returns
+    /// none: refused, as any holder's.
+    fn reenter(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
+        if self.state != State::Holding {
+            return Some(LockSignal::AcquireFailed);
+        }
+        self.nested = true;
+        let conn = self.lock_conn();
+        let stmt = match self.config.recipe {
+            Recipe::Table { client_clock } => Stmt::InsertLock {
+                owner: ctx.id(),
+                at: client_clock.then(|| ctx.wall()),
+            },
+            recipe => Stmt::Lock {
+                key: self.key,
+                xact: recipe == Recipe::Xact,
+                wait: self.config.wait,
+                begin: false,
+            },
+        };
+        let id = self.send(ctx, conn, stmt);
+        self.state = State::Locking { id };
+        None
+    }
+
+    /// The nested unlock: `pg_advisory_unlock` takes the count down by one and the session
+    /// still holds the lock; a transaction-level lock cannot be released before `COMMIT`, so
+    /// the nested call has nothing to do.
+    fn leave(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
+        match (self.config.recipe, self.lock_conn) {
+            (Recipe::Session, Some(c)) => {
+                self.leaving = true;
+                let id = self.send(ctx, c, Stmt::Unlock { key: self.key });
+                self.state = State::Releasing { id };
+                None
+            }
+            _ => {
+                self.nested = false;
+                Some(LockSignal::Released)
+            }
+        }
+    }
+
     fn release(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>) -> Option<LockSignal> {
+        self.nested = false;
+        self.leaving = false;
         let released = |this: &mut PgLock| {
             this.state = State::Idle;
             Some(LockSignal::Released)
@@ -451,17 +525,22 @@ impl LockClient for PgLock {
         msg: Msg,
     ) -> Option<LockSignal> {
         match msg {
-            Msg::Answer { conn, id, answer } => self.on_answer(ctx, conn, id, answer),
+            Msg::Answer { conn, id, answer } => {
+                let signal = self.on_answer(ctx, conn, id, answer);
+                self.settle(signal)
+            }
             Msg::Probe { conn } => {
                 let alive = self.conns.contains_key(&conn);
                 ctx.send(from, Msg::ProbeAck { conn, alive });
                 None
             }
             Msg::Close { conn } => {
-                if self.connecting(conn) {
-                    return self.turned_down(ctx, conn);
-                }
-                self.broke(conn)
+                let signal = if self.connecting(conn) {
+                    self.turned_down(ctx, conn)
+                } else {
+                    self.broke(conn)
+                };
+                self.settle(signal)
             }
             Msg::Query { .. } | Msg::ProbeAck { .. } | Msg::Wal(_) => None,
         }
@@ -476,7 +555,8 @@ impl LockClient for PgLock {
             self.turned_down(ctx, c);
         }
         let c = self.lock_conn.filter(|c| self.on_host(*c, peer))?;
-        self.turned_down(ctx, c)
+        let signal = self.turned_down(ctx, c);
+        self.settle(signal)
     }
 
     fn on_timer(
@@ -490,11 +570,13 @@ impl LockClient for PgLock {
         // The driver gives up on the connection and closes it.
         let conn = self.lock_conn?;
         self.query(ctx, conn, Stmt::Terminate);
-        if self.connecting(conn) {
+        let signal = if self.connecting(conn) {
             // (libpq's `connect_timeout`: the next host.)
-            return self.turned_down(ctx, conn);
-        }
-        self.lock_conn_broke()
+            self.turned_down(ctx, conn)
+        } else {
+            self.lock_conn_broke()
+        };
+        self.settle(signal)
     }
 
     fn resource_op(&mut self, ctx: &mut impl Host<Msg, SocketTimeout>, _: &Row, op: StorageRequest) {

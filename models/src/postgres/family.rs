@@ -390,6 +390,26 @@ impl Family for Postgres {
         matches!(self.recipe, Recipe::Session | Recipe::Xact)
     }
 
+    fn reentry(&self) -> Option<&'static str> {
+        let pooled = self.pooler == Some(PoolMode::Transaction);
+        match self.recipe {
+            Recipe::Session if pooled => Some(
+                "counted by whichever backend the pooler picks: the nested pg_advisory_lock may \
+                 run on another backend and wait for the lock its own client holds",
+            ),
+            Recipe::Session => Some(
+                "counted by the server: pg_advisory_lock again in the same session, and \
+                 pg_advisory_unlock takes the count down",
+            ),
+            Recipe::Xact => Some(
+                "counted by the server: pg_advisory_xact_lock again in the same transaction, \
+                 held until COMMIT",
+            ),
+            Recipe::Table { .. } => Some("not re-entrant: the lock table's INSERT finds its own row"),
+            Recipe::Queue { .. } => None,
+        }
+    }
+
     fn dequeues(&self) -> bool {
         matches!(self.recipe, Recipe::Queue { .. })
     }

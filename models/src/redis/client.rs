@@ -192,6 +192,9 @@ pub struct RedisLock {
     key: Key,
     /// The plain lock, or a side of Redisson's `RReadWriteLock` ([`super::rwlock`]).
     access: Access,
+    /// A nested acquire (`[workload] reenter`) is under way: the outer hold, which the client
+    /// keeps if the nested acquire fails (redis-py stores a new token only once acquired).
+    outer: Option<State>,
 }
 
 impl RedisLock {
@@ -208,7 +211,24 @@ impl RedisLock {
             atomic_token: None,
             key: LOCK_KEY,
             access: Access::Exclusive,
+            outer: None,
         }
+    }
+
+    /// A signal on its way to the workload, after a nested acquire: granted, the new value
+    /// is the one the client holds (the outer's is forgotten); failed, the outer hold is the
+    /// client's again.
+    fn settle(&mut self, signal: Option<LockSignal>) -> Option<LockSignal> {
+        if self.outer.is_some() {
+            match signal {
+                Some(LockSignal::Granted { .. }) => self.outer = None,
+                Some(LockSignal::AcquireFailed) => {
+                    self.state = self.outer.take().expect("an outer hold");
+                }
+                _ => {}
+            }
+        }
+        signal
     }
 
     /// The primary this client talks to now, if it knows one.
@@ -362,7 +382,8 @@ impl RedisLock {
     }
 
     fn set_nx(&mut self, ctx: &mut impl Host<Msg, LockTimer>, attempt: u32) {
-        if self.config.count_requests {
+        // (A nested acquire is no acquisition of the herd's.)
+        if self.config.count_requests && self.outer.is_none() {
             ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         }
         let value = ctx.rng().next_u64();
@@ -584,14 +605,34 @@ impl LockClient for RedisLock {
         _from: NodeId,
         msg: Msg,
     ) -> Option<LockSignal> {
-        match msg {
+        let signal = match msg {
             Msg::Reply { id, reply } => self.on_reply(ctx, id, reply),
             Msg::Sentinel(SentinelMsg::PrimaryIs { id, primary }) => {
                 self.on_primary(ctx, id, primary)
             }
             // Clients are sent replies and sentinels' answers only.
             msg => unreachable!("a Redis lock client was sent {msg:?}"),
+        };
+        self.settle(signal)
+    }
+
+    /// redis-py's `Lock.acquire` again on the lock it holds: not re-entrant. It draws a new
+    /// token and `SET NX` fails on its own key, so it retries (or, a try, fails at once) until
+    /// the held key expires, then takes the lock anew, if no other client took it first.
+    fn reenter(&mut self, ctx: &mut impl Host<Msg, LockTimer>) -> Option<LockSignal> {
+        if !matches!(self.state, State::Held { .. }) {
+            return Some(LockSignal::AcquireFailed);
         }
+        self.outer = Some(std::mem::replace(&mut self.state, State::Idle));
+        self.try_set(ctx, 1);
+        None
+    }
+
+    /// The nested `release()`: deletes the key under the nested token, the one the client
+    /// holds now; the outer lock object holds nothing after it (`local.token` is gone).
+    fn leave(&mut self, ctx: &mut impl Host<Msg, LockTimer>) -> Option<LockSignal> {
+        self.outer = None;
+        self.release(ctx)
     }
 
     fn resource_op(
@@ -633,6 +674,7 @@ impl LockClient for RedisLock {
     /// Forgets everything: the process crashed.
     fn reset(&mut self) {
         self.state = State::Idle;
+        self.outer = None;
         self.timeout = None;
         self.server = self
             .config
@@ -661,6 +703,18 @@ impl LockClient for RedisLock {
 
     /// A timer of the lock client fired.
     fn on_timer(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        timer: LockTimer,
+    ) -> Option<LockSignal> {
+        let signal = self.timer_fired(ctx, timer);
+        self.settle(signal)
+    }
+}
+
+impl RedisLock {
+    /// [`LockClient::on_timer`] before [`RedisLock::settle`].
+    fn timer_fired(
         &mut self,
         ctx: &mut impl Host<Msg, LockTimer>,
         timer: LockTimer,

@@ -552,6 +552,15 @@ impl Family for Redis {
         true
     }
 
+    /// redis-py's `Lock` taken again: not re-entrant. A renewing client is Redisson's, whose
+    /// `RLock` counts re-entries in its hash: not modelled.
+    fn reentry(&self) -> Option<&'static str> {
+        (self.client.renew == Renew::Off).then_some(
+            "not re-entrant (redis-py's Lock): a nested acquire draws a new token and waits for \
+             the held key to expire",
+        )
+    }
+
     /// Redisson's `RReadWriteLock` ([`super::rwlock`]), modelled on a single instance without
     /// persistence, `WAIT` or a plain `DEL` release.
     fn read_write(&self) -> bool {

@@ -61,6 +61,22 @@
 //! it for the run ([`Access`], told to its lock client before each acquisition); a reader
 //! records `Shared` before its `Request` and leaves after its work without writing.
 //!
+//! # A nested acquisition (`[workload] reenter`)
+//!
+//! With `reenter`, a critical section of the counter (or keys) loop calls, after its read, a
+//! function that takes the same lock again around the work (the seed's re-entrancy question:
+//! Java's `ReentrantLock`, Redisson's and Curator's hold counts, Go's `sync.Mutex`
+//! deadlocking): it records `Nest` and asks its lock client to [`LockClient::reenter`]; once
+//! `Nested` it works (a drawn `work`), leaves the nested hold ([`LockClient::leave`]) as the
+//! function returns, and the outer section works again (another drawn `work`) before
+//! `work-done`, its validity check and its write, under the outer hold. A nested acquisition
+//! that fails ends the critical section as abandoned, as the exception of the inner call
+//! would. A section that ends while the nested hold is held (told to stop) leaves it before it
+//! releases, as the nested call's `finally` would. What the family's library does decides the
+//! rest: a count grants at once and keeps the lock; a re-entry without a count frees the lock
+//! at the inner unlock, under the outer holder's work; a lock that is not re-entrant waits for
+//! its own lease to run out.
+//!
 //! When the lock client says [`LockSignal::Lost`], [`OnStoppedLeading`] decides: `Exit` (the
 //! process dies, as client-go users' `klog.Fatal` in `OnStoppedLeading`; releasing first is
 //! client-go's `ReleaseOnCancel`), `Cancel` (work notices the cancelled context only after a
@@ -112,6 +128,9 @@ pub struct WorkloadConfig {
     /// ([`crate::Family::count_requests`]): the herd figure, when the scenario sets `acquire`
     /// and the family counts.
     pub count_herd: bool,
+    /// Take the lock again inside each critical section, around the work (`[workload]
+    /// reenter`): see "A nested acquisition" above.
+    pub reenter: bool,
 }
 
 /// `[workload] acquire`.
@@ -327,6 +346,15 @@ enum Phase {
     Holding {
         grant: u32,
     },
+    /// In a critical section, read done: taking the lock again (`reenter`).
+    Nesting,
+    /// The work done under the nested hold: leaving it.
+    Unnesting,
+    /// Leaving the critical section with the nested hold still held: the nested call's
+    /// unlock first, as its `finally` would, then the release (`restart` as `Releasing`'s).
+    Unwinding {
+        restart: bool,
+    },
 }
 
 /// The current grant.
@@ -361,6 +389,11 @@ pub struct Client<L: LockClient> {
     row: u64,
     /// Its side of the lock: a read-write lock's reader or writer, or the plain lock.
     access: Access,
+    /// The nested call of this critical section has returned (`reenter`): the work now is
+    /// the outer section's.
+    unnested: bool,
+    /// The nested hold is held: granted, not yet left.
+    nest_held: bool,
     /// Grants and operations so far. Bookkeeping for the history, kept across crashes so ids
     /// stay unique; no decision reads them.
     grants: u32,
@@ -391,6 +424,8 @@ impl<L: LockClient> Client<L> {
             next_tick: None,
             row: 0,
             access: Access::Exclusive,
+            unnested: false,
+            nest_held: false,
             grants: 0,
             ops: 0,
         }
@@ -427,6 +462,7 @@ impl<L: LockClient> Client<L> {
     pub(crate) fn on_crash(&mut self) {
         self.phase = Phase::Thinking;
         self.held = None;
+        self.nest_held = false;
         self.lost = false;
         self.terminating = false;
         self.next_tick = None;
@@ -444,8 +480,15 @@ impl<L: LockClient> Client<L> {
             | Phase::Working
             | Phase::Writing { .. }
             | Phase::Idle => self.exit(ctx, ExitReason::Terminated, false),
-            // Granted or not, the answer decides; a worker commits its job; a release ends.
-            Phase::Acquiring | Phase::Job { .. } | Phase::Releasing { .. } | Phase::Stopped => {}
+            // Granted or not, the answer decides; a worker commits its job; a release ends;
+            // a nested call returns first.
+            Phase::Acquiring
+            | Phase::Job { .. }
+            | Phase::Releasing { .. }
+            | Phase::Stopped
+            | Phase::Nesting
+            | Phase::Unnesting
+            | Phase::Unwinding { .. } => {}
         }
     }
 
@@ -456,6 +499,7 @@ impl<L: LockClient> Client<L> {
     fn think<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
         self.held = None;
         self.lost = false;
+        self.nest_held = false;
         if self.terminating {
             self.phase = Phase::Stopped;
             return;
@@ -549,6 +593,14 @@ impl<L: LockClient> Client<L> {
                 self.phase = Phase::Claiming { op };
             }
             (Phase::Working, WorkTimer::WorkDone { grant }) if self.is_current(grant) => {
+                if self.config.reenter && !self.unnested {
+                    // The nested call's work is done: it unlocks and returns, and the outer
+                    // section works on.
+                    self.phase = Phase::Unnesting;
+                    let signal = self.lock.leave(&mut LockEnv::<_, L, S>::new(ctx));
+                    self.on_signal(ctx, signal);
+                    return;
+                }
                 ctx.mark("work-done");
                 // Each step after a mark is a separate event, so that a pause placed on the
                 // mark falls between the two steps, as it can in real code.
@@ -650,6 +702,30 @@ impl<L: LockClient> Client<L> {
             // The answer of a resource the lock service keeps, in any phase: a late one is
             // ignored as storage's would be.
             (_, LockSignal::Resource(reply)) => self.on_storage_reply(ctx, reply),
+            (Phase::Nesting, LockSignal::Granted { .. }) => {
+                ctx.record(Event::Nested {
+                    client: Self::me(ctx),
+                });
+                self.nest_held = true;
+                if self.terminating {
+                    self.exit(ctx, ExitReason::Terminated, false);
+                    return;
+                }
+                self.start_work(ctx);
+            }
+            // The nested call failed: its exception ends the critical section.
+            (Phase::Nesting, LockSignal::AcquireFailed) => {
+                self.exit(ctx, ExitReason::Abandoned, false);
+            }
+            (Phase::Unnesting, LockSignal::Released) => {
+                self.nest_held = false;
+                if self.terminating {
+                    self.exit(ctx, ExitReason::Terminated, false);
+                    return;
+                }
+                self.unnested = true;
+                self.start_work(ctx);
+            }
             (Phase::Acquiring, LockSignal::Granted { token, ticket }) => {
                 self.grants += 1;
                 let id = GrantId {
@@ -728,7 +804,9 @@ impl<L: LockClient> Client<L> {
                 Phase::Claiming { .. }
                 | Phase::Reading { .. }
                 | Phase::Working
-                | Phase::Writing { .. },
+                | Phase::Writing { .. }
+                | Phase::Nesting
+                | Phase::Unnesting,
                 LockSignal::Lost,
             ) => {
                 let held = self.held.expect("in a critical section");
@@ -738,6 +816,8 @@ impl<L: LockClient> Client<L> {
                 });
                 self.think(ctx);
             }
+            (Phase::Unwinding { restart }, LockSignal::Released) => self.release(ctx, restart),
+            (Phase::Unwinding { .. }, LockSignal::Lost) => self.think(ctx),
             (Phase::Releasing { restart }, LockSignal::Released) => {
                 if restart {
                     // The process exited and starts again: a fresh lock client (a new
@@ -763,15 +843,18 @@ impl<L: LockClient> Client<L> {
             (Phase::Reading { op }, StorageResult::Read(value)) if op == reply.op.seq => {
                 let held = self.held.as_mut().expect("reading under a grant");
                 held.base = value;
-                let grant = held.id.seq;
                 ctx.mark("read-done");
-                self.phase = Phase::Working;
-                let work = self.config.work.sample(ctx.rng());
-                ctx.set_timer(
-                    ClockKind::Mono,
-                    work,
-                    Timer::Work(WorkTimer::WorkDone { grant }),
-                );
+                if self.config.reenter && !self.config.is_leader() {
+                    self.unnested = false;
+                    ctx.record(Event::Nest {
+                        client: Self::me(ctx),
+                    });
+                    self.phase = Phase::Nesting;
+                    let signal = self.lock.reenter(&mut LockEnv::<_, L, S>::new(ctx));
+                    self.on_signal(ctx, signal);
+                    return;
+                }
+                self.start_work(ctx);
             }
             (Phase::Claiming { op }, StorageResult::Claimed) if op == reply.op.seq => {
                 let read = self.send_op(ctx, RequestKind::Read);
@@ -797,6 +880,18 @@ impl<L: LockClient> Client<L> {
             }
             _ => {} // A late reply to an operation the client gave up on.
         }
+    }
+
+    /// Starts the work of the critical section.
+    fn start_work<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        let grant = self.held.expect("working under a grant").id.seq;
+        self.phase = Phase::Working;
+        let work = self.config.work.sample(ctx.rng());
+        ctx.set_timer(
+            ClockKind::Mono,
+            work,
+            Timer::Work(WorkTimer::WorkDone { grant }),
+        );
     }
 
     /// The leader's lock client said leadership is lost: what the application does.
@@ -877,6 +972,13 @@ impl<L: LockClient> Client<L> {
     }
 
     fn release<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, restart: bool) {
+        if self.nest_held {
+            self.nest_held = false;
+            self.phase = Phase::Unwinding { restart };
+            let signal = self.lock.leave(&mut LockEnv::<_, L, S>::new(ctx));
+            self.on_signal(ctx, signal);
+            return;
+        }
         self.phase = Phase::Releasing { restart };
         let signal = self.lock.release(&mut LockEnv::<_, L, S>::new(ctx));
         self.on_signal(ctx, signal);

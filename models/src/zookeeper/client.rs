@@ -910,6 +910,24 @@ impl LockClient for ZooKeeperLock {
         None
     }
 
+    /// Curator's re-entry (`InterProcessMutex.internalLock`): the thread's `lockCount` goes
+    /// up, with no round trip to ZooKeeper, whatever the session's state.
+    fn reenter(&mut self, _: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        let token = match &self.phase {
+            Phase::Held { czxid, .. } if self.config.fencing => Some(czxid.as_u64()),
+            _ => None,
+        };
+        Some(LockSignal::Granted {
+            token,
+            ticket: None,
+        })
+    }
+
+    /// `release()` with `lockCount` above 1: the count goes down, the node stays.
+    fn leave(&mut self, _: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
+        Some(LockSignal::Released)
+    }
+
     fn release(&mut self, ctx: &mut impl Host<Msg, ClientTimer>) -> Option<LockSignal> {
         let Phase::Held { path, .. } = std::mem::replace(&mut self.phase, Phase::Idle) else {
             return Some(LockSignal::Released);

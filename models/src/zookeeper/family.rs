@@ -204,6 +204,10 @@ impl Family for ZooKeeper {
         true
     }
 
+    fn reentry(&self) -> Option<&'static str> {
+        Some("counted in the client (Curator's lockCount): no round trip")
+    }
+
     /// Curator's `InterProcessReadWriteLock`: its nodes `__READ__` and `__WRIT__` under the
     /// same parent.
     fn read_write(&self) -> bool {

@@ -40,6 +40,7 @@ pub(crate) fn spec<F: Family>(family: F) -> SystemSpec<F> {
             kind: WorkloadKind::Counter(lockstep_models::Counter),
             acquire: None,
             count_herd: false,
+            reenter: false,
         },
         resource: Resource::Storage(StorageMode::Unfenced),
     }

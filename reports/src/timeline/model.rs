@@ -232,7 +232,9 @@ impl Timeline {
                 | Event::Done { client, .. }
                 | Event::Due { client, .. }
                 | Event::Pick { client, .. }
-                | Event::Shared { client } => {
+                | Event::Shared { client }
+                | Event::Nest { client }
+                | Event::Nested { client } => {
                     let l = lane_of(*client, &mut lanes);
                     lanes[l].kind = LaneKind::Client;
                 }

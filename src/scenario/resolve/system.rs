@@ -37,6 +37,7 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
         }),
         // Set with the family, which must count its requests too (`super::super::family`).
         count_herd: false,
+        reenter: w.reenter,
     };
     (w.clients.clamp(1, 1000), workload)
 }
