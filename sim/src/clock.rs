@@ -48,9 +48,31 @@ struct Line {
     rate: i64,
 }
 
+/// [`PPM`] as an `i64`: a rate of exactly this is a clock without drift or slew.
+const UNIT: i64 = PPM as i64;
+
 impl Line {
+    /// The reading at true time `t`: `base + floor((t - t0) * rate / PPM)`. Computed in `i64`
+    /// when that is exact (a clock at the unit rate, the common case, needs no product; a
+    /// drifting one, while the product fits), else in `i128`; the result is the same either
+    /// way (`at_wide`, and the test that holds the two together).
     fn at(&self, t: Time) -> i64 {
-        let dt = i128::from(t.as_nanos()) - i128::from(self.t0);
+        let (t, t0) = (t.as_nanos(), self.t0);
+        if t <= i64::MAX as u64 && t0 <= i64::MAX as u64 {
+            let dt = t as i64 - t0 as i64;
+            if self.rate == UNIT {
+                return self.base.wrapping_add(dt);
+            }
+            if let Some(product) = dt.checked_mul(self.rate) {
+                return self.base.wrapping_add(product.div_euclid(UNIT));
+            }
+        }
+        self.at_wide(t)
+    }
+
+    /// [`Line::at`] in `i128` throughout.
+    fn at_wide(&self, t: u64) -> i64 {
+        let dt = i128::from(t) - i128::from(self.t0);
         self.base + (dt * i128::from(self.rate)).div_euclid(PPM) as i64
     }
 
@@ -65,12 +87,34 @@ impl Line {
         if self.at(now) >= local {
             return now;
         }
-        let need = i128::from(local - self.base);
-        let rate = i128::from(self.rate);
-        let dt = (need * PPM + rate - 1) / rate;
+        let dt = self.after(local - self.base);
         let t = Time::from_nanos(u64::try_from(i128::from(self.t0) + dt).unwrap_or(u64::MAX));
         debug_assert!(self.at(t) >= local);
         t.max(now)
+    }
+}
+
+impl Line {
+    /// The true nanoseconds after `t0` at which the clock has advanced by `need`, rounded up:
+    /// `ceil(need * PPM / rate)` for `need >= 0`, in `i64` when exact.
+    fn after(&self, need: i64) -> i128 {
+        if need >= 0 {
+            if self.rate == UNIT {
+                return i128::from(need);
+            }
+            if let Some(scaled) = need.checked_mul(UNIT) {
+                if let Some(sum) = scaled.checked_add(self.rate - 1) {
+                    return i128::from(sum / self.rate);
+                }
+            }
+        }
+        self.after_wide(need)
+    }
+
+    /// [`Line::after`] in `i128` throughout.
+    fn after_wide(&self, need: i64) -> i128 {
+        let rate = i128::from(self.rate);
+        (i128::from(need) * PPM + rate - 1) / rate
     }
 }
 
@@ -226,6 +270,56 @@ mod tests {
 
     fn at(secs: u64) -> Time {
         Time::from_nanos(secs * S)
+    }
+
+    #[test]
+    fn the_narrow_arithmetic_gives_the_wide_arithmetics_readings() {
+        // splitmix64: many segments, times and needs, edge values among them.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let rates = [
+            UNIT,
+            UNIT - 1,
+            UNIT + 1,
+            UNIT + MAX_RATE_OFFSET_PPM,
+            UNIT - MAX_RATE_OFFSET_PPM,
+        ];
+        for i in 0..200_000u64 {
+            let r = next();
+            let rate = if i % 3 == 0 {
+                rates[(r % rates.len() as u64) as usize]
+            } else {
+                UNIT - MAX_RATE_OFFSET_PPM + (r % (2 * MAX_RATE_OFFSET_PPM as u64 + 1)) as i64
+            };
+            // Times up to about a year, some far beyond (the slow path), t0 before or after.
+            let span = match i % 4 {
+                0 => 1 << 20,
+                1 => 1 << 45,
+                2 => 1 << 55,
+                _ => u64::MAX,
+            };
+            let t0 = next() % span;
+            let t = next() % span;
+            let base = (next() % (1 << 50)) as i64 - (1 << 49);
+            let line = Line { t0, base, rate };
+            assert_eq!(
+                line.at(Time::from_nanos(t)),
+                line.at_wide(t),
+                "{line:?} at {t}"
+            );
+            let need = (next() % (1 << 46)) as i64 - if i % 7 == 0 { 1 << 40 } else { 0 };
+            assert_eq!(
+                line.after(need),
+                line.after_wide(need),
+                "{line:?} after {need}"
+            );
+        }
     }
 
     #[test]

@@ -47,6 +47,34 @@ fn a_grant_id_granted_twice_is_refused() {
 }
 
 #[test]
+fn grants_of_any_client_id_and_sequence_number_are_told_apart() {
+    // A judged history may number its clients and grants as it likes: far apart, out of
+    // order, from 0. Each grant is still found by its id, and a repeat still refused.
+    let far = lockstep_check::NodeId(4_000_000);
+    let apart = history()
+        .request(0, far)
+        .grant(1, far, 3_000_000_000)
+        .read(2, far, 1, 3_000_000_000, 0)
+        .write(3, far, 2, 3_000_000_000, 0)
+        .release(4, far, 3_000_000_000)
+        .grant(5, C1, 7)
+        .grant(6, C2, 0)
+        .read(7, C1, 1, 7, 1)
+        .release(8, C1, 7)
+        .release(9, C2, 0)
+        .end(10);
+    let v = crate::support::verdict(&apart);
+    assert_eq!(v.liveness.grants, 3);
+    assert_eq!(v.stale_accepted.count, 0);
+    let twice = history()
+        .grant(0, far, 3_000_000_000)
+        .release(1, far, 3_000_000_000)
+        .grant(2, far, 3_000_000_000)
+        .end(10);
+    assert_eq!(error(&twice).entry, Some(2));
+}
+
+#[test]
 fn storage_op_under_another_clients_grant_is_refused() {
     let mut history = history().grant(0, C1, 1).write(1, C2, 1, 1, 0).end(10);
     // The builder names the op's own client as the grant's holder: point it at client-1's grant.
