@@ -1,6 +1,7 @@
 //! Throughput benchmarks (`cargo bench`): simulated events per second of the raw engine on a
-//! ping-pong, of the K1 catalogue scenario over 10,000 seeds, and seeds per second on one core
-//! of one scenario per lock family through `lockstep sweep`'s library half. Figures, not
+//! ping-pong, against a bare `BinaryHeap` loop of the same ping-pong (the ratio), of the K1
+//! catalogue scenario over 10,000 seeds, and seeds per CPU-second and CPU ns per event on one
+//! core of each lock family's chaos scenario through `lockstep sweep`'s library half. Figures, not
 //! assertions: targets are checked by reading them (ARCHITECTURE.md, "Testing").
 #![allow(
     clippy::disallowed_methods,
@@ -65,6 +66,31 @@ fn ping_pong(events: u64, latency: Distribution) -> (u64, f64) {
     (world.events(), start.elapsed().as_secs_f64())
 }
 
+/// The same ping-pong as a bare hand-written loop: a `BinaryHeap` of (time, sequence,
+/// message) and nothing else (no clocks, no network model, no trace, no history). The engine's
+/// cost per event over this one's is the figure to watch: a ratio, steady on a noisy machine
+/// where absolute times are not. The latency is drawn from the same kind of stream
+/// (`lockstep_sim::Rng`), one draw per message as the engine's uniform link.
+fn bare_ping_pong(events: u64, latency: Distribution) -> (u64, f64) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut rng = lockstep_sim::Rng::fork(1, "bare");
+    let mut queue: BinaryHeap<Reverse<(u64, u64, u32, u64)>> = BinaryHeap::new();
+    let start = Instant::now();
+    queue.push(Reverse((0, 0, 1, 0)));
+    let (mut seq, mut handled) = (1u64, 0u64);
+    while let Some(Reverse((time, _, to, msg))) = queue.pop() {
+        handled += 1;
+        if handled >= events {
+            break;
+        }
+        let delay = latency.sample(&mut rng).as_nanos();
+        queue.push(Reverse((time + delay, seq, 1 - to, black_box(msg + 1))));
+        seq += 1;
+    }
+    (black_box(handled), start.elapsed().as_secs_f64())
+}
+
 fn node(name: &str) -> NodeConfig {
     NodeConfig {
         mono_start: Some(LocalTime::from_nanos(0)),
@@ -124,9 +150,11 @@ fn seeds_per_core() {
         let per_cpu = cpu
             .zip(cpu_secs())
             .map(|(a, b)| {
+                let cpu = (b - a).max(0.01);
                 format!(
-                    "{:>6.0} seeds/CPU-s",
-                    summary.runs as f64 / (b - a).max(0.01)
+                    "{:>6.0} seeds/CPU-s  {:>5.0} CPU ns/event",
+                    summary.runs as f64 / cpu,
+                    cpu * 1e9 / summary.events.max(1) as f64
                 )
             })
             .unwrap_or_default();
@@ -149,8 +177,15 @@ fn main() {
         lo: Dur::from_micros(10),
         hi: Dur::from_micros(900),
     };
-    let (e, s) = ping_pong(20_000_000, uniform);
+    let (e, s) = ping_pong(20_000_000, uniform.clone());
     report("ping-pong, uniform latency (one draw/msg)", e, s);
+    let (bare_e, bare_s) = bare_ping_pong(20_000_000, uniform);
+    report("bare BinaryHeap loop, the same ping-pong", bare_e, bare_s);
+    println!(
+        "{:<44} {:>12.2}x the bare loop's time per event",
+        "engine / bare",
+        (s / e as f64) / (bare_s / bare_e as f64)
+    );
 
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/catalogue/k1-gc-pause-unfenced.toml");
