@@ -7,6 +7,7 @@ mod chaos;
 mod check_cmd;
 mod cli;
 mod consul_timing;
+mod deploy;
 mod fault_keys;
 mod fuzz;
 mod hunt;
