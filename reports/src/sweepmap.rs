@@ -335,51 +335,46 @@ fn percent_of(c: &Cell) -> String {
 
 /// The fill of a rate: ColorBrewer's YlOrRd from pale yellow (0) to dark red (1).
 fn colour(rate: f64) -> String {
-    const STOPS: [(u8, u8, u8); 5] = [
-        (255, 255, 204),
-        (254, 217, 118),
-        (253, 141, 60),
-        (227, 26, 28),
-        (128, 0, 38),
-    ];
-    let t = if rate.is_finite() {
-        rate.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let pos = t * (STOPS.len() - 1) as f64;
-    let i = (pos.floor() as usize).min(STOPS.len() - 2);
-    let f = pos - i as f64;
-    let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
-    let (a, b) = (STOPS[i], STOPS[i + 1]);
-    format!(
-        "#{:02x}{:02x}{:02x}",
-        mix(a.0, b.0),
-        mix(a.1, b.1),
-        mix(a.2, b.2)
+    along(
+        &[
+            (255, 255, 204),
+            (254, 217, 118),
+            (253, 141, 60),
+            (227, 26, 28),
+            (128, 0, 38),
+        ],
+        rate,
     )
 }
 
 /// The fill of a measured figure at `level` (0 to 1): ColorBrewer's Blues, from near white
 /// to dark blue, so a figure's map never looks like a violation map.
 fn blue(level: f64) -> String {
-    const STOPS: [(u8, u8, u8); 5] = [
-        (247, 251, 255),
-        (198, 219, 239),
-        (107, 174, 214),
-        (33, 113, 181),
-        (8, 48, 107),
-    ];
-    let t = if level.is_finite() {
-        level.clamp(0.0, 1.0)
+    along(
+        &[
+            (247, 251, 255),
+            (198, 219, 239),
+            (107, 174, 214),
+            (33, 113, 181),
+            (8, 48, 107),
+        ],
+        level,
+    )
+}
+
+/// The colour at `t` (0 to 1, clamped; 0 when not finite) along evenly spaced `stops`, mixed
+/// linearly between the two around it.
+fn along(stops: &[(u8, u8, u8)], t: f64) -> String {
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
     } else {
         0.0
     };
-    let pos = t * (STOPS.len() - 1) as f64;
-    let i = (pos.floor() as usize).min(STOPS.len() - 2);
+    let pos = t * (stops.len() - 1) as f64;
+    let i = (pos.floor() as usize).min(stops.len() - 2);
     let f = pos - i as f64;
     let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
-    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let (a, b) = (stops[i], stops[i + 1]);
     format!(
         "#{:02x}{:02x}{:02x}",
         mix(a.0, b.0),
