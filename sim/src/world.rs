@@ -508,7 +508,7 @@ impl<P: Process> World<P> {
         let until = until.min(self.core.end);
         loop {
             match self.core.queue.peek() {
-                Some(e) if e.time <= until => {}
+                Some(e) if e.time() <= until => {}
                 _ => break,
             }
             if self.core.events >= self.core.max_events {
@@ -532,7 +532,7 @@ impl<P: Process> World<P> {
                 .take()
                 .expect("a queued entry's slot holds its action");
             self.core.free_actions.push(entry.slot);
-            self.core.now = entry.time;
+            self.core.now = entry.time();
             self.handle(action);
         }
         self.core.now = self.core.now.max(until);

@@ -82,25 +82,65 @@ pub(super) enum Action<P: Process> {
 
 /// A place in the event queue: when, in what order, and the slot of [`Core::actions`] that
 /// holds the action. The heap moves only these small keys while the actions (a message can
-/// be large) stay put, so a push or pop costs a few 24-byte moves instead of copies of the
+/// be large) stay put, so a push or pop costs a few 32-byte moves instead of copies of the
 /// whole action at every level of the heap.
+///
+/// (true time, sequence number) is one `u128`, so that a comparison in the heap's sift is a
+/// subtract and a flag, not two data-dependent branches; and it is the first field, so each
+/// move writes the key as one 16-byte store that the next comparison reads back whole (with
+/// the 24-byte `(time, seq, slot)` layout a sift's read of the moved entry spanned two stores
+/// and stalled on store forwarding: a fifth of a pop's time).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct Entry {
-    pub(super) time: Time,
-    pub(super) seq: u64,
+    /// True time in the high 64 bits, the sequence number in the low: unique per entry.
+    key: u128,
     pub(super) slot: u32,
 }
 
+impl Entry {
+    #[inline]
+    fn new(time: Time, seq: u64, slot: u32) -> Entry {
+        Entry {
+            key: (u128::from(time.as_nanos()) << 64) | u128::from(seq),
+            slot,
+        }
+    }
+
+    /// When the entry comes due, in true time.
+    #[inline]
+    pub(super) fn time(&self) -> Time {
+        Time::from_nanos((self.key >> 64) as u64)
+    }
+}
+
 impl PartialOrd for Entry {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+    #[inline]
+    fn lt(&self, other: &Self) -> bool {
+        other.key < self.key
+    }
+    #[inline]
+    fn le(&self, other: &Self) -> bool {
+        other.key <= self.key
+    }
+    #[inline]
+    fn gt(&self, other: &Self) -> bool {
+        other.key > self.key
+    }
+    #[inline]
+    fn ge(&self, other: &Self) -> bool {
+        other.key >= self.key
     }
 }
 impl Ord for Entry {
     /// Reversed, so that `BinaryHeap` pops the earliest (time, seq) first. Sequence numbers
     /// are unique, so the slot never decides.
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -189,11 +229,7 @@ impl<P: Process> Core<P> {
                 u32::try_from(self.actions.len() - 1).expect("fewer than 2^32 queued actions")
             }
         };
-        self.queue.push(Entry {
-            time,
-            seq: self.seq,
-            slot,
-        });
+        self.queue.push(Entry::new(time, self.seq, slot));
     }
 
     /// Folds one event into the trace hash: its time, its code and its data.
