@@ -293,8 +293,17 @@ impl EtcdLock {
         &self.config
     }
 
+    /// `PREFIX` and the lease in lower-case hex, as `format!("{PREFIX}{lease:x}")` writes it,
+    /// without the formatting machinery: the key is made for every try, look and unlock.
     fn my_key(lease: LeaseId) -> String {
-        format!("{PREFIX}{lease:x}")
+        let digits = (u64::BITS - lease.leading_zeros()).div_ceil(4).max(1);
+        let mut key = String::with_capacity(PREFIX.len() + digits as usize);
+        key.push_str(PREFIX);
+        for d in (0..digits).rev() {
+            let nibble = (lease >> (4 * d)) & 0xf;
+            key.push(char::from_digit(nibble as u32, 16).expect("a hex digit"));
+        }
+        key
     }
 
     /// A `NotLeader` answer to the resource operation sent as `id`: send it once more, to the
@@ -1086,5 +1095,17 @@ impl LockClient for EtcdLock {
             request,
             redirected: false,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn my_key_is_the_prefix_and_the_lease_in_hex() {
+        for lease in [0, 1, 0xf, 0x10, 0xabc, 0x7fff_ffff_ffff_ffff, u64::MAX] {
+            assert_eq!(EtcdLock::my_key(lease), format!("{PREFIX}{lease:x}"));
+        }
     }
 }

@@ -137,6 +137,17 @@ pub struct Txn {
     pub failure: Vec<Op>,
 }
 
+impl Txn {
+    /// The operations that run: `success` if the guards held, else `failure`.
+    pub fn branch(&self, succeeded: bool) -> &[Op] {
+        if succeeded {
+            &self.success
+        } else {
+            &self.failure
+        }
+    }
+}
+
 /// The result of one operation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum OpResult {
@@ -239,23 +250,49 @@ impl Store {
     /// nothing leaves the revision alone.
     pub fn txn(&mut self, txn: &Txn) -> TxnResult {
         let succeeded = self.holds_all(&txn.compares);
-        let ops = if succeeded {
-            &txn.success
-        } else {
-            &txn.failure
-        };
-        let writes = ops.iter().any(|op| !matches!(op, Op::Get(_)));
-        let rev = if writes {
-            self.revision + 1
-        } else {
-            self.revision
-        };
-        let results = ops.iter().map(|op| self.apply(op, rev)).collect();
+        self.txn_branch(txn, succeeded)
+    }
+
+    /// [`Store::txn`] with its guards already evaluated: `succeeded` must be what
+    /// [`Store::holds_all`] says of `txn.compares` on this store as it is.
+    pub fn txn_branch(&mut self, txn: &Txn, succeeded: bool) -> TxnResult {
+        let ops = txn.branch(succeeded);
+        let rev = self.write_revision(ops);
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            results.push(self.apply(op, rev));
+        }
         self.revision = rev;
         TxnResult {
             revision: rev,
             succeeded,
             results,
+        }
+    }
+
+    /// [`Store::txn_branch`] for a transaction whose result nobody reads (a member applying
+    /// another member's proposal): the same writes, events and revision, but its gets are not
+    /// run, since they change nothing, and no result is built. Returns the revision
+    /// [`TxnResult::revision`] would give.
+    pub fn txn_writes(&mut self, txn: &Txn, succeeded: bool) -> Rev {
+        let ops = txn.branch(succeeded);
+        let rev = self.write_revision(ops);
+        for op in ops {
+            if !matches!(op, Op::Get(_)) {
+                self.apply(op, rev);
+            }
+        }
+        self.revision = rev;
+        rev
+    }
+
+    /// The revision the operations `ops` of one transaction run at: the next one if any of
+    /// them writes, else the current one.
+    fn write_revision(&self, ops: &[Op]) -> Rev {
+        if ops.iter().any(|op| !matches!(op, Op::Get(_))) {
+            self.revision + 1
+        } else {
+            self.revision
         }
     }
 

@@ -45,7 +45,7 @@ use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
 use super::client::{PREFIX, READ_PREFIX};
 use super::lease::{Lessor, RenewError};
-use super::mvcc::{EventKind, KeyValue, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
+use super::mvcc::{KeyValue, LeaseId, Op, OpResult, Range, Rev, Store, Txn, TxnResult};
 use super::proto::{Reply, Request};
 use super::resource;
 use super::{Msg, ServerTimer};
@@ -185,7 +185,8 @@ pub struct EtcdServer {
     /// Resource operations received, so that a duplicated message is not taken twice.
     resource_ops: BTreeSet<OpId>,
     /// Raft's outbox, empty between calls: kept so that its vectors are allocated once
-    /// rather than for every message and tick.
+    /// rather than for every message and tick. Raft writes into it in place and
+    /// [`EtcdServer::process`] drains it.
     outbox: Outbox<Proposal>,
     /// Who this member's applied state makes the lock's owner, over time (kept across
     /// crashes: it is an observer's record, not the member's state).
@@ -227,11 +228,6 @@ impl EtcdServer {
             creators: BTreeMap::new(),
             awaiting: BTreeSet::new(),
         }
-    }
-
-    /// The kept outbox, empty, for one call into raft; [`EtcdServer::process`] puts it back.
-    fn take_outbox(&mut self) -> Outbox<Proposal> {
-        std::mem::take(&mut self.outbox)
     }
 
     fn raft_config(config: &EtcdServerConfig, me: NodeId) -> RaftConfig {
@@ -353,7 +349,6 @@ impl EtcdServer {
         req: u64,
         cmd: Command,
     ) {
-        let mut out = self.take_outbox();
         let p = Proposal {
             member: self.me,
             client,
@@ -361,12 +356,11 @@ impl EtcdServer {
             cmd,
         };
         self.awaiting.insert((client, req));
-        match self.raft.propose(p, &mut out) {
-            Ok(_) => self.process(ctx, out),
+        match self.raft.propose(p, &mut self.outbox) {
+            Ok(_) => self.process(ctx),
             Err(not) => {
+                // Raft touched nothing: the outbox is still empty.
                 self.awaiting.remove(&(client, req));
-                // Raft touched nothing: the outbox goes back as it came.
-                self.outbox = out;
                 ctx.send(
                     client,
                     Msg::Reply {
@@ -388,8 +382,7 @@ impl EtcdServer {
     ) {
         self.next_read += 1;
         let id = self.next_read;
-        let mut out = self.take_outbox();
-        match self.raft.read_index(id, &mut out) {
+        match self.raft.read_index(id, &mut self.outbox) {
             Ok(()) => {
                 self.reads.insert(
                     id,
@@ -401,11 +394,10 @@ impl EtcdServer {
                         op,
                     },
                 );
-                self.process(ctx, out);
+                self.process(ctx);
             }
             Err(not) => {
-                // Raft touched nothing: the outbox goes back as it came.
-                self.outbox = out;
+                // Raft touched nothing: the outbox is still empty.
                 ctx.send(
                     client,
                     Msg::Reply {
@@ -417,13 +409,14 @@ impl EtcdServer {
         }
     }
 
-    /// Sends raft's messages, applies what committed, serves confirmed reads, and promotes or
-    /// demotes the lessor on role changes.
-    fn process(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, mut out: Outbox<Proposal>) {
-        for (to, m) in out.msgs.drain(..) {
+    /// Sends the messages of raft's last call (in `outbox`), applies what
+    /// committed, serves confirmed reads, and promotes or demotes the lessor on role changes;
+    /// leaves the outbox empty.
+    fn process(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
+        for (to, m) in self.outbox.msgs.drain(..) {
             ctx.send(to, Msg::Raft(m));
         }
-        for &(role, _term) in &out.role_changes {
+        for &(role, _term) in &self.outbox.role_changes {
             if role != Role::Leader {
                 self.lessor.demote();
                 self.promoted_term = None;
@@ -431,7 +424,10 @@ impl EtcdServer {
                 self.reads.clear();
             }
         }
-        for entry in out.committed.drain(..) {
+        // Applying needs the whole member: the committed entries leave the outbox meanwhile
+        // (their vector, and its allocation, come back).
+        let mut committed = std::mem::take(&mut self.outbox.committed);
+        for entry in committed.drain(..) {
             self.applied = entry.index;
             match entry.data {
                 EntryData::Empty => {
@@ -451,13 +447,13 @@ impl EtcdServer {
                 EntryData::Command(p) => self.apply(ctx, &p),
             }
         }
-        for &(id, index) in &out.reads {
+        self.outbox.committed = committed;
+        for &(id, index) in &self.outbox.reads {
             if let Some(r) = self.reads.get_mut(&id) {
                 r.index = Some(index);
             }
         }
-        out.clear();
-        self.outbox = out;
+        self.outbox.clear();
         self.serve_reads(ctx);
         self.notify(ctx);
     }
@@ -473,8 +469,9 @@ impl EtcdServer {
         let reply = match p.cmd {
             Command::Resource { op, ref txn } => {
                 let result = self
-                    .apply_txn(ctx, p.client, txn)
-                    .expect("resource writes name no lease");
+                    .apply_txn(ctx, p.client, txn, true)
+                    .expect("resource writes name no lease")
+                    .expect("a transaction applied to be read has a result");
                 let reply = Self::record_op(ctx, op, &result);
                 if answer {
                     ctx.send(p.client, Msg::Resource(reply));
@@ -502,8 +499,10 @@ impl EtcdServer {
                 self.lessor.checkpoint(id, remaining);
                 Reply::Revoked
             }
-            Command::Txn(ref txn) => match self.apply_txn(ctx, p.client, txn) {
-                Some(r) => Reply::Txn(r),
+            Command::Txn(ref txn) => match self.apply_txn(ctx, p.client, txn, answer) {
+                Some(Some(r)) => Reply::Txn(r),
+                // Applied without its result, which nobody is waiting for.
+                Some(None) => return,
                 None => Reply::LeaseNotFound,
             },
         };
@@ -515,20 +514,19 @@ impl EtcdServer {
     /// Applies a transaction proposed for `client`, keeping leases' key sets in step; `None`
     /// when a put names a lease that does not exist (etcd fails the whole transaction with
     /// "lease not found"). A transaction that creates or deletes a lock key updates the owner
-    /// audit.
+    /// audit. Its result is `Some` when `read` asks for it; otherwise only its writes run
+    /// ([`Store::txn_writes`]), as nobody will see what its gets would find.
     fn apply_txn(
         &mut self,
         ctx: &mut impl Host<Msg, ServerTimer>,
         client: NodeId,
         txn: &Txn,
-    ) -> Option<TxnResult> {
+        read: bool,
+    ) -> Option<Option<TxnResult>> {
         // Which branch runs is decided by the store; check its puts' leases first by a dry
-        // evaluation of the guards.
-        let ops = if self.store.holds_all(&txn.compares) {
-            &txn.success
-        } else {
-            &txn.failure
-        };
+        // evaluation of the guards, which the store then takes as its own.
+        let succeeded = self.store.holds_all(&txn.compares);
+        let ops = txn.branch(succeeded);
         for op in ops {
             if let Op::Put {
                 lease: Some(id), ..
@@ -555,7 +553,12 @@ impl EtcdServer {
                 Op::Get(_) => {}
             }
         }
-        let result = self.store.txn(txn);
+        let (revision, result) = if read {
+            let result = self.store.txn_branch(txn, succeeded);
+            (result.revision, Some(result))
+        } else {
+            (self.store.txn_writes(txn, succeeded), None)
+        };
         // The owner audit: which lock keys this transaction created (a put whose key now has
         // the transaction's revision as its create revision; a put over a live key changes
         // nothing) or deleted (a known key that is gone now).
@@ -566,7 +569,7 @@ impl EtcdServer {
                     let created = self
                         .store
                         .get(key)
-                        .is_some_and(|kv| kv.create_revision == result.revision);
+                        .is_some_and(|kv| kv.create_revision == revision);
                     if created {
                         self.creators.insert(key.clone(), client);
                         lock_keys_moved = true;
@@ -619,6 +622,9 @@ impl EtcdServer {
     }
 
     fn serve_reads(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
+        if self.reads.is_empty() {
+            return;
+        }
         let ready: Vec<u64> = self
             .reads
             .iter()
@@ -666,25 +672,25 @@ impl EtcdServer {
 
     /// Streams every applied event a watcher has not seen yet.
     fn notify(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
+        let revision = self.store.revision();
         for w in &mut self.watchers {
-            let events: Vec<(Rev, EventKind)> = self
-                .store
-                .events_since(&w.key, w.next)
-                .map(|e| (e.revision, e.kind))
-                .collect();
-            for (revision, kind) in events {
+            // No event is newer than the store's revision: nothing to look for.
+            if w.next > revision {
+                continue;
+            }
+            for e in self.store.events_since(&w.key, w.next) {
                 ctx.send(
                     w.client,
                     Msg::Reply {
                         id: w.req,
                         reply: Reply::WatchEvent {
                             key: w.key.clone(),
-                            revision,
-                            kind,
+                            revision: e.revision,
+                            kind: e.kind,
                         },
                     },
                 );
-                w.next = revision + 1;
+                w.next = e.revision + 1;
             }
         }
     }
@@ -774,9 +780,8 @@ impl Service for EtcdServer {
         match timer {
             ServerTimer::RaftTick => {
                 ctx.set_timer(ClockKind::Mono, self.config.tick, ServerTimer::RaftTick);
-                let mut out = self.take_outbox();
-                self.raft.tick(ctx.rng(), &mut out);
-                self.process(ctx, out);
+                self.raft.tick(ctx.rng(), &mut self.outbox);
+                self.process(ctx);
             }
             ServerTimer::LessorTick => {
                 ctx.set_timer(ClockKind::Mono, LESSOR_TICK, ServerTimer::LessorTick);
@@ -793,9 +798,8 @@ impl Service for EtcdServer {
     fn on_message(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, from: NodeId, msg: Msg) {
         match msg {
             Msg::Raft(m) => {
-                let mut out = self.take_outbox();
-                self.raft.step(from, m, ctx.rng(), &mut out);
-                self.process(ctx, out);
+                self.raft.step(from, m, ctx.rng(), &mut self.outbox);
+                self.process(ctx);
             }
             Msg::Request { id, req } => self.on_request(ctx, from, id, *req),
             // Members send replies to clients only.
