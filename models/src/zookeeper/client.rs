@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
 use super::proto::{Op, OpResult, Reply, Request};
-use super::tree::{ErrorCode, EventKind};
+use super::tree::{ErrorCode, EventKind, Path};
 use super::{ClientTimer, Msg};
 use super::{
     CLEANUP_SLEEP, LOCK_PATH, READ_LOCK_NAME, SessionId, WRITE_LOCK_NAME, Zxid, is_reader,
@@ -161,33 +161,33 @@ enum Phase {
     },
     /// Getting the stat (czxid) of the node found again.
     Stating {
-        path: String,
+        path: Path,
         xid: Option<u64>,
     },
     /// Listing the children.
     Listing {
-        path: String,
+        path: Path,
         czxid: Zxid,
         xid: Option<u64>,
     },
     /// Waiting for a watch on `watched` (armed once the watch is in place).
     Watching {
-        path: String,
+        path: Path,
         czxid: Zxid,
-        watched: String,
+        watched: Path,
         xid: Option<u64>,
     },
     Held {
-        path: String,
+        path: Path,
         czxid: Zxid,
     },
     Releasing {
-        path: String,
+        path: Path,
         xid: u64,
     },
     /// A try found the lock held: deleting our node before failing.
     GivingUp {
-        path: String,
+        path: Path,
         xid: u64,
     },
 }
@@ -215,9 +215,11 @@ pub struct ZooKeeperLock {
     phase: Phase,
     next_xid: u64,
     /// A delete to retry once connected (`guaranteed()`), and its xid in flight.
-    background_delete: Option<(String, Option<u64>)>,
+    background_delete: Option<(Path, Option<u64>)>,
     /// The plain `InterProcessMutex`, or a side of `InterProcessReadWriteLock`.
     access: Access,
+    /// [`LOCK_PATH`], made once and shared by every request that names it.
+    lock_path: Path,
 }
 
 impl ZooKeeperLock {
@@ -248,6 +250,7 @@ impl ZooKeeperLock {
             next_xid: 0,
             background_delete: None,
             access: Access::Exclusive,
+            lock_path: LOCK_PATH.into(),
         }
     }
 
@@ -281,6 +284,12 @@ impl ZooKeeperLock {
         }
         if seq < self.rx {
             return None; // A duplicate.
+        }
+        if seq == self.rx && self.early.is_empty() {
+            // The next in order with nothing held, the common case: handled without the
+            // detour through `early`, which nothing else fills while it is handled.
+            self.rx += 1;
+            return self.on_message(ctx, conn, reply);
         }
         // Hold what overtook an earlier message; hand over whatever is now in order.
         self.early.insert(seq, reply);
@@ -499,17 +508,29 @@ impl ZooKeeperLock {
         None
     }
 
-    fn node_prefix(&self, guid: u64) -> String {
+    /// The start of our node's name (`_c_<guid>-[<session>-]<lock name>`), appended to
+    /// `out`; written without the formatting machinery, which a hot path notices.
+    fn push_node_prefix(&self, out: &mut String, guid: u64) {
         // The lock name: `InterProcessMutex`'s, or the read-write lock's two.
         let name = match self.access {
             Access::Exclusive => "lock-",
             Access::Read => READ_LOCK_NAME,
             Access::Write => WRITE_LOCK_NAME,
         };
-        match (self.config.protection, self.session()) {
-            (Protection::GuidAndSession, Some(s)) => format!("_c_{guid:016x}-{s:016x}-{name}"),
-            _ => format!("_c_{guid:016x}-{name}"),
+        out.push_str("_c_");
+        push_hex16(out, guid);
+        out.push('-');
+        if let (Protection::GuidAndSession, Some(s)) = (self.config.protection, self.session()) {
+            push_hex16(out, s);
+            out.push('-');
         }
+        out.push_str(name);
+    }
+
+    fn node_prefix(&self, guid: u64) -> String {
+        let mut prefix = String::with_capacity(64);
+        self.push_node_prefix(&mut prefix, guid);
+        prefix
     }
 
     /// Sends the request the current phase waits for, if it is not in flight and the
@@ -533,9 +554,12 @@ impl ZooKeeperLock {
                 lookup: false,
                 xid: None,
             } => {
-                let path = format!("{LOCK_PATH}/{}", self.node_prefix(guid));
+                let mut path = String::with_capacity(LOCK_PATH.len() + 64);
+                path.push_str(LOCK_PATH);
+                path.push('/');
+                self.push_node_prefix(&mut path, guid);
                 let op = Op::Create {
-                    path,
+                    path: path.into(),
                     ephemeral: true,
                     sequential: true,
                 };
@@ -552,7 +576,7 @@ impl ZooKeeperLock {
             }
             Phase::Finding { guid, xid: None } => {
                 let op = Op::GetChildren {
-                    path: LOCK_PATH.into(),
+                    path: self.lock_path.clone(),
                     watch: false,
                 };
                 let xid = self.send_op(ctx, op);
@@ -572,7 +596,7 @@ impl ZooKeeperLock {
                 xid: None,
             } => {
                 let op = Op::GetChildren {
-                    path: LOCK_PATH.into(),
+                    path: self.lock_path.clone(),
                     watch: parent,
                 };
                 let xid = self.send_op(ctx, op);
@@ -623,7 +647,7 @@ impl ZooKeeperLock {
                 match names.iter().find(|n| n.starts_with(&prefix)) {
                     Some(name) => {
                         self.phase = Phase::Stating {
-                            path: format!("{LOCK_PATH}/{name}"),
+                            path: lock_node(name),
                             xid: None,
                         };
                     }
@@ -699,7 +723,7 @@ impl ZooKeeperLock {
         self.step(ctx);
     }
 
-    fn list(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, path: String, czxid: Zxid) {
+    fn list(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, path: Path, czxid: Zxid) {
         self.phase = Phase::Listing {
             path,
             czxid,
@@ -711,14 +735,14 @@ impl ZooKeeperLock {
     fn on_children(
         &mut self,
         ctx: &mut impl Host<Msg, ClientTimer>,
-        path: String,
+        path: Path,
         czxid: Zxid,
-        mut names: Vec<String>,
+        mut names: Vec<Path>,
     ) -> Option<LockSignal> {
         // Curator sorts by the sequence number after "lock-".
         names.sort_by(|a, b| lock_order(a, b));
         let ours = path.rsplit('/').next().unwrap_or_default();
-        let Some(index) = names.iter().position(|n| n == ours) else {
+        let Some(index) = names.iter().position(|n| **n == *ours) else {
             // Our node is gone with its session: acquire again.
             self.restart(ctx);
             return None;
@@ -744,8 +768,8 @@ impl ZooKeeperLock {
             return self.give_up(ctx, path);
         }
         let watched = match self.config.watch {
-            Watch::Predecessor => format!("{LOCK_PATH}/{}", names[blocker]),
-            Watch::Parent => LOCK_PATH.to_string(),
+            Watch::Predecessor => lock_node(&names[blocker]),
+            Watch::Parent => self.lock_path.clone(),
         };
         let xid = match self.config.watch {
             Watch::Predecessor => self.send_op(
@@ -771,7 +795,7 @@ impl ZooKeeperLock {
     /// `acquire(0, unit)` found the lock held once its watch was in place
     /// (`LockInternals.internalLockLoop`: `millisToWait <= 0`): the node is deleted
     /// (`deleteOurPath`), and the acquisition fails once the delete is answered.
-    fn give_up(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, path: String) -> Option<LockSignal> {
+    fn give_up(&mut self, ctx: &mut impl Host<Msg, ClientTimer>, path: Path) -> Option<LockSignal> {
         match self.send_op(ctx, Op::Delete { path: path.clone() }) {
             Some(xid) => {
                 self.phase = Phase::GivingUp { path, xid };
@@ -798,7 +822,7 @@ impl ZooKeeperLock {
             ..
         } = self.phase.clone()
         {
-            let wakes = watched == path
+            let wakes = *watched == *path
                 && matches!(
                     kind,
                     EventKind::NodeDeleted | EventKind::NodeChildrenChanged
@@ -836,6 +860,25 @@ impl ZooKeeperLock {
             );
         }
     }
+}
+
+/// The path of the lock node named `name`: `LOCK_PATH/name`.
+fn lock_node(name: &str) -> Path {
+    let mut path = String::with_capacity(LOCK_PATH.len() + 1 + name.len());
+    path.push_str(LOCK_PATH);
+    path.push('/');
+    path.push_str(name);
+    path.into()
+}
+
+/// Appends `v` as sixteen lower-case hex digits (`{v:016x}`).
+fn push_hex16(out: &mut String, v: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = HEX[((v >> ((15 - i) * 4)) & 0xf) as usize];
+    }
+    out.push_str(std::str::from_utf8(&digits).expect("hex digits"));
 }
 
 impl LockClient for ZooKeeperLock {
@@ -1027,5 +1070,28 @@ impl LockClient for ZooKeeperLock {
             }
             _ => None, // A timer of a connection or suspension that is over.
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_built_as_format_would_build_them() {
+        for v in [0, 1, 0xab, 0x0123_4567_89ab_cdef, u64::MAX] {
+            let mut s = String::new();
+            push_hex16(&mut s, v);
+            assert_eq!(s, format!("{v:016x}"));
+        }
+        let mut lock = ZooKeeperLock::new(ZooKeeperLockConfig::new(vec![NodeId(0)]));
+        assert_eq!(lock.node_prefix(0xfe), format!("_c_{:016x}-lock-", 0xfe));
+        lock.session = Some((0x5eed, Dur::from_secs(4)));
+        lock.access = Access::Read;
+        assert_eq!(
+            lock.node_prefix(7),
+            format!("_c_{:016x}-{:016x}-{READ_LOCK_NAME}", 7, 0x5eed)
+        );
+        assert_eq!(&*lock_node("x-1"), "/lock/x-1");
     }
 }

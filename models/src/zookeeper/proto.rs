@@ -8,7 +8,7 @@
 
 use lockstep_sim::{Dur, NodeId};
 
-use super::tree::{ErrorCode, EventKind, Stat, Txn};
+use super::tree::{ErrorCode, EventKind, Path, Stat, Txn};
 use super::{SessionId, Zxid};
 use crate::raft::RaftMsg;
 
@@ -41,7 +41,7 @@ pub enum Op {
     /// `create`.
     Create {
         /// The path (a prefix for a sequential node).
-        path: String,
+        path: Path,
         /// `EPHEMERAL`.
         ephemeral: bool,
         /// `SEQUENTIAL`.
@@ -50,19 +50,19 @@ pub enum Op {
     /// `delete` (any version).
     Delete {
         /// The path.
-        path: String,
+        path: Path,
     },
     /// `getChildren`, leaving a child watch when asked.
     GetChildren {
         /// The parent.
-        path: String,
+        path: Path,
         /// Leave a watch on the children.
         watch: bool,
     },
     /// `getData`: the stat, leaving a data watch when asked and the node exists.
     GetData {
         /// The node.
-        path: String,
+        path: Path,
         /// Leave a watch on the node.
         watch: bool,
     },
@@ -74,14 +74,14 @@ pub enum OpResult {
     /// `create` succeeded.
     Created {
         /// The node's full path.
-        path: String,
+        path: Path,
         /// Its czxid (`create2` returns the stat).
         czxid: Zxid,
     },
     /// `delete` succeeded.
     Deleted,
     /// The children's names.
-    Children(Vec<String>),
+    Children(Vec<Path>),
     /// The node's stat.
     Stat(Stat),
     /// The operation failed.
@@ -113,7 +113,7 @@ pub enum Reply {
     /// A watch fired.
     Watch {
         /// The watched path.
-        path: String,
+        path: Path,
         /// What happened.
         kind: EventKind,
     },

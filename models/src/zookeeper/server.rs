@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId};
 
 use super::proto::{Op, OpResult, Peer, Proposal, Reply, Request};
-use super::tree::{DataTree, ErrorCode, Stat, EventKind, Txn, TxnResult};
+use super::tree::{DataTree, ErrorCode, EventKind, Path, Stat, Txn, TxnResult};
 use super::{LOCK_PATH, SessionId, Zxid, negotiate_timeout, round_to_next_tick};
 use super::{Msg, ServerTimer};
 use crate::audit::{Owner, OwnerAudit};
@@ -162,8 +162,8 @@ pub struct ZooKeeperServer {
     serving: Option<u64>,
     conns: BTreeMap<NodeId, Conn>,
     touches: BTreeSet<SessionId>,
-    data_watches: BTreeMap<String, BTreeSet<NodeId>>,
-    child_watches: BTreeMap<String, BTreeSet<NodeId>>,
+    data_watches: BTreeMap<Path, BTreeSet<NodeId>>,
+    child_watches: BTreeMap<Path, BTreeSet<NodeId>>,
     forwarded: Vec<Forwarded>,
     /// The xids of the client requests proposed, per session (a `createSession` is xid 0 of
     /// the session it creates): the learner's link to the leader is a TCP stream, so a
@@ -319,23 +319,40 @@ impl ZooKeeperServer {
     }
 
     /// The stream: a duplicate is dropped, a request that overtook an earlier one waits for
-    /// it; returns the requests to handle now, in order.
-    fn in_order(&mut self, client: NodeId, conn: u64, seq: u64, req: Request) -> Vec<Request> {
+    /// it; hands the requests to handle now to [`Self::on_client`], in order.
+    fn on_request(
+        &mut self,
+        ctx: &mut impl Host<Msg, ServerTimer>,
+        client: NodeId,
+        conn: u64,
+        seq: u64,
+        req: Request,
+    ) {
         let Some(c) = self.conns.get_mut(&client).filter(|c| c.conn == conn) else {
             // A connect opens a stream; anything else on an unknown one is answered by a
             // reset (in on_client).
-            return vec![req];
+            return self.on_client(ctx, client, conn, req);
         };
         if matches!(req, Request::Connect { .. }) || seq < c.recv {
-            return Vec::new(); // A duplicate.
+            return; // A duplicate.
         }
+        if seq == c.recv && c.early.is_empty() {
+            // The next in order, with nothing held: the common case, without the detour
+            // through the holding map.
+            c.recv += 1;
+            return self.on_client(ctx, client, conn, req);
+        }
+        // Hold it; handle whatever is now in order (collected first: handling a request can
+        // end the connection).
         c.early.insert(seq, req);
         let mut ready = Vec::new();
         while let Some(req) = c.early.remove(&c.recv) {
             c.recv += 1;
             ready.push(req);
         }
-        ready
+        for req in ready {
+            self.on_client(ctx, client, conn, req);
+        }
     }
 
     fn on_client(
@@ -782,7 +799,7 @@ impl ZooKeeperServer {
         }
         if events
             .iter()
-            .any(|(path, kind)| *kind == EventKind::NodeChildrenChanged && path == LOCK_PATH)
+            .any(|(path, kind)| *kind == EventKind::NodeChildrenChanged && &**path == LOCK_PATH)
         {
             self.observe_owner(ctx);
         }
@@ -874,11 +891,11 @@ impl ZooKeeperServer {
     }
 
     /// Fires (and removes) the watches the applied events trigger.
-    fn fire(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, events: Vec<(String, EventKind)>) {
+    fn fire(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, events: Vec<(Path, EventKind)>) {
         for (path, kind) in events {
             let watchers = match kind {
-                EventKind::NodeCreated | EventKind::NodeDeleted => self.data_watches.remove(&path),
-                EventKind::NodeChildrenChanged => self.child_watches.remove(&path),
+                EventKind::NodeCreated | EventKind::NodeDeleted => self.data_watches.remove(&*path),
+                EventKind::NodeChildrenChanged => self.child_watches.remove(&*path),
             };
             for client in watchers.into_iter().flatten() {
                 if let Some(conn) = self.conns.get(&client).map(|c| c.conn) {
@@ -1013,11 +1030,7 @@ impl Service for ZooKeeperServer {
     fn on_message(&mut self, ctx: &mut impl Host<Msg, ServerTimer>, from: NodeId, msg: Msg) {
         match msg {
             Msg::Peer(p) => self.on_peer(ctx, from, p),
-            Msg::Request { conn, seq, req } => {
-                for req in self.in_order(from, conn, seq, req) {
-                    self.on_client(ctx, from, conn, req);
-                }
-            }
+            Msg::Request { conn, seq, req } => self.on_request(ctx, from, conn, seq, req),
             // Servers send replies to clients only.
             msg @ Msg::Reply { .. } => {
                 unreachable!("ZooKeeper server {} was sent {msg:?}", ctx.name())

@@ -7,12 +7,84 @@
 //! Applying a transaction returns the watch events it triggers; which clients get them is
 //! the serving member's business (watches are local to the server a client is connected to).
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::fmt;
+use std::ops::{Bound, Deref};
+use std::rc::Rc;
 
 use lockstep_sim::Dur;
 
 use super::{SessionId, Zxid, lock_order};
+
+/// A znode path (or a child's name), shared rather than copied: the same path goes from a
+/// client's request into a proposal, the broadcast's log and messages, the tree, the watch
+/// events and the replies, and a copy is a reference count. It hashes, compares and prints
+/// (`Debug` too) as the string itself, as a `String` does, so messages that carry paths hash
+/// into a trace and print in it exactly as owned strings would.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Path(Rc<str>);
+
+impl Deref for Path {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Path {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Path {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Path {
+    fn from(s: &str) -> Path {
+        Path(s.into())
+    }
+}
+
+impl From<String> for Path {
+    fn from(s: String) -> Path {
+        Path(s.into())
+    }
+}
+
+impl fmt::Debug for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq<str> for Path {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Path {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for Path {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
 
 /// One znode's stat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,7 +120,7 @@ pub enum Txn {
         /// The session asking.
         session: SessionId,
         /// The path; for a sequential node, the prefix the sequence number is appended to.
-        path: String,
+        path: Path,
         /// Deleted when the session closes.
         ephemeral: bool,
         /// Append the parent's `cversion` as ten digits.
@@ -59,7 +131,7 @@ pub enum Txn {
         /// The session asking.
         session: SessionId,
         /// The path.
-        path: String,
+        path: Path,
     },
 }
 
@@ -88,7 +160,7 @@ pub enum TxnResult {
     /// The node created, with its czxid.
     Created {
         /// Its full path.
-        path: String,
+        path: Path,
         /// Its czxid.
         czxid: Zxid,
     },
@@ -110,8 +182,50 @@ pub enum EventKind {
 /// The znode tree and the session table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DataTree {
-    nodes: BTreeMap<String, Stat>,
+    nodes: BTreeMap<Path, Znode>,
     sessions: BTreeMap<SessionId, Dur>,
+}
+
+/// A node of the tree: its stat, and its name (the last component of its path), kept so
+/// that a listing of the children hands out shared names instead of copying them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Znode {
+    stat: Stat,
+    name: Path,
+}
+
+impl Znode {
+    fn new(path: &str, stat: Stat) -> Znode {
+        let name = match path.rfind('/') {
+            Some(i) => &path[i + 1..],
+            None => path,
+        };
+        Znode {
+            stat,
+            name: name.into(),
+        }
+    }
+}
+
+/// `prefix` followed by `n` in at least ten digits, zero-padded: the name ZooKeeper gives a
+/// sequential node (`%010d`), built without the formatting machinery.
+fn sequential_path(prefix: &str, n: u64) -> Path {
+    let mut digits = [b'0'; 20];
+    let (mut at, mut v) = (digits.len(), n);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let start = at.min(digits.len() - 10);
+    let digits = std::str::from_utf8(&digits[start..]).expect("ASCII digits");
+    let mut full = String::with_capacity(prefix.len() + digits.len());
+    full.push_str(prefix);
+    full.push_str(digits);
+    full.into()
 }
 
 /// The parent path of `path` (`/lock/x` → `/lock`, `/lock` → `/`).
@@ -132,9 +246,9 @@ impl DataTree {
             cversion: 0,
             pzxid: Zxid::default(),
         };
-        tree.nodes.insert("/".to_string(), empty);
+        tree.nodes.insert("/".into(), Znode::new("/", empty));
         for p in parents {
-            tree.nodes.insert((*p).to_string(), empty);
+            tree.nodes.insert((*p).into(), Znode::new(p, empty));
         }
         tree
     }
@@ -146,24 +260,32 @@ impl DataTree {
 
     /// A node's stat.
     pub fn stat(&self, path: &str) -> Option<&Stat> {
-        self.nodes.get(path)
+        self.nodes.get(path).map(|n| &n.stat)
     }
 
     /// The names of `path`'s children, in name order; `None` when `path` does not exist.
-    pub fn children(&self, path: &str) -> Option<Vec<String>> {
+    pub fn children(&self, path: &str) -> Option<Vec<Path>> {
         self.nodes.get(path)?;
         let mut names = Vec::new();
-        self.each_child(path, |name, _| names.push(name.to_string()));
+        self.each_child(path, |node| names.push(node.name.clone()));
         Some(names)
+    }
+
+    /// Whether `path` has a child.
+    fn has_children(&self, path: &str) -> bool {
+        let mut any = false;
+        self.each_child(path, |_| any = true);
+        any
     }
 
     /// The child of `parent` the lock recipe puts first in line ([`super::lock_order`]: the
     /// lowest sequence number), with its stat; `None` when `parent` has no children.
     pub fn first_in_line(&self, parent: &str) -> Option<(&str, &Stat)> {
         let mut first: Option<(&str, &Stat)> = None;
-        self.each_child(parent, |name, stat| {
+        self.each_child(parent, |node| {
+            let name = &*node.name;
             if first.is_none_or(|(f, _)| lock_order(name, f).is_lt()) {
-                first = Some((name, stat));
+                first = Some((name, &node.stat));
             }
         });
         first
@@ -173,23 +295,23 @@ impl DataTree {
     /// their stats.
     pub fn line(&self, parent: &str) -> Vec<(&str, &Stat)> {
         let mut line = Vec::new();
-        self.each_child(parent, |name, stat| line.push((name, stat)));
+        self.each_child(parent, |node| line.push((&*node.name, &node.stat)));
         line.sort_by(|a, b| lock_order(a.0, b.0));
         line
     }
 
-    /// Calls `f` with the name and stat of each child of `path`, in name order: the keys
+    /// Calls `f` with each child of `path` (its name and stat), in name order: the keys
     /// `path/name`, which lie among the keys after `path` that start with it.
-    fn each_child<'a>(&'a self, path: &str, mut f: impl FnMut(&'a str, &'a Stat)) {
+    fn each_child<'a>(&'a self, path: &str, mut f: impl FnMut(&'a Znode)) {
         let base = path.strip_suffix('/').unwrap_or(path);
-        for (p, stat) in self
+        for (p, node) in self
             .nodes
             .range::<str, _>((Bound::Excluded(path), Bound::Unbounded))
             .take_while(|(p, _)| p.starts_with(base))
         {
             if let Some(name) = p[base.len()..].strip_prefix('/') {
                 if !name.is_empty() && !name.contains('/') {
-                    f(name, stat);
+                    f(node);
                 }
             }
         }
@@ -199,12 +321,12 @@ impl DataTree {
     pub fn ephemerals(&self) -> impl Iterator<Item = (&str, SessionId)> {
         self.nodes
             .iter()
-            .filter_map(|(p, s)| s.ephemeral_owner.map(|o| (p.as_str(), o)))
+            .filter_map(|(p, n)| n.stat.ephemeral_owner.map(|o| (&**p, o)))
     }
 
     /// Applies `txn` as zxid `zxid`; returns its result and the watch events it triggers, as
     /// `(path, kind)`.
-    pub fn apply(&mut self, txn: &Txn, zxid: Zxid) -> (TxnResult, Vec<(String, EventKind)>) {
+    pub fn apply(&mut self, txn: &Txn, zxid: Zxid) -> (TxnResult, Vec<(Path, EventKind)>) {
         let mut events = Vec::new();
         let result = match txn {
             Txn::CreateSession { session, timeout } => {
@@ -213,10 +335,11 @@ impl DataTree {
             }
             Txn::CloseSession { session } => {
                 self.sessions.remove(session);
-                let owned: Vec<String> = self
-                    .ephemerals()
-                    .filter(|&(_, o)| o == *session)
-                    .map(|(p, _)| p.to_string())
+                let owned: Vec<Path> = self
+                    .nodes
+                    .iter()
+                    .filter(|(_, n)| n.stat.ephemeral_owner == Some(*session))
+                    .map(|(p, _)| p.clone())
                     .collect();
                 for path in owned {
                     self.remove(&path, zxid, &mut events);
@@ -230,9 +353,7 @@ impl DataTree {
                 sequential,
             } => self.create(*session, path, *ephemeral, *sequential, zxid, &mut events),
             Txn::Delete { path, .. } => {
-                if self.nodes.contains_key(path)
-                    && self.children(path).is_some_and(|c| c.is_empty())
-                {
+                if self.nodes.contains_key(&**path) && !self.has_children(path) {
                     self.remove(path, zxid, &mut events);
                     TxnResult::Ok
                 } else {
@@ -246,39 +367,37 @@ impl DataTree {
     fn create(
         &mut self,
         session: SessionId,
-        path: &str,
+        path: &Path,
         ephemeral: bool,
         sequential: bool,
         zxid: Zxid,
-        events: &mut Vec<(String, EventKind)>,
+        events: &mut Vec<(Path, EventKind)>,
     ) -> TxnResult {
         if ephemeral && !self.sessions.contains_key(&session) {
             // The leader checks the session before it proposes; a create that raced with
             // the session's close in the log finds it gone here.
             return TxnResult::Error(ErrorCode::SessionExpired);
         }
-        let parent = parent_of(path).to_string();
-        let Some(p) = self.nodes.get(&parent) else {
+        let Some((parent, p)) = self.nodes.get_key_value(parent_of(path)) else {
             return TxnResult::Error(ErrorCode::NoNode);
         };
+        let parent = parent.clone();
         let full = if sequential {
-            format!("{path}{:010}", p.cversion)
+            sequential_path(path, p.stat.cversion)
         } else {
-            path.to_string()
+            path.clone()
         };
-        if self.nodes.contains_key(&full) {
+        if self.nodes.contains_key(&*full) {
             return TxnResult::Error(ErrorCode::NodeExists);
         }
-        self.nodes.insert(
-            full.clone(),
-            Stat {
-                czxid: zxid,
-                ephemeral_owner: ephemeral.then_some(session),
-                cversion: 0,
-                pzxid: zxid,
-            },
-        );
-        let p = self.nodes.get_mut(&parent).expect("parent checked");
+        let stat = Stat {
+            czxid: zxid,
+            ephemeral_owner: ephemeral.then_some(session),
+            cversion: 0,
+            pzxid: zxid,
+        };
+        self.nodes.insert(full.clone(), Znode::new(&full, stat));
+        let p = &mut self.nodes.get_mut(&*parent).expect("parent checked").stat;
         p.cversion += 1;
         p.pzxid = zxid;
         events.push((full.clone(), EventKind::NodeCreated));
@@ -289,14 +408,21 @@ impl DataTree {
         }
     }
 
-    fn remove(&mut self, path: &str, zxid: Zxid, events: &mut Vec<(String, EventKind)>) {
-        self.nodes.remove(path);
-        let parent = parent_of(path).to_string();
-        if let Some(p) = self.nodes.get_mut(&parent) {
-            p.cversion += 1;
-            p.pzxid = zxid;
+    fn remove(&mut self, path: &str, zxid: Zxid, events: &mut Vec<(Path, EventKind)>) {
+        let removed = match self.nodes.remove_entry(path) {
+            Some((key, _)) => key,
+            None => path.into(),
+        };
+        let parent = parent_of(path);
+        let parent = match self.nodes.get_key_value(parent) {
+            Some((key, _)) => key.clone(),
+            None => parent.into(),
+        };
+        if let Some(p) = self.nodes.get_mut(&*parent) {
+            p.stat.cversion += 1;
+            p.stat.pzxid = zxid;
         }
-        events.push((path.to_string(), EventKind::NodeDeleted));
+        events.push((removed, EventKind::NodeDeleted));
         events.push((parent, EventKind::NodeChildrenChanged));
     }
 }
@@ -312,7 +438,7 @@ mod tests {
     fn create(session: SessionId, prefix: &str) -> Txn {
         Txn::Create {
             session,
-            path: prefix.to_string(),
+            path: prefix.into(),
             ephemeral: true,
             sequential: true,
         }
@@ -354,16 +480,13 @@ mod tests {
         assert!(ev.contains(&("/lock".into(), EventKind::NodeChildrenChanged)));
         assert_eq!(
             t.children("/lock").unwrap(),
-            vec![
-                "a-lock-0000000000".to_string(),
-                "b-lock-0000000001".to_string()
-            ]
+            ["a-lock-0000000000", "b-lock-0000000001"].map(Path::from)
         );
         let (_, ev) = t.apply(&Txn::CloseSession { session: 7 }, z(5));
         assert!(ev.contains(&("/lock/a-lock-0000000000".into(), EventKind::NodeDeleted)));
         assert_eq!(
             t.children("/lock").unwrap(),
-            vec!["b-lock-0000000001".to_string()]
+            ["b-lock-0000000001"].map(Path::from)
         );
         // A closed session cannot create ephemerals any more.
         let (r, _) = t.apply(&create(7, "/lock/a-lock-"), z(6));
@@ -378,7 +501,29 @@ mod tests {
             }
         );
         assert_eq!(parent_of("/lock/c"), "/lock");
+        // `%010d`: ten digits at least, more when the counter needs them.
+        assert_eq!(&*sequential_path("/lock/x-", 42), "/lock/x-0000000042");
+        assert_eq!(&*sequential_path("/lock/x-", 12_345_678_901), "/lock/x-12345678901");
+        assert_eq!(&*sequential_path("/", u64::MAX), format!("/{:010}", u64::MAX));
         assert_eq!(parent_of("/lock"), "/");
+    }
+
+    #[test]
+    fn a_path_hashes_and_prints_as_the_string() {
+        use lockstep_sim::trace::TraceHasher;
+        use std::hash::{Hash, Hasher};
+        fn hash_of(v: impl Hash) -> u64 {
+            let mut h = TraceHasher::new();
+            v.hash(&mut h);
+            h.finish()
+        }
+        let s = "/lock/_c_00-lock-0000000001".to_string();
+        let p = Path::from(s.as_str());
+        assert_eq!(hash_of(&p), hash_of(&s));
+        assert_eq!(hash_of(vec![p.clone()]), hash_of(vec![s.clone()]));
+        assert_eq!(format!("{p:?}"), format!("{s:?}"));
+        assert_eq!(format!("{p}"), s);
+        assert_eq!(p, s);
     }
 
     #[test]
@@ -395,13 +540,13 @@ mod tests {
         t.apply(&create(7, "/lock/a-lock-"), z(3));
         assert_eq!(
             t.children("/lock").unwrap(),
-            vec!["a-lock-0000000000".to_string(), "sub".to_string()]
+            ["a-lock-0000000000", "sub"].map(Path::from)
         );
         assert_eq!(
             t.children("/").unwrap(),
-            vec!["lock", "lock-x", "lock.y", "lockz"]
+            ["lock", "lock-x", "lock.y", "lockz"].map(Path::from)
         );
-        assert_eq!(t.children("/lock-x").unwrap(), Vec::<String>::new());
+        assert_eq!(t.children("/lock-x").unwrap(), Vec::<Path>::new());
         assert_eq!(t.children("/nothing"), None);
     }
 
