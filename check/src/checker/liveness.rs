@@ -4,8 +4,6 @@
 //! Waiting is tracked per client from its `Request` to its next `Grant`; the waits feed the
 //! acquire latency, the unavailable time and the fairness share.
 
-use std::collections::BTreeMap;
-
 use crate::history::{Event, ExitReason, FaultKind, History, NodeId};
 use crate::verdict::{Failover, Liveness, Percentiles, Recovery};
 
@@ -95,35 +93,33 @@ fn waits(history: &History) -> Waits {
     let mut waits = Waits::default();
     // Each client's pending request time; a second request keeps the first, since the client
     // has been waiting since then.
-    let mut pending: BTreeMap<NodeId, u64> = BTreeMap::new();
+    let mut pending = Pending::default();
     for entry in &history.entries {
         let time_ns = entry.time_ns;
         match &entry.event {
-            Event::Request { client } => {
-                pending.entry(*client).or_insert(time_ns);
-            }
+            Event::Request { client } => pending.request(*client, time_ns),
             Event::Grant { grant, .. } => {
                 // A grant without a pending request counts as requested at the grant: it is
                 // in order only if nobody else was waiting before it.
-                let requested_ns = pending.get(&grant.client).copied().unwrap_or(time_ns);
-                let earliest_ns = pending.values().copied().min().unwrap_or(time_ns);
+                let requested_ns = pending.get(grant.client).unwrap_or(time_ns);
+                let earliest_ns = pending.earliest().unwrap_or(time_ns);
                 if requested_ns <= earliest_ns {
                     waits.in_order += 1;
                 }
-                if let Some(from_ns) = pending.remove(&grant.client) {
+                if let Some(from_ns) = pending.remove(grant.client) {
                     waits.latencies_ns.push(time_ns - from_ns);
                     waits.waiting.push((from_ns, time_ns));
                 }
             }
             Event::AcquireFailed { client } => {
                 waits.failures += 1;
-                if let Some(from_ns) = pending.remove(client) {
+                if let Some(from_ns) = pending.remove(*client) {
                     waits.waiting.push((from_ns, time_ns));
                 }
             }
             // A crashed client is no longer waiting: its request died with it.
             Event::Fault(fault) if fault.kind == FaultKind::Crash => {
-                for node in &fault.nodes {
+                for &node in &fault.nodes {
                     if let Some(from_ns) = pending.remove(node) {
                         waits.waiting.push((from_ns, time_ns));
                     }
@@ -134,10 +130,41 @@ fn waits(history: &History) -> Waits {
     }
     waits.waiting.extend(
         pending
-            .into_values()
-            .map(|from_ns| (from_ns, history.end_ns)),
+            .0
+            .iter()
+            .map(|&(_, from_ns)| (from_ns, history.end_ns)),
     );
     waits
+}
+
+/// The clients waiting, each with the time of its pending request, sorted by client: a few
+/// at a time, so a sorted vector (a binary search, a short shift) rather than a tree; this
+/// walk runs on every run of a sweep.
+#[derive(Debug, Default)]
+struct Pending(Vec<(NodeId, u64)>);
+
+impl Pending {
+    /// `client` asks at `time_ns`, unless it is already waiting.
+    fn request(&mut self, client: NodeId, time_ns: u64) {
+        if let Err(at) = self.0.binary_search_by_key(&client, |&(c, _)| c) {
+            self.0.insert(at, (client, time_ns));
+        }
+    }
+
+    fn get(&self, client: NodeId) -> Option<u64> {
+        let at = self.0.binary_search_by_key(&client, |&(c, _)| c).ok()?;
+        Some(self.0[at].1)
+    }
+
+    /// The earliest pending request.
+    fn earliest(&self) -> Option<u64> {
+        self.0.iter().map(|&(_, from_ns)| from_ns).min()
+    }
+
+    fn remove(&mut self, client: NodeId) -> Option<u64> {
+        let at = self.0.binary_search_by_key(&client, |&(c, _)| c).ok()?;
+        Some(self.0.remove(at).1)
+    }
 }
 
 /// Total true time with no critical section open while at least one client waited.
@@ -156,7 +183,8 @@ fn unavailable_ns(grants: &Grants, waiting: &[(u64, u64)]) -> u64 {
         edges.push((from_ns, 0, 1));
         edges.push((to_ns, 0, -1));
     }
-    edges.sort_unstable();
+    // By time alone: edges at one instant add nothing between them, in any order.
+    edges.sort_unstable_by_key(|&(time_ns, _, _)| time_ns);
     let (mut open, mut waiters, mut last_ns, mut total_ns) = (0i64, 0i64, 0u64, 0u64);
     for (time_ns, open_change, waiting_change) in edges {
         if open <= 0 && waiters > 0 {
