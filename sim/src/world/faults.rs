@@ -139,7 +139,9 @@ impl<P: Process> Core<P> {
         self.hash_event(code::MARK, (node, mark));
         self.trace_line(TraceKind::Mark, node, |_| format!("mark {mark}"));
         let marks = &mut self.nodes[node.index()].marks;
-        let count = match marks.iter_mut().find(|(m, _)| *m == mark) {
+        // The same literal is usually the same pointer: compare that before the bytes.
+        let same = |m: &&'static str| std::ptr::eq(*m, mark) || *m == mark;
+        let count = match marks.iter_mut().find(|(m, _)| same(m)) {
             Some((_, n)) => {
                 *n += 1;
                 *n
@@ -149,6 +151,9 @@ impl<P: Process> Core<P> {
                 1
             }
         };
+        if self.triggers.len() == 0 {
+            return;
+        }
         for t in self.triggers.take(node, mark, count) {
             // A lapsed trigger changes nothing in the run (it is neither hashed nor traced);
             // it is kept only to be reported as unfired.
