@@ -9,15 +9,109 @@
 //! write. The postponed-write case of `everysec` (a background fsync still running,
 //! `aof.c:1108-1127`) is not modelled: a process crash never loses an acknowledged write here.
 
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
+use std::fmt;
 
 use lockstep_sim::Dur;
 
 use super::Key;
 use super::server::Entry;
 
-/// A dataset: every key with its value and absolute deadline.
-pub(crate) type Db = BTreeMap<Key, Entry>;
+/// A dataset: every key with its value and absolute deadline, in key order.
+///
+/// A server holds a handful of keys (the lock's, the fencing counter, a `keys` workload's
+/// locks), so they are kept in a vector sorted by key rather than a `BTreeMap`: a lookup of
+/// a key made from the same `&'static str` (every key is: [`super::LOCK_KEY`],
+/// [`super::FENCE_KEY`], [`super::lock_key`]) is a pointer comparison, and emptying and
+/// refilling the dataset, as every acquisition and release does, allocates nothing. It
+/// compares, hashes and prints exactly as the `BTreeMap<Key, Entry>` of the same entries
+/// (the length, then each key and entry in key order), so messages carrying a dataset hash
+/// into a trace as they always did.
+#[derive(Default, PartialEq, Eq, Hash)]
+pub struct Db {
+    /// The entries, sorted by key, each key once.
+    entries: Vec<(Key, Entry)>,
+}
+
+/// `a.cmp(b)`, at once when both are the same string in memory.
+#[inline]
+fn key_cmp(a: Key, b: Key) -> Ordering {
+    if std::ptr::eq(a, b) {
+        Ordering::Equal
+    } else {
+        a.cmp(b)
+    }
+}
+
+impl Db {
+    /// An empty dataset.
+    pub(crate) fn new() -> Db {
+        Db::default()
+    }
+
+    #[inline]
+    fn find(&self, key: Key) -> Result<usize, usize> {
+        self.entries.binary_search_by(|&(k, _)| key_cmp(k, key))
+    }
+
+    /// The entry under `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: Key) -> Option<&Entry> {
+        self.find(key).ok().map(|i| &self.entries[i].1)
+    }
+
+    /// The entry under `key`, to change.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut Entry> {
+        self.find(key).ok().map(|i| &mut self.entries[i].1)
+    }
+
+    /// Sets `key` to `entry`, replacing what was there.
+    pub(crate) fn insert(&mut self, key: Key, entry: Entry) {
+        match self.find(key) {
+            Ok(i) => self.entries[i].1 = entry,
+            Err(i) => self.entries.insert(i, (key, entry)),
+        }
+    }
+
+    /// Deletes `key`.
+    pub(crate) fn remove(&mut self, key: Key) {
+        if let Ok(i) = self.find(key) {
+            self.entries.remove(i);
+        }
+    }
+
+    /// Deletes every key.
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Keeps only the entries `keep` says yes to.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(Key, &Entry) -> bool) {
+        self.entries.retain(|(k, e)| keep(k, e));
+    }
+}
+
+impl Clone for Db {
+    fn clone(&self) -> Db {
+        Db {
+            entries: self.entries.clone(),
+        }
+    }
+
+    /// Keeps `self`'s allocation (the AOF images follow the dataset after every write).
+    fn clone_from(&mut self, source: &Db) {
+        self.entries.clone_from(&source.entries);
+    }
+}
+
+impl fmt::Debug for Db {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.entries.iter().map(|(k, e)| (k, e)))
+            .finish()
+    }
+}
 
 /// One RDB save point: snapshot when at least `changes` writes happened and more than
 /// `seconds` passed since the last save (`save <seconds> <changes>`).
@@ -95,7 +189,7 @@ impl Disk {
     /// What survives a crash of the given kind.
     pub(crate) fn crash(&mut self, loses: CrashLoses) {
         if loses == CrashLoses::Power {
-            self.aof_written = self.aof_synced.clone();
+            self.aof_written.clone_from(&self.aof_synced);
         }
     }
 
@@ -103,17 +197,17 @@ impl Disk {
     pub(crate) fn append(&mut self, persistence: &Persistence, db: &Db) {
         match persistence {
             Persistence::None | Persistence::Rdb { .. } => {}
-            Persistence::AofEverysec => self.aof_written = db.clone(),
+            Persistence::AofEverysec => self.aof_written.clone_from(db),
             Persistence::AofAlways => {
-                self.aof_written = db.clone();
-                self.aof_synced = db.clone();
+                self.aof_written.clone_from(db);
+                self.aof_synced.clone_from(db);
             }
         }
     }
 
     /// An fsync of the AOF: everything written is on the disk.
     pub(crate) fn fsync(&mut self) {
-        self.aof_synced = self.aof_written.clone();
+        self.aof_synced.clone_from(&self.aof_written);
     }
 
     /// Nothing written waits for an fsync.

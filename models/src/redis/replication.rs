@@ -363,6 +363,9 @@ impl RedisServer {
     /// A primary's write gets the next offset and goes into every replica's stream.
     pub(super) fn feed_replicas(&mut self, ctx: &mut impl Host<Msg, Timer>, op: ReplOp) {
         self.repl.offset += 1;
+        if self.repl.links.is_empty() {
+            return; // No replica (Redlock's instances, a single server): nothing to collect.
+        }
         let offset = self.repl.offset;
         let links: Vec<(NodeId, u64)> = self.repl.links.iter().map(|(&n, l)| (n, l.sync)).collect();
         for (replica, sync) in links {

@@ -13,8 +13,6 @@
 //! With every option off (no persistence, no replicas, no restart delay) the server sets no
 //! timer and draws nothing from its stream, so single-instance runs are as they always were.
 
-use std::collections::BTreeMap;
-
 use lockstep_check::{Event, NodeId as HistNode};
 use lockstep_sim::{ClockKind, Distribution, Dur, LocalTime, NodeId, TimerId};
 
@@ -132,7 +130,7 @@ impl RedisServer {
         let replica_of = config.replica_of;
         RedisServer {
             config,
-            db: BTreeMap::new(),
+            db: Db::new(),
             disk: Disk::default(),
             replica_of,
             dirty: 0,
@@ -545,10 +543,12 @@ impl RedisServer {
     /// After a command: the AOF gets the writes, then every replica's stream.
     fn propagate_writes(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         self.persist(ctx);
-        let ops = std::mem::take(&mut self.propagate);
-        for op in ops {
+        // Indexed, so that the buffer keeps its allocation for the next command.
+        for i in 0..self.propagate.len() {
+            let op = self.propagate[i];
             self.feed_replicas(ctx, op);
         }
+        self.propagate.clear();
     }
 
     /// The dataset changed (a command, or on a replica its stream or a full resync): the

@@ -183,6 +183,18 @@ struct Round {
     deadline: u64,
 }
 
+impl Round {
+    /// Moves the round out, leaving a husk with no requests (and no allocation) in its place.
+    fn take(&mut self) -> Round {
+        let husk = Round {
+            pending: Vec::new(),
+            timer: None,
+            ..*self
+        };
+        std::mem::replace(self, husk)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
     Idle,
@@ -209,6 +221,20 @@ enum State {
     Releasing {
         round: Round,
     },
+}
+
+/// The round `state` is in, if any.
+fn round_of(state: &mut State) -> Option<&mut Round> {
+    match state {
+        State::Acquiring { round, .. }
+        | State::Unlocking { round, .. }
+        | State::Releasing { round }
+        | State::Held {
+            extending: Some(round),
+            ..
+        } => Some(round),
+        _ => None,
+    }
 }
 
 /// The Redlock client's state machine, embedded in a workload client.
@@ -267,34 +293,33 @@ impl RedlockClient {
     }
 
     fn round_mut(&mut self) -> Option<&mut Round> {
-        match &mut self.state {
-            State::Acquiring { round, .. }
-            | State::Unlocking { round, .. }
-            | State::Releasing { round }
-            | State::Held {
-                extending: Some(round),
-                ..
-            } => Some(round),
-            _ => None,
-        }
+        round_of(&mut self.state)
     }
 
     fn start_try(&mut self, ctx: &mut impl Host<Msg, LockTimer>, try_: u32) {
         if self.config.count_requests {
             ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         }
-        let round = self.start_round(ctx, Purpose::Acquire);
+        let round = self.start_round(ctx, Purpose::Acquire, Vec::new());
         self.state = State::Acquiring { try_, round };
         ctx.mark("acquire-sent");
     }
 
-    /// Sends a round's first request (antirez) or all of them (redsync).
-    fn start_round(&mut self, ctx: &mut impl Host<Msg, LockTimer>, purpose: Purpose) -> Round {
+    /// Sends a round's first request (antirez) or all of them (redsync). `pending` is the
+    /// vector of an earlier round, whose allocation the new one keeps (or an empty one).
+    fn start_round(
+        &mut self,
+        ctx: &mut impl Host<Msg, LockTimer>,
+        purpose: Purpose,
+        mut pending: Vec<Option<u64>>,
+    ) -> Round {
         let n = self.config.servers.len();
+        pending.clear();
+        pending.resize(n, None);
         let mut round = Round {
             purpose,
             start: ctx.clock(self.config.clock),
-            pending: vec![None; n],
+            pending,
             next: 0,
             ok: 0,
             timer: None,
@@ -360,10 +385,13 @@ impl RedlockClient {
     fn step(&mut self, ctx: &mut impl Host<Msg, LockTimer>) -> Option<LockSignal> {
         let flavour = self.config.flavour;
         let n = self.config.servers.len();
-        let mut round = self.round_mut()?.clone();
+        let round = self.round_mut()?;
         if round.pending.iter().any(Option::is_some) {
             return None; // Still waiting (parallel).
         }
+        // The round leaves the state while the client sends (an empty husk stays, without
+        // allocation), and goes back, or is judged.
+        let mut round = round.take();
         if flavour == Flavour::Antirez && round.next < n {
             self.send_next(ctx, &mut round);
             *self.round_mut().expect("in a round") = round;
@@ -392,7 +420,7 @@ impl RedlockClient {
                         })
                     }
                     None => {
-                        let round = self.start_round(ctx, Purpose::Unlock);
+                        let round = self.start_round(ctx, Purpose::Unlock, round.pending);
                         self.state = State::Unlocking { try_, round };
                         None
                     }
@@ -499,7 +527,7 @@ impl LockClient for RedlockClient {
             self.state = State::Idle;
             return Some(LockSignal::Released);
         }
-        let round = self.start_round(ctx, Purpose::Release);
+        let round = self.start_round(ctx, Purpose::Release, Vec::new());
         self.state = State::Releasing { round };
         None
     }
@@ -521,8 +549,8 @@ impl LockClient for RedlockClient {
         ctx: &mut impl Host<Msg, LockTimer>,
         peer: NodeId,
     ) -> Option<LockSignal> {
-        let servers = self.config.servers.clone();
-        let round = self.round_mut()?;
+        let servers = &self.config.servers;
+        let round = round_of(&mut self.state)?;
         let i = servers
             .iter()
             .zip(&round.pending)
@@ -552,7 +580,7 @@ impl LockClient for RedlockClient {
                 },
                 LockTimer::Renew { value },
             ) if value == self.value => {
-                let round = self.start_round(ctx, Purpose::Extend);
+                let round = self.start_round(ctx, Purpose::Extend, Vec::new());
                 if let State::Held { extending, .. } = &mut self.state {
                     *extending = Some(round);
                 }
