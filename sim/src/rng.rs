@@ -33,15 +33,20 @@ impl Rng {
 
     /// A uniform integer in `0..n` (unbiased, by Lemire's multiply-and-reject). `n` must be
     /// positive.
+    ///
+    /// A draw is rejected when its low half falls below `2^64 mod n`, which is below `n`: so
+    /// the division that finds that threshold is needed only for a low half below `n`, one
+    /// draw in `2^64 / n`. Same draws, same results as taking the threshold first.
     pub fn below(&mut self, n: u64) -> u64 {
         assert!(n > 0, "Rng::below(0)");
-        let threshold = n.wrapping_neg() % n;
-        loop {
-            let m = u128::from(self.next_u64()) * u128::from(n);
-            if (m as u64) >= threshold {
-                return (m >> 64) as u64;
+        let mut m = u128::from(self.next_u64()) * u128::from(n);
+        if (m as u64) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u64) < threshold {
+                m = u128::from(self.next_u64()) * u128::from(n);
             }
         }
+        (m >> 64) as u64
     }
 
     /// A uniform integer in `lo..=hi`.
@@ -191,6 +196,40 @@ mod tests {
             seen[v as usize] = true;
         }
         assert!(seen.iter().all(|&s| s));
+    }
+
+    /// `below` finds its threshold only when a draw might fall under it: the same numbers,
+    /// and the same draws taken, as the threshold-first form it replaced.
+    #[test]
+    fn below_draws_as_the_threshold_first_form() {
+        fn threshold_first(rng: &mut Rng, n: u64) -> u64 {
+            let threshold = n.wrapping_neg() % n;
+            loop {
+                let m = u128::from(rng.next_u64()) * u128::from(n);
+                if (m as u64) >= threshold {
+                    return (m >> 64) as u64;
+                }
+            }
+        }
+        // Rejection is common just above 2^63 (almost half the draws) and near u64::MAX.
+        let ns = [
+            1,
+            2,
+            3,
+            5,
+            1_000_000,
+            (1 << 63) + 1,
+            (1 << 63) + 12345,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut a = Rng::fork(21, "below");
+        let mut b = a.clone();
+        for i in 0..200_000 {
+            let n = ns[i % ns.len()];
+            assert_eq!(a.below(n), threshold_first(&mut b, n), "draw {i}, n = {n}");
+        }
+        assert_eq!(a.next_u64(), b.next_u64(), "the streams stay in step");
     }
 
     #[test]
