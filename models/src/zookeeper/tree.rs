@@ -38,12 +38,6 @@ impl Borrow<str> for Path {
     }
 }
 
-impl AsRef<str> for Path {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
 impl From<&str> for Path {
     fn from(s: &str) -> Path {
         Path(s.into())
@@ -71,12 +65,6 @@ impl fmt::Display for Path {
 impl PartialEq<str> for Path {
     fn eq(&self, other: &str) -> bool {
         *self.0 == *other
-    }
-}
-
-impl PartialEq<&str> for Path {
-    fn eq(&self, other: &&str) -> bool {
-        *self.0 == **other
     }
 }
 
