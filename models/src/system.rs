@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 
-use lockstep_check::{Event, Fault as HistFault, FaultKind, History, NodeId as HistNode};
+use lockstep_check::{Event, Fault as HistFault, FaultKind, History, NodeId as HistNode, OpId};
 use lockstep_sim::{
     AppliedFault, Clocks, Dur, Fault, NodeId, Outcome, Record, TraceEntry, Unfired, World,
     WorldConfig,
@@ -380,15 +380,15 @@ pub fn history<F: Family>(world: &World<Node<F>>, outcome: Outcome) -> History {
         complete: outcome == Outcome::Completed,
     };
     let mut faults = world.fault_log().iter().peekable();
-    let mut applied = BTreeSet::new();
-    let mut issued = BTreeSet::new();
+    let mut applied = OpSet::default();
+    let mut issued = Tickets::default();
     for (i, record) in world.history().iter().enumerate() {
         while let Some(f) = faults.next_if(|f| f.records_before <= i) {
             h.push(f.time.as_nanos(), fault_event(f));
         }
         match (&record.event, world.process(record.node)) {
             (Event::Storage(op), Node::Service(_)) if !applied.insert(op.op) => continue,
-            (Event::Issued { client, ticket }, _) if !issued.insert((*client, *ticket)) => {
+            (Event::Issued { client, ticket }, _) if !issued.insert(*client, *ticket) => {
                 continue;
             }
             _ => {}
@@ -399,6 +399,56 @@ pub fn history<F: Family>(world: &World<Node<F>>, outcome: Outcome) -> History {
         h.push(f.time.as_nanos(), fault_event(f));
     }
     h
+}
+
+/// The storage operations seen so far: a bit per (client, sequence number). Sequence numbers
+/// count from 1 per client, so the bits are dense; a tree of every operation of a run cost
+/// more than the rest of the history's walk.
+#[derive(Default)]
+struct OpSet {
+    bits: Vec<Vec<u64>>,
+}
+
+impl OpSet {
+    /// Adds `op`; false if it was there already.
+    fn insert(&mut self, op: OpId) -> bool {
+        let client = op.client.0 as usize;
+        if self.bits.len() <= client {
+            self.bits.resize_with(client + 1, Vec::new);
+        }
+        let words = &mut self.bits[client];
+        let (word, bit) = (op.seq as usize / 64, op.seq % 64);
+        if words.len() <= word {
+            words.resize(word + 1, 0);
+        }
+        let was = words[word] & (1 << bit) != 0;
+        words[word] |= 1 << bit;
+        !was
+    }
+}
+
+/// The tickets issued so far, by client. Every replica (every Redlock instance) records the
+/// same `Issued` in turn, so most repeats are of the client's latest ticket: those are told
+/// by one comparison, before the set is asked.
+#[derive(Default)]
+struct Tickets {
+    latest: Vec<Option<u64>>,
+    all: BTreeSet<(HistNode, u64)>,
+}
+
+impl Tickets {
+    /// Adds `client`'s `ticket`; false if it was there already.
+    fn insert(&mut self, client: HistNode, ticket: u64) -> bool {
+        let i = client.0 as usize;
+        if self.latest.len() <= i {
+            self.latest.resize(i + 1, None);
+        }
+        if self.latest[i] == Some(ticket) {
+            return false;
+        }
+        self.latest[i] = Some(ticket);
+        self.all.insert((client, ticket))
+    }
 }
 
 fn fault_event(f: &AppliedFault) -> Event {
@@ -423,4 +473,36 @@ fn fault_event(f: &AppliedFault) -> Event {
         nodes,
         detail: f.detail.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_set_agrees_with_a_tree() {
+        let mut rng = lockstep_sim::Rng::fork(7, "op-set");
+        let (mut dense, mut tree) = (OpSet::default(), BTreeSet::new());
+        for _ in 0..20_000 {
+            let op = OpId {
+                client: HistNode(rng.below(9) as u32 * 3),
+                seq: 1 + rng.below(700) as u32,
+            };
+            assert_eq!(dense.insert(op), tree.insert(op), "{op:?}");
+        }
+    }
+
+    #[test]
+    fn tickets_agree_with_a_tree() {
+        let mut rng = lockstep_sim::Rng::fork(8, "tickets");
+        let (mut tickets, mut tree) = (Tickets::default(), BTreeSet::new());
+        for _ in 0..20_000 {
+            let (client, ticket) = (HistNode(rng.below(5) as u32 * 2), rng.below(400));
+            assert_eq!(
+                tickets.insert(client, ticket),
+                tree.insert((client, ticket)),
+                "{client:?} {ticket}"
+            );
+        }
+    }
 }
