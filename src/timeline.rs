@@ -176,26 +176,58 @@ fn clock_points(
             mono_offset_ns: c.mono(at).as_nanos() - mono_zero - true_ns,
         }
     };
+    let mut points = Vec::new();
+    let mut segments: Segments = Vec::new();
+    let last = replay(node, initial, log, end_ns, |t, clocks, side| {
+        points.push(point(clocks, t));
+        if side == Side::After {
+            segments.push((t, clocks.clone()));
+        }
+    });
+    points.push(point(&last, end_ns));
+    points.dedup();
+    (points, segments)
+}
+
+/// Which side of a change [`replay`] shows the clocks of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    /// The clocks just before the change, at its instant: the end of a segment.
+    Before,
+    /// The clocks from the change on: the start of a segment.
+    After,
+}
+
+/// Replays `node`'s clock faults from its `initial` clocks up to `end_ns`, as the world
+/// applied them, and returns its clocks at the end. `see(t, clocks, side)` is shown the
+/// clocks on each side of every change at true time `t`, in order, beginning with the
+/// initial clocks as the segment that starts at zero.
+fn replay(
+    node: NodeId,
+    initial: &Clocks,
+    log: &[AppliedFault],
+    end_ns: u64,
+    mut see: impl FnMut(u64, &Clocks, Side),
+) -> Clocks {
     let mut clocks = initial.clone();
-    let mut points = vec![point(&clocks, 0)];
-    let mut segments: Segments = vec![(0, initial.clone())];
+    see(0, &clocks, Side::After);
     // Changes the world schedules itself: (true time, order scheduled, change).
     let mut pending: Vec<(u64, usize, Change)> = Vec::new();
     let mut seq = 0;
-    let apply = |clocks: &mut Clocks,
-                 points: &mut Vec<ClockPoint>,
-                 segments: &mut Segments,
-                 t: u64,
-                 c: Change| {
-        points.push(point(clocks, t));
-        match c {
+    // Shows the clocks on both sides of `change`, made at `t`.
+    let mut change = |clocks: &mut Clocks, t: u64, change: &mut dyn FnMut(&mut Clocks)| {
+        see(t, clocks, Side::Before);
+        change(clocks);
+        see(t, clocks, Side::After);
+    };
+    let scheduled = |c: Change, t: u64| {
+        let at = Time::from_nanos(t);
+        move |clocks: &mut Clocks| match c {
             Change::EndSlew => {
-                clocks.end_slew(Time::from_nanos(t));
+                clocks.end_slew(at);
             }
-            Change::Step(delta) => clocks.step(Time::from_nanos(t), delta),
+            Change::Step(delta) => clocks.step(at, delta),
         }
-        points.push(point(clocks, t));
-        segments.push((t, clocks.clone()));
     };
     let mine = log
         .iter()
@@ -203,33 +235,24 @@ fn clock_points(
     for f in mine {
         let t = f.time.as_nanos();
         drain(&mut pending, t, |tt, c| {
-            apply(&mut clocks, &mut points, &mut segments, tt, c)
+            change(&mut clocks, tt, &mut scheduled(c, tt));
         });
         match f.fault {
             Fault::ClockStep { delta_ns, .. } => {
-                apply(
-                    &mut clocks,
-                    &mut points,
-                    &mut segments,
-                    t,
-                    Change::Step(delta_ns),
-                );
+                change(&mut clocks, t, &mut scheduled(Change::Step(delta_ns), t));
             }
             Fault::ClockSlew {
                 delta_ns, rate_ppm, ..
             } => {
-                points.push(point(&clocks, t));
-                let slew_end = clocks.start_slew(f.time, delta_ns, rate_ppm);
-                points.push(point(&clocks, t));
-                segments.push((t, clocks.clone()));
+                let mut slew_end = f.time;
+                change(&mut clocks, t, &mut |c| {
+                    slew_end = c.start_slew(f.time, delta_ns, rate_ppm);
+                });
                 pending.push((slew_end.as_nanos(), seq, Change::EndSlew));
                 seq += 1;
             }
             Fault::ClockDrift { drift_ppm, .. } => {
-                points.push(point(&clocks, t));
-                clocks.set_drift(f.time, drift_ppm);
-                points.push(point(&clocks, t));
-                segments.push((t, clocks.clone()));
+                change(&mut clocks, t, &mut |c| c.set_drift(f.time, drift_ppm));
             }
             Fault::ClockStrobe {
                 delta_ns,
@@ -257,11 +280,9 @@ fn clock_points(
         }
     }
     drain(&mut pending, end_ns, |tt, c| {
-        apply(&mut clocks, &mut points, &mut segments, tt, c)
+        change(&mut clocks, tt, &mut scheduled(c, tt));
     });
-    points.push(point(&clocks, end_ns));
-    points.dedup();
-    (points, segments)
+    clocks
 }
 
 /// How far `node`'s wall clock falls behind where it stood: its highest offset from true time
@@ -276,22 +297,28 @@ pub(crate) fn wall_fall(
     until_ns: u64,
     end_ns: u64,
 ) -> u64 {
-    let (_, segments) = clock_points(node, initial, 0, log, end_ns);
     let offset =
         |c: &Clocks, t: u64| i128::from(c.wall(Time::from_nanos(t)).as_nanos()) - i128::from(t);
     let (mut high, mut low) = (i128::MIN, i128::MAX);
-    // Offsets are linear within a segment: its ends bound it.
-    for (i, (start, clocks)) in segments.iter().enumerate() {
-        let next = segments.get(i + 1).map_or(end_ns, |s| s.0).max(*start);
-        if *start <= until_ns {
+    // Offsets are linear within a segment: its ends bound it. A segment runs from a change
+    // (or zero) to the next change (or the end), on the clocks just before that next change.
+    let mut bound = |clocks: &Clocks, start: u64, next: u64| {
+        let next = next.max(start);
+        if start <= until_ns {
             let to = next.min(until_ns);
-            high = high.max(offset(clocks, *start)).max(offset(clocks, to));
+            high = high.max(offset(clocks, start)).max(offset(clocks, to));
         }
         if next >= until_ns {
-            let from = (*start).max(until_ns);
+            let from = start.max(until_ns);
             low = low.min(offset(clocks, from)).min(offset(clocks, next));
         }
-    }
+    };
+    let mut start = 0;
+    let last = replay(node, initial, log, end_ns, |t, clocks, side| match side {
+        Side::Before => bound(clocks, start, t),
+        Side::After => start = t,
+    });
+    bound(&last, start, end_ns);
     u64::try_from(high.saturating_sub(low)).unwrap_or(0)
 }
 
