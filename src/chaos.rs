@@ -40,6 +40,8 @@ pub struct Chaos {
     pub max_occurrence: u32,
     /// Relative weights of the fault kinds; zero turns a kind off.
     pub weights: Weights,
+    /// Relative weights of the kinds of clock fault.
+    pub clock_kinds: ClockKinds,
     /// Length of a process pause (GC-shaped: mostly short, a long tail).
     pub pause: Distribution,
     /// Length of a partition.
@@ -93,6 +95,41 @@ impl Weights {
             + u64::from(self.crash)
             + u64::from(self.clock)
             + u64::from(self.network)
+    }
+}
+
+/// Relative weights of the kinds of clock fault (the profile's: 2, 1, 1, 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockKinds {
+    /// Wall-clock steps (Jepsen's bumps).
+    pub step: u32,
+    /// Wall-clock slews at the profile's rate (ntpd).
+    pub slew: u32,
+    /// Strobes: steps away and back at a period.
+    pub strobe: u32,
+    /// Changes of a clock's drift.
+    pub drift: u32,
+}
+
+impl ClockKinds {
+    /// The sum of the weights.
+    pub fn total(&self) -> u64 {
+        u64::from(self.step) + u64::from(self.slew) + u64::from(self.strobe) + u64::from(self.drift)
+    }
+
+    /// Which kind a draw below [`ClockKinds::total`] falls on: 0 step, 1 slew, 2 strobe, 3
+    /// drift. With the profile's weights this is the draw below 5 it has always been.
+    fn of(&self, mut x: u64) -> u8 {
+        for (i, w) in [self.step, self.slew, self.strobe, self.drift]
+            .into_iter()
+            .enumerate()
+        {
+            if x < u64::from(w) {
+                return i as u8;
+            }
+            x -= u64::from(w);
+        }
+        3
     }
 }
 
@@ -270,12 +307,12 @@ impl Chaos {
             }
             Kind::Clock => {
                 let node = process(rng);
-                match rng.below(5) {
-                    0 | 1 => Fault::ClockStep {
+                match self.clock_kinds.of(rng.below(self.clock_kinds.total())) {
+                    0 => Fault::ClockStep {
                         node,
                         delta_ns: self.bump(rng),
                     },
-                    2 => {
+                    1 => {
                         let delta_ns = self.bump(rng);
                         Fault::ClockSlew {
                             node,
@@ -283,7 +320,7 @@ impl Chaos {
                             rate_ppm: self.slew_rate_ppm,
                         }
                     }
-                    3 => {
+                    2 => {
                         // Jepsen's strobe: delta 2^(2..18) ms, period 2^(0..10) ms, for up
                         // to 32 s.
                         let delta = Dur::from_millis(1 << rng.between(2, 18)).min(self.max_step);

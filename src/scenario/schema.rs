@@ -103,6 +103,7 @@ pub(crate) struct ChaosSection {
     pub(crate) on_mark: Option<f64>,
     pub(crate) max_occurrence: Option<u32>,
     pub(crate) weights: Option<WeightsSection>,
+    pub(crate) clock_kinds: Option<ClockKindsSection>,
     pub(crate) pause_ms: Option<DistSpec>,
     pub(crate) partition_ms: Option<DistSpec>,
     pub(crate) hold: Option<f64>,
@@ -126,6 +127,17 @@ pub(crate) struct WeightsSection {
     pub(crate) crash: Option<u32>,
     pub(crate) clock: Option<u32>,
     pub(crate) network: Option<u32>,
+}
+
+/// `[chaos.clock_kinds]`: relative weights of the kinds of clock fault; a kind not given
+/// keeps the profile's weight.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClockKindsSection {
+    pub(crate) step: Option<u32>,
+    pub(crate) slew: Option<u32>,
+    pub(crate) strobe: Option<u32>,
+    pub(crate) drift: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -7,7 +7,7 @@ use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
 use lockstep_sim::{Dur, Time};
 
 use super::Resolver;
-use crate::chaos::{Chaos, Targets, Weights};
+use crate::chaos::{Chaos, ClockKinds, Targets, Weights};
 use crate::scenario::schema::ChaosSection;
 
 /// The settings of the named chaos profiles; `[chaos]` keys override them.
@@ -17,6 +17,7 @@ struct ProfileDefaults {
     on_mark: f64,
     max_occurrence: u32,
     weights: [u32; 5],
+    clock_kinds: [u32; 4],
     pause_ms: DistSpec,
     partition_ms: DistSpec,
     hold: f64,
@@ -43,6 +44,7 @@ fn profile_defaults(name: &str) -> Option<ProfileDefaults> {
             on_mark: 0.5,
             max_occurrence: 10,
             weights: [3, 3, 1, 2, 1],
+            clock_kinds: [2, 1, 1, 1],
             pause_ms: DistSpec::Pareto {
                 min: 20.0,
                 alpha: 0.5,
@@ -173,6 +175,29 @@ pub(super) fn chaos(
         clock: weight("clock", w.and_then(|w| w.clock), d.weights[3]),
         network: weight("network", w.and_then(|w| w.network), d.weights[4]),
     };
+    let k = c.clock_kinds.as_ref();
+    let mut kind = |key: &str, v: Option<u32>, default: u32| {
+        r.count(
+            &format!("chaos.clock_kinds.{key}"),
+            v.unwrap_or(default),
+            0,
+            MAX_WEIGHT,
+        )
+    };
+    let clock_kinds = ClockKinds {
+        step: kind("step", k.and_then(|k| k.step), d.clock_kinds[0]),
+        slew: kind("slew", k.and_then(|k| k.slew), d.clock_kinds[1]),
+        strobe: kind("strobe", k.and_then(|k| k.strobe), d.clock_kinds[2]),
+        drift: kind("drift", k.and_then(|k| k.drift), d.clock_kinds[3]),
+    };
+    if weights.clock > 0 && clock_kinds.total() == 0 {
+        r.problems.push(
+            "chaos.clock_kinds",
+            "every kind of clock fault has weight 0 while chaos.weights.clock is not 0: give one \
+             a weight, or set chaos.weights.clock = 0"
+                .to_string(),
+        );
+    }
     let pause = r.dist("chaos.pause_ms", c.pause_ms.unwrap_or(d.pause_ms));
     let partition = r.dist(
         "chaos.partition_ms",
@@ -211,6 +236,7 @@ pub(super) fn chaos(
         on_mark_ppm,
         max_occurrence,
         weights,
+        clock_kinds,
         pause,
         partition,
         hold_ppm,
