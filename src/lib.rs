@@ -22,6 +22,7 @@ pub mod judge;
 pub mod junit;
 pub mod pool;
 pub mod report;
+pub mod review;
 pub mod run;
 pub mod scenario;
 pub mod shrink;

@@ -70,6 +70,10 @@ enum Command {
     /// and a table on stdout.
     #[command(after_help = REPORT_EXIT_CODES)]
     Report(ReportArgs),
+    /// Review candidate lock designs for one job: each design swept under each fault class
+    /// alone, a matrix of violation rates, safety against cost, and a recommendation derived
+    /// from the figures; a page (.html), Markdown or JSON with --out, and text on stdout.
+    Review(ReviewArgs),
     /// Print a completion script for a shell (`lockstep completions bash >
     /// ~/.local/share/bash-completion/completions/lockstep`).
     Completions {
@@ -304,6 +308,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => cmd_merge(&args),
         Command::Map(args) => cmd_map(&args),
         Command::Report(args) => cmd_report(&args),
+        Command::Review(args) => cmd_review(&args),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
@@ -1340,6 +1345,113 @@ fn cmd_map(args: &MapArgs) -> ExitCode {
         Format::Json => writeln!(stdout, "{}", map.json()),
     };
     // A closed pipe (`| head`) is not an error of the map.
+    drop(written);
+    ExitCode::SUCCESS
+}
+
+#[derive(Debug, clap::Args)]
+struct ReviewArgs {
+    /// The review file (TOML; see docs/review.md).
+    file: PathBuf,
+    /// The review to write: .html (one self-contained page), .md (Markdown for a pull-request
+    /// comment) or .json (replaced whole, never left half-written).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Run each cell with N seeds instead of the file's `seeds`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=lockstep::sweepmap::MAX_MAP_SEEDS))]
+    seeds: Option<u64>,
+    /// Worker threads; defaults to the available cores. The review does not depend on it.
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Output format of stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Print the scenario of one cell (a design by number or name, and a fault class, as in
+    /// `2/pauses`) and run nothing: `... --scenario 2/pauses | lockstep run - --seed S`
+    /// replays a seed of it.
+    #[arg(long, value_name = "DESIGN/CLASS")]
+    scenario: Option<String>,
+}
+
+fn cmd_review(args: &ReviewArgs) -> ExitCode {
+    use lockstep::report::ReportFormat;
+    use lockstep::review;
+    // Everything that can be wrong with the command is found before the first run.
+    let mut bad = false;
+    let format = args.out.as_deref().map(ReportFormat::of).transpose();
+    if let Err(e) = &format {
+        eprintln!("{e}");
+        bad = true;
+    }
+    let plan = review::load(&args.file, args.seeds);
+    let mut read: Vec<&Path> = vec![&args.file];
+    if let Ok(plan) = &plan {
+        read.extend(plan.designs.iter().map(|d| d.file.as_path()));
+    }
+    let output = args
+        .out
+        .as_deref()
+        .map(|f| Output::check(f, "review", &read))
+        .transpose();
+    if let Err(e) = &output {
+        eprintln!("{e}");
+        bad = true;
+    }
+    let plan = match plan {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(cell) = &args.scenario {
+        let Some((design, class)) = cell.rsplit_once('/') else {
+            eprintln!("--scenario {cell}: give a design and a fault class, as in 2/pauses");
+            return ExitCode::from(2);
+        };
+        return match review::cell_text(&plan, design, class) {
+            Ok(text) => {
+                // A closed pipe is not an error of the review.
+                drop(write!(std::io::stdout().lock(), "{text}"));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("--scenario {cell}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let (false, Ok(format), Ok(output)) = (bad, format, output) else {
+        return ExitCode::from(2);
+    };
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let jobs = args.jobs.map_or(cores, |j| j as usize);
+    let cells = plan.designs.len() * plan.classes.len();
+    // Drawn on stderr, and hidden when stderr is not a terminal (CI logs, pipes).
+    let bar = indicatif::ProgressBar::new(cells as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} cells  eta {eta}")
+            .expect("a valid progress template"),
+    );
+    let result = review::run(&plan, jobs, |done, _| bar.set_position(done as u64));
+    bar.finish_and_clear();
+    if let (Some(output), Some(format)) = (&output, format) {
+        let text = match format {
+            ReportFormat::Html => result.html(&review::timelines(&plan, &result)),
+            ReportFormat::Markdown => result.markdown(),
+            ReportFormat::Json => result.json(),
+        };
+        if let Err(e) = output.write(&text) {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Table => write!(stdout, "{}", result.table()),
+        Format::Json => writeln!(stdout, "{}", result.json()),
+    };
+    // A closed pipe (`| head`) is not an error of the review.
     drop(written);
     ExitCode::SUCCESS
 }

@@ -196,6 +196,9 @@ pub struct SeedOutcome {
     /// The clients' time spent waiting for the lock, summed over them (a sweep map's
     /// `waiting`).
     pub waiting_ns: u64,
+    /// True time with no critical section open while a client waited (a review's
+    /// availability).
+    pub unavailable_ns: u64,
     /// Critical sections that wrote and released (a sweep map's `throughput`).
     pub cs_completed: u64,
     /// The run's true time, in nanoseconds.
@@ -688,6 +691,7 @@ impl Work<'_> {
             recovery_ns: v.liveness.recovery.and_then(|r| r.after_ns()),
             acquire_latencies_ns,
             waiting_ns,
+            unavailable_ns: v.liveness.unavailable_ns,
             cs_completed: v.liveness.cs_completed,
             end_ns: r.history.end_ns,
             leadership: v

@@ -91,7 +91,7 @@ impl fmt::Display for Value {
 }
 
 impl Value {
-    fn toml(&self) -> TomlValue {
+    pub(crate) fn toml(&self) -> TomlValue {
         match self {
             Value::Integer(v) => TomlValue::from(*v),
             Value::Float(v) => TomlValue::from(*v),

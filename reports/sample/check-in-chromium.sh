@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
-# Opens the sample report (reports/sample/catalogue.html) in headless Chromium, fails on any
-# console message the page logs (it has no script, so there should be none), takes a
-# screenshot and fails unless it is far from blank. `.ci/run` runs this after the tests; the
-# test `the_sample_reports_are_current_with_their_scenarios` keeps the page current.
+# Opens the sample pages (reports/sample/catalogue.html, the report, and review.html, the design
+# review) in headless Chromium, fails on any console message a page logs (they have no script,
+# so there should be none), takes a screenshot of each and fails unless it is far from blank.
+# `.ci/run` runs this after the tests; the tests `the_sample_reports_are_current_with_their_
+# scenarios` and `the_sample_review_is_current` keep the pages current.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-page="$PWD/reports/sample/catalogue.html"
 out="${1:-target/chromium}"
 mkdir -p "$out"
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
+for name in catalogue review; do
+page="$PWD/reports/sample/$name.html"
 # The flags keep Chromium off the network (this machine's is closed) and out of the sandbox
 # (CI runs as root).
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
     --user-data-dir="$profile" --enable-logging=stderr --v=0 \
-    --window-size=1400,2400 --screenshot="$out/catalogue.png" "file://$page" \
-    2> "$out/chromium.log" || { cat "$out/chromium.log"; exit 1; }
-if grep -E "CONSOLE|Uncaught|Failed to load resource|net::ERR" "$out/chromium.log"; then
-    echo "the sample report logged the lines above in Chromium" >&2
+    --window-size=1400,2400 --screenshot="$out/$name.png" "file://$page" \
+    2> "$out/chromium-$name.log" || { cat "$out/chromium-$name.log"; exit 1; }
+if grep -E "CONSOLE|Uncaught|Failed to load resource|net::ERR" "$out/chromium-$name.log"; then
+    echo "the sample page $name.html logged the lines above in Chromium" >&2
     exit 1
 fi
-python3 - "$out/catalogue.png" <<'PY'
+python3 - "$out/$name.png" <<'PY'
 import struct, sys, zlib
 data = open(sys.argv[1], "rb").read()
 assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
@@ -65,4 +67,6 @@ inked = 1 - background / total
 print(f"screenshot {w}x{h}: {len(counts)} colours, {inked:.1%} of sampled pixels off the background")
 assert len(counts) > 20 and inked > 0.05, "the screenshot is (nearly) blank"
 PY
-echo "chromium: the sample report renders with no console messages"
+
+done
+echo "chromium: the sample pages render with no console messages"

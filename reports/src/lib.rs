@@ -17,6 +17,7 @@ pub mod escape;
 pub mod format;
 mod html;
 mod markdown;
+pub mod review;
 mod run_report;
 pub mod suite;
 pub mod sweep;

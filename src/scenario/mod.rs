@@ -243,7 +243,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
 }
 
 /// Reads `T` from TOML text: a syntax or type error names its key path and line.
-fn deserialize<T: serde::de::DeserializeOwned>(
+pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(
     de: Result<toml::Deserializer<'_>, toml::de::Error>,
     text: &str,
     path: &Path,

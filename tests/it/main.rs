@@ -16,6 +16,7 @@ mod kubernetes_keys;
 mod leadership;
 mod outputs;
 mod report;
+mod review;
 mod scenario_errors;
 mod seed_ranges;
 mod service_order;

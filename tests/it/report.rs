@@ -632,3 +632,52 @@ fn throughput_is_grants_over_simulated_time_summed_over_the_runs() {
     let md = report_to(&dir.join("r.md"), &[K1, "--seeds", "3"]);
     assert!(md.contains("| grants/s |"), "{md}");
 }
+
+/// The sample review in `reports/sample/`, as `reports/sample/regenerate.sh` writes it: the
+/// designs of `reviews/designs.toml` over 40 seeds per cell. `UPDATE_EXPECT=1 cargo test
+/// sample` rewrites the files.
+#[test]
+fn the_sample_review_is_current() {
+    use lockstep::review;
+    let script = std::fs::read_to_string(root().join("reports/sample/regenerate.sh"))
+        .expect("reports/sample/regenerate.sh");
+    let command = "review reviews/designs.toml --seeds 40 --out \"reports/sample/review.";
+    assert!(script.contains(command), "{command} not in {script}");
+    let plan = review::load(Path::new("reviews/designs.toml"), Some(40)).expect("the review loads");
+    let built = review::run(&plan, 2, |_, _| {});
+    // The page leads with the answer, then the matrix and the chart.
+    let timelines = review::timelines(&plan, &built);
+    assert_eq!(timelines.len(), built.examples.len());
+    let html = built.html(&timelines);
+    let (rec, matrix, chart) = (
+        html.find("id=\"recommendation\"")
+            .expect("a recommendation"),
+        html.find("id=\"matrix\"").expect("a matrix"),
+        html.find("<svg class=\"chart\"").expect("a chart"),
+    );
+    assert!(rec < matrix && matrix < chart);
+    assert_eq!(
+        html.matches("<td class=\"rate\"").count(),
+        built.cells.len()
+    );
+    parse_html(&html);
+    for (ext, now) in [
+        ("md", built.markdown()),
+        ("json", built.json()),
+        ("html", html),
+    ] {
+        let file = format!("review.{ext}");
+        let path = root().join("reports/sample").join(&file);
+        if std::env::var_os("UPDATE_EXPECT").is_some() {
+            std::fs::write(&path, &now).expect("write the sample");
+            continue;
+        }
+        let kept = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            kept == now,
+            "reports/sample/{file} is not the review of reviews/designs.toml: run \
+             reports/sample/regenerate.sh (or UPDATE_EXPECT=1 cargo test sample)"
+        );
+        assert!(!now.contains(s(&root())), "no absolute path in {file}");
+    }
+}

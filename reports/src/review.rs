@@ -1,0 +1,1162 @@
+//! A design review (`lockstep review`): candidate lock designs for one job, each swept under
+//! each class of fault alone, and the answer a reviewer asks for: which design to use, what
+//! each costs, and under which faults each breaks.
+//!
+//! [`Review`] is plain data: counts of runs per (design, fault class) cell, filled in by the
+//! `lockstep` package. Everything a page says follows from those counts: the matrix, the
+//! chart, and the recommendation ([`Review::recommendation`]), which is derived from the
+//! figures and never written by hand. It renders as a terminal text that fits 100 columns
+//! ([`Review::table`]), as Markdown under GitHub's comment limit ([`Review::markdown`]), as one
+//! self-contained HTML page ([`Review::html`]) and as JSON ([`Review::json`]). User-provided
+//! text (the review's and designs' names, the job, file paths, explanations) reaches HTML and
+//! Markdown only through [`escape`](crate::escape).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::escape::{html as esc, markdown as md, markdown_code};
+use crate::format::{interval, percent, percent_at_a_glance, plural};
+
+/// The `format` of a review's JSON.
+pub const FORMAT: &str = "lockstep-review/1";
+
+/// GitHub refuses a comment over 65,536 characters: the Markdown stays under this.
+pub const MARKDOWN_LIMIT: usize = 60_000;
+
+/// Width of the terminal text.
+const WIDTH: usize = 100;
+
+/// A finished review: the designs, the fault classes, and a cell per pair.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Review {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The review's name.
+    pub name: String,
+    /// The job the lock guards, in the reviewer's words.
+    pub job: String,
+    /// The review file, as given.
+    pub file: String,
+    /// The seeds every cell ran.
+    pub seeds: ReviewSeeds,
+    /// The fault classes, in the order of the matrix's columns.
+    pub classes: Vec<ClassInfo>,
+    /// The designs, in the review file's order.
+    pub designs: Vec<DesignInfo>,
+    /// One cell per design and class, design by design (`cells[d * classes + c]`).
+    pub cells: Vec<ReviewCell>,
+    /// For each design that broke, its first violation: the first class (in column order)
+    /// with one, and that class's first invalid seed.
+    pub examples: Vec<Example>,
+}
+
+/// The seeds of every cell: `count` from `from`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ReviewSeeds {
+    /// The first seed.
+    pub from: u64,
+    /// How many.
+    pub count: u64,
+}
+
+/// A fault class: one kind of the chaos profile alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClassInfo {
+    /// Its name in review files and commands (`pauses`).
+    pub name: String,
+    /// A column heading of at most 9 characters (`pause`).
+    pub short: String,
+    /// What it does, for people.
+    pub title: String,
+}
+
+/// A candidate design.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DesignInfo {
+    /// Its name in the review.
+    pub name: String,
+    /// The family's `kind`, as scenario files name it.
+    pub family: String,
+    /// The system with its key settings.
+    pub system: String,
+    /// The storage mode, or the service that keeps the resource.
+    pub storage: String,
+    /// The property judged (`resource`, `mutual-exclusion`).
+    pub property: String,
+    /// The scenario file it starts from.
+    pub file: String,
+}
+
+/// One design under one fault class, over the review's seeds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReviewCell {
+    /// Index into [`Review::designs`].
+    pub design: usize,
+    /// Index into [`Review::classes`].
+    pub class: usize,
+    /// Runs.
+    pub runs: u64,
+    /// Runs whose property was violated.
+    pub invalid: u64,
+    /// Runs the checker could not judge.
+    pub unknown: u64,
+    /// The 95% Wilson interval of `invalid / runs`.
+    pub ci95: (f64, f64),
+    /// Runs with two holders at once.
+    pub double_holders: u64,
+    /// Runs where storage accepted a stale write.
+    pub stale_accepted: u64,
+    /// Runs that lost an update.
+    pub lost_updates: u64,
+    /// Runs whose fencing tokens went backwards in grant order.
+    pub token_order: u64,
+    /// Runs that granted no lock within the liveness bound after the faults stopped.
+    pub no_recovery: u64,
+    /// The 99th percentile of the acquire latency over every run, in ms; `None` without any
+    /// acquisition.
+    pub acquire_p99_ms: Option<f64>,
+    /// The share of the runs' time in which no client waited for the lock while nobody held
+    /// it; `None` without runs.
+    pub availability: Option<f64>,
+    /// The first seed whose property was violated.
+    pub first_invalid: Option<u64>,
+    /// The cell's sweep digest, 16 hex digits: two reviews ran alike when they agree.
+    pub digest: String,
+}
+
+/// The first violation of a design, explained.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Example {
+    /// Index into [`Review::designs`].
+    pub design: usize,
+    /// Index into [`Review::classes`].
+    pub class: usize,
+    /// The seed.
+    pub seed: u64,
+    /// Each violation of the run, explained by the events involved.
+    pub explanations: Vec<String>,
+    /// The command that replays the run.
+    pub reproduce: String,
+}
+
+/// A design's figures over every class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DesignFigures {
+    /// Runs over every class.
+    pub runs: u64,
+    /// Violations over every class.
+    pub invalid: u64,
+    /// The classes with a violation, in column order.
+    pub broken: Vec<usize>,
+    /// The class with the highest violation rate, if any broke it.
+    pub worst: Option<usize>,
+    /// The highest upper bound of a class's 95% interval.
+    pub worst_ci_high: f64,
+    /// The highest acquire p99 of any class, in ms.
+    pub p99_ms: Option<f64>,
+    /// The lowest availability of any class.
+    pub availability: Option<f64>,
+    /// Runs with each kind of violation, over every class.
+    pub double_holders: u64,
+    /// See [`ReviewCell::stale_accepted`].
+    pub stale_accepted: u64,
+    /// See [`ReviewCell::lost_updates`].
+    pub lost_updates: u64,
+    /// See [`ReviewCell::token_order`].
+    pub token_order: u64,
+}
+
+impl DesignFigures {
+    /// No violation in any class, and every class ran.
+    pub fn safe(&self) -> bool {
+        self.invalid == 0 && self.runs > 0
+    }
+}
+
+/// The safe designs the recommendation names beside the one it recommends.
+const ALSO_SAFE: usize = 3;
+
+/// A class's 95% upper bound under which a design with no violation is called safe without a
+/// caution: 0.2%, about 2,000 seeds.
+const SURE: f64 = 0.002;
+
+/// Seeds with no violation that bound the rate's 95% Wilson interval under `rate`, rounded
+/// up to a hundred: about 3.84 / rate.
+fn seeds_for(rate: f64) -> u64 {
+    let n = (1.96f64 * 1.96 / rate).ceil() as u64;
+    n.div_ceil(100) * 100
+}
+
+/// The class names whose faults are clock faults.
+const CLOCK_CLASSES: [&str; 2] = ["clock-steps", "drift-slew"];
+
+impl Review {
+    /// The cell of design `d` under class `c`.
+    pub fn cell(&self, d: usize, c: usize) -> &ReviewCell {
+        &self.cells[d * self.classes.len() + c]
+    }
+
+    /// The figures of design `d` over every class.
+    pub fn figures(&self, d: usize) -> DesignFigures {
+        let cells: Vec<&ReviewCell> = (0..self.classes.len()).map(|c| self.cell(d, c)).collect();
+        let sum = |f: fn(&ReviewCell) -> u64| cells.iter().map(|c| f(c)).sum::<u64>();
+        let rate = |c: &ReviewCell| c.invalid as f64 / c.runs.max(1) as f64;
+        let broken: Vec<usize> = cells
+            .iter()
+            .filter(|c| c.invalid > 0)
+            .map(|c| c.class)
+            .collect();
+        let worst = broken.iter().copied().max_by(|&a, &b| {
+            rate(cells[a])
+                .total_cmp(&rate(cells[b]))
+                // The earlier column wins a tie.
+                .then(b.cmp(&a))
+        });
+        DesignFigures {
+            runs: sum(|c| c.runs),
+            invalid: sum(|c| c.invalid),
+            broken,
+            worst,
+            worst_ci_high: cells.iter().map(|c| c.ci95.1).fold(0.0, f64::max),
+            p99_ms: cells
+                .iter()
+                .filter_map(|c| c.acquire_p99_ms)
+                .reduce(f64::max),
+            availability: cells.iter().filter_map(|c| c.availability).reduce(f64::min),
+            double_holders: sum(|c| c.double_holders),
+            stale_accepted: sum(|c| c.stale_accepted),
+            lost_updates: sum(|c| c.lost_updates),
+            token_order: sum(|c| c.token_order),
+        }
+    }
+
+    /// The designs with no violation in any class, cheapest first: the lowest worst-case
+    /// acquire p99, then the highest worst-case availability, then review order.
+    pub fn safe_by_cost(&self) -> Vec<usize> {
+        let figures: Vec<DesignFigures> =
+            (0..self.designs.len()).map(|d| self.figures(d)).collect();
+        let mut safe: Vec<usize> = (0..self.designs.len())
+            .filter(|&d| figures[d].safe())
+            .collect();
+        safe.sort_by(|&a, &b| {
+            let (fa, fb) = (&figures[a], &figures[b]);
+            let p99 = |f: &DesignFigures| f.p99_ms.unwrap_or(f64::INFINITY);
+            p99(fa)
+                .total_cmp(&p99(fb))
+                .then(
+                    fb.availability
+                        .unwrap_or(0.0)
+                        .total_cmp(&fa.availability.unwrap_or(0.0)),
+                )
+                .then(a.cmp(&b))
+        });
+        safe
+    }
+
+    /// The recommendation, sentence by sentence, derived from the figures alone: the cheapest
+    /// design with no violation under any class (and the other safe ones, dearer), or the
+    /// least bad when none is safe; then, for each design that broke, where and what it would
+    /// need.
+    pub fn recommendation(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.designs.is_empty() || self.classes.is_empty() {
+            out.push("The review has no design or no fault class to judge.".to_string());
+            return out;
+        }
+        let n = self.seeds.count;
+        let k = self.classes.len();
+        let safe = self.safe_by_cost();
+        let name = |d: usize| format!("\u{201c}{}\u{201d}", self.designs[d].name);
+        if let Some(&best) = safe.first() {
+            let f = self.figures(best);
+            out.push(format!(
+                "Use {}: no violation under any of the {k} fault class{} over {n} seed{} each \
+                 (at most {} of runs per class, at 95% confidence); {}.",
+                name(best),
+                if k == 1 { "" } else { "es" },
+                plural(n),
+                percent(f.worst_ci_high),
+                cost(&f)
+            ));
+            if f.worst_ci_high > SURE {
+                out.push(format!(
+                    "{n} seed{} per class cannot rule out a rate up to {}: run about {} seeds \
+                     per cell (--seeds) to bound it under {} before deciding.",
+                    plural(n),
+                    percent(f.worst_ci_high),
+                    seeds_for(SURE),
+                    percent(SURE)
+                ));
+            }
+            let dearer: Vec<String> = safe[1..]
+                .iter()
+                .take(ALSO_SAFE)
+                .map(|&d| format!("{} ({})", name(d), cost(&self.figures(d))))
+                .collect();
+            if !dearer.is_empty() {
+                let more = safe.len() - 1 - dearer.len();
+                out.push(format!(
+                    "Also safe, at a higher cost: {}{}.",
+                    dearer.join("; "),
+                    if more > 0 {
+                        format!("; and {more} more (see the cost table)")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        } else {
+            let least = (0..self.designs.len())
+                .min_by(|&a, &b| {
+                    let (fa, fb) = (self.figures(a), self.figures(b));
+                    let r = |f: &DesignFigures| f.invalid as f64 / f.runs.max(1) as f64;
+                    r(&fa)
+                        .total_cmp(&r(&fb))
+                        .then(fa.broken.len().cmp(&fb.broken.len()))
+                        .then(a.cmp(&b))
+                })
+                .expect("a design");
+            let f = self.figures(least);
+            out.push(format!(
+                "No design is safe under every fault class. The least bad is {}: violated in {} \
+                 of its runs, under {}.",
+                name(least),
+                percent(f.invalid as f64 / f.runs.max(1) as f64),
+                self.class_list(&f.broken)
+            ));
+        }
+        for d in 0..self.designs.len() {
+            let f = self.figures(d);
+            if f.safe() {
+                continue;
+            }
+            let Some(worst) = f.worst else {
+                out.push(format!("{} ran no seed.", name(d)));
+                continue;
+            };
+            let cell = self.cell(d, worst);
+            let mut s = format!(
+                "{} breaks under {} ({} of seeds",
+                name(d),
+                self.classes[worst].title,
+                percent(cell.invalid as f64 / cell.runs.max(1) as f64),
+            );
+            let others: Vec<usize> = f.broken.iter().copied().filter(|&c| c != worst).collect();
+            if others.is_empty() {
+                s.push_str(") and no other class");
+            } else {
+                let _ = write!(s, "), also under {}", self.class_list(&others));
+            }
+            s.push_str(". ");
+            s.push_str(&self.remedy(d, &f, &safe));
+            out.push(s);
+        }
+        out
+    }
+
+    /// What an unsafe design would need, from the kinds of its violations and the classes
+    /// that broke it.
+    fn remedy(&self, d: usize, f: &DesignFigures, safe: &[usize]) -> String {
+        let same_family_safe = safe
+            .iter()
+            .find(|&&s| self.designs[s].family == self.designs[d].family)
+            .map(|&s| {
+                format!(
+                    " Of its family, \u{201c}{}\u{201d} stays safe.",
+                    self.designs[s].name
+                )
+            });
+        let mut s = if f.stale_accepted > 0 || f.lost_updates > 0 {
+            let mut s = "Stale writes reached the data: it needs fencing tokens that the storage \
+                         checks, so a holder that lost the lock cannot write."
+                .to_string();
+            if let Some(t) = &same_family_safe {
+                s.push_str(t);
+            }
+            s
+        } else if f.token_order > 0 {
+            "Its fencing tokens went backwards in grant order: a token must come from a counter \
+             that survives the faults that broke it."
+                .to_string()
+        } else if f.double_holders > 0 {
+            "Two clients held the lock at once: without fencing, any effect outside the storage \
+             can happen twice."
+                .to_string()
+        } else {
+            "Its runs were judged invalid.".to_string()
+        };
+        let clock_only = !f.broken.is_empty()
+            && f.broken
+                .iter()
+                .all(|&c| CLOCK_CLASSES.contains(&self.classes[c].name.as_str()));
+        if clock_only {
+            s.push_str(
+                " Only clock faults break it: its safety rests on clocks measuring the lease.",
+            );
+        }
+        s
+    }
+
+    fn class_list(&self, classes: &[usize]) -> String {
+        let names: Vec<&str> = classes
+            .iter()
+            .map(|&c| self.classes[c].title.as_str())
+            .collect();
+        match names.as_slice() {
+            [] => "no class".to_string(),
+            [one] => (*one).to_string(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        }
+    }
+
+    fn summary_line(&self) -> String {
+        format!(
+            "{} design{} × {} fault class{}, {} seed{} per cell (from seed {})",
+            self.designs.len(),
+            plural(self.designs.len()),
+            self.classes.len(),
+            if self.classes.len() == 1 { "" } else { "es" },
+            self.seeds.count,
+            plural(self.seeds.count),
+            self.seeds.from
+        )
+    }
+
+    /// The command that writes the HTML page.
+    fn page_command(&self) -> String {
+        format!(
+            "lockstep review {} --out review.html",
+            shell_word(&self.file)
+        )
+    }
+
+    /// The review as JSON: the data, then the recommendation derived from it.
+    pub fn json(&self) -> String {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            #[serde(flatten)]
+            review: &'a Review,
+            recommendation: Vec<String>,
+        }
+        serde_json::to_string_pretty(&Json {
+            review: self,
+            recommendation: self.recommendation(),
+        })
+        .expect("a review serialises")
+    }
+
+    /// The review as terminal text within 100 columns: the matrix, the recommendation, and
+    /// the commands to the rest.
+    pub fn table(&self) -> String {
+        // Names and the job come from the user: no control character reaches the terminal.
+        let mut out = String::new();
+        let _ = writeln!(out, "design review  {}", one_line(&self.name, WIDTH - 15));
+        if !self.job.is_empty() {
+            let _ = writeln!(out, "job            {}", one_line(&self.job, WIDTH - 15));
+        }
+        let _ = writeln!(out, "{}\n", self.summary_line());
+        out.push_str("violation rate by fault class (seeds whose property was violated)\n");
+        let name_width = (WIDTH - 1).saturating_sub(self.classes.len() * 10);
+        let name_width = name_width.clamp(12, 30);
+        let _ = write!(out, "{:<name_width$}", "design");
+        for c in &self.classes {
+            let _ = write!(out, " {:>9}", c.short);
+        }
+        out.push('\n');
+        for (d, design) in self.designs.iter().enumerate() {
+            let label = format!("{}. {}", d + 1, design.name);
+            let _ = write!(out, "{:<name_width$}", one_line(&label, name_width - 1));
+            for c in 0..self.classes.len() {
+                let cell = self.cell(d, c);
+                let _ = write!(out, " {:>9}", percent_at_a_glance(cell.invalid, cell.runs));
+            }
+            out.push('\n');
+        }
+        out.push_str("\nrecommendation\n");
+        for s in self.recommendation() {
+            for (i, line) in wrap(&s, WIDTH - 2).iter().enumerate() {
+                let _ = writeln!(out, "{} {line}", if i == 0 { "-" } else { " " });
+            }
+        }
+        if !self.examples.is_empty() {
+            out.push_str("\nfirst violation of each design that broke\n");
+            for e in &self.examples {
+                let _ = writeln!(
+                    out,
+                    "{}. {} under {}, seed {}:",
+                    e.design + 1,
+                    one_line(&self.designs[e.design].name, 40),
+                    self.classes[e.class].name,
+                    e.seed
+                );
+                let _ = writeln!(out, "   {}", e.reproduce);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nthe page, with the chart, timelines and every figure:\n  {}",
+            self.page_command()
+        );
+        out
+    }
+
+    /// The review as Markdown (a pull-request comment): the recommendation, the matrix, the
+    /// costs, the first violations and the details, kept under [`MARKDOWN_LIMIT`] characters.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "# Design review: {}\n", md(&self.name));
+        if !self.job.is_empty() {
+            let _ = writeln!(out, "**Job:** {}\n", md(&self.job));
+        }
+        let _ = writeln!(out, "{}.\n", md(&self.summary_line()));
+        out.push_str("## Recommendation\n\n");
+        // One line per sentence: a wrapped line could begin with a user's `-` or `1.` and
+        // start a list of its own.
+        for s in self.recommendation() {
+            let _ = writeln!(out, "- {}", md(&s));
+        }
+        out.push_str("\n## Violation rate by fault class\n\n");
+        let legend: Vec<String> = self
+            .classes
+            .iter()
+            .map(|c| format!("{}: {}", md(&c.short), md(&c.title)))
+            .collect();
+        // The classes' own text (never the user's): safe to wrap.
+        for line in wrap(&legend.join("; "), WIDTH) {
+            let _ = writeln!(out, "{line}");
+        }
+        out.push_str("\n| design |");
+        for c in &self.classes {
+            let _ = write!(out, " {} |", md(&c.short));
+        }
+        out.push_str("\n|---|");
+        for _ in &self.classes {
+            out.push_str("---:|");
+        }
+        out.push('\n');
+        for (d, design) in self.designs.iter().enumerate() {
+            let _ = write!(out, "| {}. {} |", d + 1, md(&design.name));
+            for c in 0..self.classes.len() {
+                let cell = self.cell(d, c);
+                let mark = if cell.invalid > 0 { "🟥 " } else { "" };
+                let _ = write!(
+                    out,
+                    " {mark}{} |",
+                    md(&percent_at_a_glance(cell.invalid, cell.runs))
+                );
+            }
+            out.push('\n');
+        }
+        out.push_str("\n## Cost\n\n| design | violated | acquire p99 (worst class) | available (worst class) |\n|---|---:|---:|---:|\n");
+        for d in 0..self.designs.len() {
+            let f = self.figures(d);
+            let _ = writeln!(
+                out,
+                "| {}. {} | {} | {} | {} |",
+                d + 1,
+                md(&self.designs[d].name),
+                md(&percent(f.invalid as f64 / f.runs.max(1) as f64)),
+                md(&f.p99_ms.map_or("-".to_string(), ms)),
+                md(&f.availability.map_or("-".to_string(), percent)),
+            );
+        }
+        let mut tail = String::new();
+        if !self.examples.is_empty() {
+            tail.push_str("\n## First violations\n");
+            for e in &self.examples {
+                let _ = writeln!(
+                    tail,
+                    "\n**{}. {}** under {}, seed {}:\n",
+                    e.design + 1,
+                    md(&self.designs[e.design].name),
+                    md(&self.classes[e.class].title),
+                    e.seed
+                );
+                for x in e.explanations.iter().take(2) {
+                    let _ = writeln!(tail, "- {}", md(x));
+                }
+                let _ = writeln!(tail, "\n{}", markdown_code(&e.reproduce));
+            }
+        }
+        tail.push_str("\n## Details by family\n\n| design | family | system | storage | property | runs | violated | double holders | stale writes | lost updates | no recovery |\n|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+        for d in self.by_family() {
+            let design = &self.designs[d];
+            let f = self.figures(d);
+            let no_recovery: u64 = (0..self.classes.len())
+                .map(|c| self.cell(d, c).no_recovery)
+                .sum();
+            let _ = writeln!(
+                tail,
+                "| {}. {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                d + 1,
+                md(&design.name),
+                md(&design.family),
+                md(&design.system),
+                md(&design.storage),
+                md(&design.property),
+                f.runs,
+                f.invalid,
+                f.double_holders,
+                f.stale_accepted,
+                f.lost_updates,
+                no_recovery
+            );
+        }
+        let footer = format!(
+            "\nThe page, with the chart, timelines and every figure: {}\n",
+            markdown_code(&self.page_command())
+        );
+        if out.len() + tail.len() + footer.len() <= MARKDOWN_LIMIT {
+            out.push_str(&tail);
+        } else {
+            out.push_str("\n(The first violations and details are left out to fit a comment.)\n");
+        }
+        out.push_str(&footer);
+        out
+    }
+
+    /// The designs grouped by family (first appearance order), review order within.
+    fn by_family(&self) -> Vec<usize> {
+        let mut families: Vec<&str> = Vec::new();
+        for d in &self.designs {
+            if !families.contains(&d.family.as_str()) {
+                families.push(&d.family);
+            }
+        }
+        families
+            .iter()
+            .flat_map(|fam| {
+                (0..self.designs.len()).filter(move |&d| self.designs[d].family == *fam)
+            })
+            .collect()
+    }
+
+    /// The review as one self-contained HTML page (inline CSS and SVG, no script), with the
+    /// timeline SVG of each example of `timelines` (parallel to [`Review::examples`]) placed
+    /// beside its explanation.
+    pub fn html(&self, timelines: &[Option<String>]) -> String {
+        let mut out = String::new();
+        out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n");
+        out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n");
+        let _ = writeln!(out, "<title>Design review: {}</title>", esc(&self.name));
+        let _ = writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>");
+        let _ = writeln!(out, "<h1>Design review: {}</h1>", esc(&self.name));
+        if !self.job.is_empty() {
+            let _ = writeln!(out, "<p class=\"job\"><b>Job:</b> {}</p>", esc(&self.job));
+        }
+        let _ = writeln!(
+            out,
+            "<p class=\"summary\">{}. Review file <code>{}</code>.</p>",
+            esc(&self.summary_line()),
+            esc(&self.file)
+        );
+        out.push_str("<section id=\"recommendation\">\n<h2>Recommendation</h2>\n<ul>\n");
+        for s in self.recommendation() {
+            let _ = writeln!(out, "<li>{}</li>", esc(&s));
+        }
+        out.push_str("</ul>\n</section>\n");
+        self.html_matrix(&mut out);
+        out.push_str("<section id=\"cost\">\n<h2>Safety against cost</h2>\n");
+        out.push_str(
+            "<p class=\"meta\">One point per design: the share of its runs violated over every \
+             class, against its worst class's acquire p99 (left) and lowest availability \
+             (right). Safe designs sit on the bottom line; the cheapest are to the left, and \
+             to the right.</p>\n",
+        );
+        out.push_str(&self.chart_svg());
+        out.push_str("</section>\n");
+        self.html_examples(&mut out, timelines);
+        self.html_details(&mut out);
+        out.push_str("</body>\n</html>\n");
+        out
+    }
+
+    fn html_matrix(&self, out: &mut String) {
+        out.push_str("<section id=\"matrix\">\n<h2>Violation rate by fault class</h2>\n");
+        out.push_str("<table class=\"matrix\">\n<thead>\n<tr><th>design</th>");
+        for c in &self.classes {
+            let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&c.name), esc(&c.title));
+        }
+        out.push_str("</tr>\n</thead>\n<tbody>\n");
+        for (d, design) in self.designs.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<tr><td class=\"design\">{}. {}<div class=\"file\">{}</div></td>",
+                d + 1,
+                esc(&design.name),
+                esc(&design.system)
+            );
+            for c in 0..self.classes.len() {
+                let cell = self.cell(d, c);
+                let rate = cell.invalid as f64 / cell.runs.max(1) as f64;
+                let _ = write!(
+                    out,
+                    "<td class=\"rate\" style=\"background:{}\" title=\"{} of {} runs; 95% \
+                     interval {}\">{}</td>",
+                    colour(rate, cell.invalid),
+                    cell.invalid,
+                    cell.runs,
+                    esc(&interval(cell.ci95)),
+                    esc(&percent_at_a_glance(cell.invalid, cell.runs))
+                );
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n</section>\n");
+    }
+
+    fn html_examples(&self, out: &mut String, timelines: &[Option<String>]) {
+        if self.examples.is_empty() {
+            return;
+        }
+        out.push_str(
+            "<section id=\"examples\">\n<h2>First violation of each design that broke</h2>\n",
+        );
+        for (i, e) in self.examples.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "<section class=\"example\" id=\"design-{}\">\n<h3>{}. {} under {}, seed {}</h3>",
+                e.design + 1,
+                e.design + 1,
+                esc(&self.designs[e.design].name),
+                esc(&self.classes[e.class].title),
+                e.seed
+            );
+            out.push_str("<ul>\n");
+            for x in &e.explanations {
+                let _ = writeln!(out, "<li>{}</li>", esc(x));
+            }
+            out.push_str("</ul>\n");
+            let _ = writeln!(
+                out,
+                "<p class=\"meta\">Replay: <code>{}</code></p>",
+                esc(&e.reproduce)
+            );
+            if let Some(Some(svg)) = timelines.get(i) {
+                let _ = writeln!(out, "<div class=\"timeline\">{svg}</div>");
+            }
+            out.push_str("</section>\n");
+        }
+        out.push_str("</section>\n");
+    }
+
+    fn html_details(&self, out: &mut String) {
+        out.push_str("<section id=\"details\">\n<h2>Details by family</h2>\n");
+        out.push_str(
+            "<table class=\"details\">\n<thead>\n<tr><th>design</th><th>family</th><th>system</th>\
+             <th>storage</th><th>property</th><th>runs</th><th>violated</th><th>double holders</th>\
+             <th>stale writes</th><th>lost updates</th><th>no recovery</th><th>acquire p99</th>\
+             <th>available</th><th>file</th></tr>\n</thead>\n<tbody>\n",
+        );
+        for d in self.by_family() {
+            let design = &self.designs[d];
+            let f = self.figures(d);
+            let no_recovery: u64 = (0..self.classes.len())
+                .map(|c| self.cell(d, c).no_recovery)
+                .sum();
+            let _ = writeln!(
+                out,
+                "<tr><td>{}. {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"file\">{}</td></tr>",
+                d + 1,
+                esc(&design.name),
+                esc(&design.family),
+                esc(&design.system),
+                esc(&design.storage),
+                esc(&design.property),
+                f.runs,
+                f.invalid,
+                f.double_holders,
+                f.stale_accepted,
+                f.lost_updates,
+                no_recovery,
+                esc(&f.p99_ms.map_or("-".to_string(), ms)),
+                esc(&f.availability.map_or("-".to_string(), percent)),
+                esc(&design.file)
+            );
+        }
+        out.push_str("</tbody>\n</table>\n</section>\n");
+    }
+
+    /// Two scatter plots side by side, one point per design (numbered as in the matrix):
+    /// the share of runs violated against the worst acquire p99 (log scale) and against the
+    /// lowest availability.
+    pub fn chart_svg(&self) -> String {
+        const W: f64 = 340.0;
+        const H: f64 = 220.0;
+        const L: f64 = 48.0;
+        const B: f64 = 34.0;
+        let figures: Vec<DesignFigures> =
+            (0..self.designs.len()).map(|d| self.figures(d)).collect();
+        let rate = |f: &DesignFigures| f.invalid as f64 / f.runs.max(1) as f64;
+        let top = figures.iter().map(rate).fold(0.0, f64::max).max(0.01);
+        let y = |r: f64| 10.0 + (H - B - 10.0) * (1.0 - r / top);
+        let p99s: Vec<f64> = figures.iter().filter_map(|f| f.p99_ms).collect();
+        // Without any acquisition the axis still spans a decade, with no point on it.
+        let lo = p99s.iter().copied().fold(f64::INFINITY, f64::min);
+        let lo = if lo.is_finite() { lo.max(0.01) } else { 1.0 };
+        let hi = p99s.iter().copied().fold(0.0, f64::max).max(lo * 2.0);
+        let (llo, lhi) = (
+            lo.log10().floor(),
+            hi.log10().ceil().max(lo.log10().floor() + 1.0),
+        );
+        let x_p99 = |v: f64| L + (W - L - 12.0) * ((v.max(lo).log10() - llo) / (lhi - llo));
+        let amin = figures
+            .iter()
+            .filter_map(|f| f.availability)
+            .fold(1.0, f64::min)
+            .min(0.9);
+        let amin = (amin * 10.0).floor() / 10.0;
+        let x_av = |v: f64| L + (W - L - 12.0) * ((v - amin) / (1.0 - amin).max(1e-9));
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{H}\" \
+             viewBox=\"0 0 {} {H}\" role=\"img\" aria-label=\"violation rate against acquire \
+             p99 and availability, one point per design\">",
+            2.0 * W + 20.0,
+            2.0 * W + 20.0
+        );
+        for (panel, dx) in [(0, 0.0), (1, W + 20.0)] {
+            let _ = write!(out, "<g transform=\"translate({dx},0)\">");
+            let _ = write!(
+                out,
+                "<line x1=\"{L}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#57606a\"/>\
+                 <line x1=\"{L}\" y1=\"10\" x2=\"{L}\" y2=\"{}\" stroke=\"#57606a\"/>",
+                H - B,
+                W - 12.0,
+                H - B,
+                H - B
+            );
+            for t in [0.0, top / 2.0, top] {
+                let _ = write!(
+                    out,
+                    "<text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
+                    L - 4.0,
+                    y(t) + 3.0,
+                    esc(&percent(t))
+                );
+            }
+            let label = if panel == 0 {
+                let mut e = llo;
+                while e <= lhi {
+                    let v = 10f64.powf(e);
+                    let _ = write!(
+                        out,
+                        "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                        x_p99(v),
+                        H - B + 13.0,
+                        esc(&ms(v))
+                    );
+                    e += 1.0;
+                }
+                "acquire p99, worst class (log scale)"
+            } else {
+                for v in [amin, (amin + 1.0) / 2.0, 1.0] {
+                    let _ = write!(
+                        out,
+                        "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                        x_av(v),
+                        H - B + 13.0,
+                        esc(&percent(v))
+                    );
+                }
+                "available, worst class"
+            };
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{label}</text>\
+                 <text x=\"12\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" \
+                 transform=\"rotate(-90 12 {:.1})\">violated</text>",
+                (L + W - 12.0) / 2.0,
+                H - 4.0,
+                (H - B) / 2.0,
+                (H - B) / 2.0
+            );
+            for (d, f) in figures.iter().enumerate() {
+                let x = if panel == 0 {
+                    f.p99_ms.map(x_p99)
+                } else {
+                    f.availability.map(x_av)
+                };
+                let Some(x) = x else { continue };
+                let r = rate(f);
+                let fill = if f.safe() { "#2da44e" } else { "#cf222e" };
+                let _ = write!(
+                    out,
+                    "<g class=\"point\"><title>{}. {}: {} violated</title>\
+                     <circle cx=\"{x:.1}\" cy=\"{:.1}\" r=\"8\" fill=\"{fill}\" fill-opacity=\"0.8\"/>\
+                     <text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#fff\" \
+                     text-anchor=\"middle\">{}</text></g>",
+                    d + 1,
+                    esc(&self.designs[d].name),
+                    esc(&percent(r)),
+                    y(r),
+                    y(r) + 3.5,
+                    d + 1
+                );
+            }
+            out.push_str("</g>");
+        }
+        out.push_str("</svg>\n");
+        out
+    }
+}
+
+/// A design's cost in words: its worst acquire p99 and lowest availability.
+fn cost(f: &DesignFigures) -> String {
+    format!(
+        "acquire p99 {} and available {} of the time in its worst class",
+        f.p99_ms.map_or("-".to_string(), ms),
+        f.availability.map_or("-".to_string(), percent)
+    )
+}
+
+/// Milliseconds for people: `0.42 ms`, `12.3 ms`, `2.5 s`.
+fn ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.1} s", v / 1000.0)
+    } else if v >= 10.0 {
+        format!("{v:.0} ms")
+    } else if v >= 1.0 {
+        format!("{v:.1} ms")
+    } else {
+        format!("{v:.2} ms")
+    }
+}
+
+/// A cell's colour: green without violation, from light to deep red with the rate.
+fn colour(rate: f64, invalid: u64) -> &'static str {
+    match (invalid, rate) {
+        (0, _) => "#dafbe1",
+        (_, r) if r < 0.01 => "#ffebe9",
+        (_, r) if r < 0.05 => "#ffcecb",
+        (_, r) if r < 0.2 => "#ff8182",
+        _ => "#fa4549",
+    }
+}
+
+/// The text on one line, cut to `width` characters with an ellipsis.
+fn one_line(text: &str, width: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= width {
+        flat
+    } else {
+        let cut: String = flat.chars().take(width.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Words of `text` in lines of at most `width` characters (a longer word keeps its line).
+/// Control characters become spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let text: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// A path as one shell word: as it is when plain, else in single quotes.
+pub fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./+,:=@".contains(c))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+const STYLE: &str = "
+body { font: 14px/1.45 system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em; color: #1d2329; background: #fff; max-width: 80em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { margin-top: 2em; border-bottom: 1px solid #d0d7de; padding-bottom: 0.2em; }
+code { font-family: ui-monospace, 'SFMono-Regular', Menlo, Consolas, monospace; font-size: 0.92em; }
+.summary, .meta, .file { color: #57606a; }
+.file { font-size: 0.8em; }
+#recommendation li { margin: 0.3em 0; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #d0d7de; padding: 0.3em 0.5em; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td.rate, td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.rate { min-width: 5em; font-weight: 600; }
+section.example { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5em 1em 1em; margin: 1em 0; }
+.timeline { overflow-x: auto; margin-top: 0.5em; }
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(name: &str, title: &str) -> ClassInfo {
+        ClassInfo {
+            name: name.into(),
+            short: name.chars().take(9).collect(),
+            title: title.into(),
+        }
+    }
+
+    fn design(name: &str, family: &str) -> DesignInfo {
+        DesignInfo {
+            name: name.into(),
+            family: family.into(),
+            system: format!("{family} system"),
+            storage: "unfenced".into(),
+            property: "resource".into(),
+            file: format!("scenarios/{family}.toml"),
+        }
+    }
+
+    /// Two classes; `invalid[d][c]` and `p99[d]` per design.
+    fn review(invalid: &[[u64; 2]], p99: &[f64], stale: bool) -> Review {
+        let designs = vec![
+            design("Lock A <unfenced>", "alpha"),
+            design("Lock A + fence", "alpha"),
+            design("Lock B", "beta"),
+        ];
+        let mut cells = Vec::new();
+        for (d, row) in invalid.iter().enumerate() {
+            for (c, &k) in row.iter().enumerate() {
+                cells.push(ReviewCell {
+                    design: d,
+                    class: c,
+                    runs: 100,
+                    invalid: k,
+                    unknown: 0,
+                    ci95: (0.0, if k == 0 { 0.037 } else { 0.2 }),
+                    double_holders: k,
+                    stale_accepted: if stale { k } else { 0 },
+                    lost_updates: 0,
+                    token_order: 0,
+                    no_recovery: 0,
+                    acquire_p99_ms: Some(p99[d]),
+                    availability: Some(0.99 - d as f64 * 0.01),
+                    first_invalid: (k > 0).then_some(7),
+                    digest: "0".repeat(16),
+                });
+            }
+        }
+        Review {
+            format: FORMAT.into(),
+            name: "ledger & <jobs>".into(),
+            job: "one writer at a time".into(),
+            file: "reviews/ledger review.toml".into(),
+            seeds: ReviewSeeds {
+                from: 1,
+                count: 100,
+            },
+            classes: vec![
+                class("pauses", "process pauses"),
+                class("clock-steps", "clock steps"),
+            ],
+            designs,
+            cells,
+            examples: vec![],
+        }
+    }
+
+    #[test]
+    fn the_recommendation_follows_the_figures() {
+        // Both fenced designs safe: the cheaper (lower p99) is recommended.
+        let r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 9.0, 5.0], true);
+        let rec = r.recommendation();
+        assert!(rec[0].starts_with("Use “Lock B”"), "{rec:?}");
+        assert!(rec[2].contains("“Lock A + fence”"), "{rec:?}");
+        assert!(
+            rec[3].starts_with("“Lock A <unfenced>” breaks under process pauses (12.0%"),
+            "{rec:?}"
+        );
+        assert!(rec[3].contains("fencing tokens"), "{rec:?}");
+        assert!(
+            rec[3].contains("Of its family, “Lock A + fence” stays safe"),
+            "{rec:?}"
+        );
+        // One design's figures change: B now breaks under clock steps, so A's fence
+        // is the one to use, and B's sentence says only clocks broke it.
+        let r = review(&[[12, 0], [0, 0], [0, 3]], &[3.0, 9.0, 5.0], false);
+        let rec = r.recommendation();
+        assert!(rec[0].starts_with("Use “Lock A + fence”"), "{rec:?}");
+        let b = rec.iter().find(|s| s.starts_with("“Lock B”")).expect("b");
+        assert!(b.contains("Only clock faults break it"), "{b}");
+        assert!(b.contains("held the lock at once"), "{b}");
+        // Nothing safe: the least bad is named.
+        let r = review(&[[12, 1], [0, 2], [0, 3]], &[3.0, 9.0, 5.0], true);
+        assert!(
+            r.recommendation()[0].starts_with(
+                "No design is safe under every fault class. The least bad is “Lock A + fence”"
+            ),
+            "{:?}",
+            r.recommendation()
+        );
+    }
+
+    #[test]
+    fn every_output_escapes_user_text_and_fits() {
+        let r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 9.0, 5.0], true);
+        let html = r.html(&[]);
+        assert!(!html.contains("<unfenced>"), "raw name in the page");
+        assert!(html.contains("Lock A &lt;unfenced&gt;"));
+        assert!(html.contains("ledger &amp; &lt;jobs&gt;"));
+        assert!(html.contains("<svg class=\"chart\""));
+        assert!(html.contains("id=\"matrix\""));
+        let md = r.markdown();
+        assert!(!md.contains("<unfenced>"), "{md}");
+        assert!(md.len() < MARKDOWN_LIMIT);
+        let table = r.table();
+        for line in table.lines() {
+            assert!(line.chars().count() <= WIDTH, "{line}");
+        }
+        assert!(
+            table.contains("'reviews/ledger review.toml' --out review.html"),
+            "{table}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(
+            json["recommendation"][0].as_str().unwrap(),
+            r.recommendation()[0]
+        );
+    }
+
+    #[test]
+    fn the_caution_names_the_seeds_that_bound_the_rate() {
+        assert_eq!(seeds_for(SURE), 2000);
+        let r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 9.0, 5.0], true);
+        assert!(
+            r.recommendation()[1].starts_with(
+                "100 seeds per class cannot rule out a rate up to 3.7%: run about 2000 seeds"
+            ),
+            "{:?}",
+            r.recommendation()
+        );
+    }
+
+    #[test]
+    fn wrap_keeps_words_within_the_width() {
+        let lines = wrap("aa bb cc dddddd e", 5);
+        assert_eq!(lines, ["aa bb", "cc", "dddddd", "e"]);
+    }
+}
