@@ -674,6 +674,10 @@ impl Review {
 
     fn html_matrix(&self, out: &mut String) {
         out.push_str("<section id=\"matrix\">\n<h2>Violation rate by fault class</h2>\n");
+        out.push_str(
+            "<p class=\"meta\">The share of seeds whose property was violated, with its 95% \
+             Wilson interval beneath.</p>\n",
+        );
         out.push_str("<table class=\"matrix\">\n<thead>\n<tr><th>design</th>");
         for c in &self.classes {
             let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&c.name), esc(&c.title));
@@ -692,13 +696,13 @@ impl Review {
                 let rate = cell.invalid as f64 / cell.runs.max(1) as f64;
                 let _ = write!(
                     out,
-                    "<td class=\"rate\" style=\"background:{}\" title=\"{} of {} runs; 95% \
-                     interval {}\">{}</td>",
+                    "<td class=\"rate\" style=\"background:{}\" title=\"{} of {} runs violated\">{}\
+                     <div class=\"ci\">{}</div></td>",
                     colour(rate, cell.invalid),
                     cell.invalid,
                     cell.runs,
-                    esc(&interval(cell.ci95)),
-                    esc(&percent_at_a_glance(cell.invalid, cell.runs))
+                    esc(&percent_at_a_glance(cell.invalid, cell.runs)),
+                    esc(&interval(cell.ci95))
                 );
             }
             out.push_str("</tr>\n");
@@ -1004,6 +1008,7 @@ th, td { border: 1px solid #d0d7de; padding: 0.3em 0.5em; text-align: left; vert
 th { background: #f6f8fa; }
 td.rate, td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.rate { min-width: 5em; font-weight: 600; }
+td.rate .ci { font-weight: 400; font-size: 0.75em; color: #57606a; }
 section.example { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5em 1em 1em; margin: 1em 0; }
 .timeline { overflow-x: auto; margin-top: 0.5em; }
 ";
