@@ -531,7 +531,7 @@ pub fn cell_text<'p>(plan: &'p Plan, design: &str, class: &str) -> Result<&'p st
 }
 
 /// Runs every cell of `plan` over its seeds on `jobs` threads, and explains each broken
-/// design's first violation. The review is the same for any number of jobs. `observe` is
+/// design's first violation under the class that broke it most. The review is the same for any number of jobs. `observe` is
 /// called after each cell with the cells done and the cells in all.
 ///
 /// # Panics
@@ -587,11 +587,16 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
     let file = plan.path.display().to_string();
     let mut examples = Vec::new();
     for (d, design) in plan.designs.iter().enumerate() {
-        let Some((c, seed)) = (0..plan.classes.len()).find_map(|c| {
-            cells[d * plan.classes.len() + c]
-                .first_invalid
-                .map(|s| (c, s))
-        }) else {
+        // The class that broke it most (the recommendation's), the earlier column on a tie:
+        // every cell ran the same seeds, so the most violations is the highest rate.
+        let row = &cells[d * plan.classes.len()..(d + 1) * plan.classes.len()];
+        let Some((c, seed)) = row
+            .iter()
+            .enumerate()
+            .filter_map(|(c, cell)| cell.first_invalid.map(|s| (c, s, cell.invalid)))
+            .max_by(|a, b| a.2.cmp(&b.2).then(b.0.cmp(&a.0)))
+            .map(|(c, s, _)| (c, s))
+        else {
             continue;
         };
         let scenario = &design.cells[c].1;

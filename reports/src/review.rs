@@ -46,8 +46,8 @@ pub struct Review {
     pub designs: Vec<DesignInfo>,
     /// One cell per design and class, design by design (`cells[d * classes + c]`).
     pub cells: Vec<ReviewCell>,
-    /// For each design that broke, its first violation: the first class (in column order)
-    /// with one, and that class's first invalid seed.
+    /// For each design that broke, its first violation under the class that broke it most
+    /// (the earlier column on a tie).
     pub examples: Vec<Example>,
 }
 

@@ -214,12 +214,34 @@ fn the_command_prints_a_cell_that_replays_its_seeds() {
         assert_eq!(o.status.code(), Some(2));
         assert!(stderr(&o).contains(why), "{}", stderr(&o));
     }
-    // The printed cell runs as a scenario file: the sample's first example replays.
-    let cell =
-        std::env::temp_dir().join(format!("lockstep-review-cell-{}.toml", std::process::id()));
-    std::fs::write(&cell, &text).expect("write");
-    let o = lockstep(&["run", cell.to_str().unwrap(), "--seed", "3"]);
-    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    // Every example of the sample replays its violation: the printed cell, run at its seed.
+    let sample: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(crate::support::root().join("reports/sample/review.json"))
+            .expect("the sample review"),
+    )
+    .expect("JSON");
+    let examples = sample["examples"].as_array().expect("examples");
+    assert!(!examples.is_empty());
+    for e in examples {
+        let (d, c) = (e["design"].as_u64().unwrap(), e["class"].as_u64().unwrap());
+        let class = sample["classes"][c as usize]["name"].as_str().unwrap();
+        let seed = e["seed"].as_u64().unwrap().to_string();
+        let cell_ref = format!("{}/{class}", d + 1);
+        let replay = format!("--scenario {cell_ref} | lockstep run - --seed {seed}");
+        assert!(e["reproduce"].as_str().unwrap().contains(&replay), "{e}");
+        let o = lockstep(&["review", file, "--scenario", &cell_ref]);
+        let cell = std::env::temp_dir().join(format!(
+            "lockstep-review-cell-{}-{d}.toml",
+            std::process::id()
+        ));
+        std::fs::write(&cell, stdout(&o)).expect("write");
+        let o = lockstep(&["run", cell.to_str().unwrap(), "--seed", &seed]);
+        assert!(
+            stdout(&o).contains("INVALID"),
+            "{cell_ref} seed {seed}: {}",
+            stdout(&o)
+        );
+    }
 }
 
 #[test]
