@@ -364,18 +364,7 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
                 .apply(&text)
                 .and_then(|t| match parse(&t, &scenario_path) {
                     Ok(s) => Ok((t, s)),
-                    Err(e) => Err(e
-                        .problems
-                        .iter()
-                        .map(|p| {
-                            if p.path.is_empty() {
-                                p.message.clone()
-                            } else {
-                                format!("{}: {}", p.path, p.message)
-                            }
-                        })
-                        .collect::<Vec<_>>()
-                        .join("; ")),
+                    Err(e) => Err(e.problems_in_one_line()),
                 });
             match cell {
                 Ok(c) => cells.push(c),

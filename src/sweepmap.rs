@@ -371,21 +371,8 @@ fn load_cell(
     }
     match parse(&text, path) {
         Ok(scenario) => Ok((text, scenario)),
-        Err(e) => {
-            // The cell's text is not the file's: its lines are left out.
-            let problems: Vec<String> = e
-                .problems
-                .iter()
-                .map(|p| {
-                    if p.path.is_empty() {
-                        p.message.clone()
-                    } else {
-                        format!("{}: {}", p.path, p.message)
-                    }
-                })
-                .collect();
-            Err(problems.join("; "))
-        }
+        // The cell's text is not the file's: its lines are left out.
+        Err(e) => Err(e.problems_in_one_line()),
     }
 }
 

@@ -26,6 +26,23 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
+    /// The problems on one line, each as `key.path: message`, without the file or lines: for
+    /// text made from a file (a sweep map's cell, a review's), whose lines are not the file's.
+    pub(crate) fn problems_in_one_line(&self) -> String {
+        let problems: Vec<String> = self
+            .problems
+            .iter()
+            .map(|p| {
+                if p.path.is_empty() {
+                    p.message.clone()
+                } else {
+                    format!("{}: {}", p.path, p.message)
+                }
+            })
+            .collect();
+        problems.join("; ")
+    }
+
     pub(crate) fn one(
         file: &Path,
         path: &str,
