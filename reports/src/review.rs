@@ -167,7 +167,19 @@ pub struct DesignFigures {
     pub token_order: u64,
 }
 
+impl ReviewCell {
+    /// The share of its runs whose property was violated (0 without runs).
+    pub fn rate(&self) -> f64 {
+        self.invalid as f64 / self.runs.max(1) as f64
+    }
+}
+
 impl DesignFigures {
+    /// The share of its runs, over every class, whose property was violated.
+    pub fn rate(&self) -> f64 {
+        self.invalid as f64 / self.runs.max(1) as f64
+    }
+
     /// No violation in any class, and every class ran.
     pub fn safe(&self) -> bool {
         self.invalid == 0 && self.runs > 0
@@ -201,15 +213,15 @@ impl Review {
     pub fn figures(&self, d: usize) -> DesignFigures {
         let cells: Vec<&ReviewCell> = (0..self.classes.len()).map(|c| self.cell(d, c)).collect();
         let sum = |f: fn(&ReviewCell) -> u64| cells.iter().map(|c| f(c)).sum::<u64>();
-        let rate = |c: &ReviewCell| c.invalid as f64 / c.runs.max(1) as f64;
         let broken: Vec<usize> = cells
             .iter()
             .filter(|c| c.invalid > 0)
             .map(|c| c.class)
             .collect();
         let worst = broken.iter().copied().max_by(|&a, &b| {
-            rate(cells[a])
-                .total_cmp(&rate(cells[b]))
+            cells[a]
+                .rate()
+                .total_cmp(&cells[b].rate())
                 // The earlier column wins a tie.
                 .then(b.cmp(&a))
         });
@@ -310,9 +322,8 @@ impl Review {
             let least = (0..self.designs.len())
                 .min_by(|&a, &b| {
                     let (fa, fb) = (self.figures(a), self.figures(b));
-                    let r = |f: &DesignFigures| f.invalid as f64 / f.runs.max(1) as f64;
-                    r(&fa)
-                        .total_cmp(&r(&fb))
+                    fa.rate()
+                        .total_cmp(&fb.rate())
                         .then(fa.broken.len().cmp(&fb.broken.len()))
                         .then(a.cmp(&b))
                 })
@@ -322,7 +333,7 @@ impl Review {
                 "No design is safe under every fault class. The least bad is {}: violated in {} \
                  of its runs, under {}.",
                 name(least),
-                percent(f.invalid as f64 / f.runs.max(1) as f64),
+                percent(f.rate()),
                 self.class_list(&f.broken)
             ));
         }
@@ -340,7 +351,7 @@ impl Review {
                 "{} breaks under {} ({} of seeds",
                 name(d),
                 self.classes[worst].title,
-                percent(cell.invalid as f64 / cell.runs.max(1) as f64),
+                percent(cell.rate()),
             );
             let others: Vec<usize> = f.broken.iter().copied().filter(|&c| c != worst).collect();
             if others.is_empty() {
@@ -556,7 +567,7 @@ impl Review {
                 "| {}. {} | {} | {} | {} |",
                 d + 1,
                 md(&self.designs[d].name),
-                md(&percent(f.invalid as f64 / f.runs.max(1) as f64)),
+                md(&percent(f.rate())),
                 md(&f.p99_ms.map_or("-".to_string(), ms)),
                 md(&f.availability.map_or("-".to_string(), percent)),
             );
@@ -693,12 +704,11 @@ impl Review {
             );
             for c in 0..self.classes.len() {
                 let cell = self.cell(d, c);
-                let rate = cell.invalid as f64 / cell.runs.max(1) as f64;
                 let _ = write!(
                     out,
                     "<td class=\"rate\" style=\"background:{}\" title=\"{} of {} runs violated\">{}\
                      <div class=\"ci\">{}</div></td>",
-                    colour(rate, cell.invalid),
+                    colour(cell.rate(), cell.invalid),
                     cell.invalid,
                     cell.runs,
                     esc(&percent_at_a_glance(cell.invalid, cell.runs)),
@@ -795,8 +805,11 @@ impl Review {
         const B: f64 = 34.0;
         let figures: Vec<DesignFigures> =
             (0..self.designs.len()).map(|d| self.figures(d)).collect();
-        let rate = |f: &DesignFigures| f.invalid as f64 / f.runs.max(1) as f64;
-        let top = figures.iter().map(rate).fold(0.0, f64::max).max(0.01);
+        let top = figures
+            .iter()
+            .map(DesignFigures::rate)
+            .fold(0.0, f64::max)
+            .max(0.01);
         let y = |r: f64| 10.0 + (H - B - 10.0) * (1.0 - r / top);
         let p99s: Vec<f64> = figures.iter().filter_map(|f| f.p99_ms).collect();
         // Without any acquisition the axis still spans a decade, with no point on it.
@@ -887,7 +900,7 @@ impl Review {
                     f.availability.map(x_av)
                 };
                 let Some(x) = x else { continue };
-                let r = rate(f);
+                let r = f.rate();
                 let fill = if f.safe() { "#2da44e" } else { "#cf222e" };
                 let _ = write!(
                     out,

@@ -454,6 +454,23 @@ fn a_bad_extension_or_an_unwritable_output_exits_2_and_writes_nothing() {
     );
 }
 
+/// Fails unless `reports/sample/{file}` holds `now` (`what` it should be), and unless it
+/// names no absolute path; with `UPDATE_EXPECT` set, writes it instead.
+fn sample_is_current(file: &str, now: &str, what: &str) {
+    let path = root().join("reports/sample").join(file);
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::write(&path, now).expect("write the sample");
+        return;
+    }
+    let kept = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        kept == now,
+        "reports/sample/{file} is not {what}: run reports/sample/regenerate.sh (or \
+         UPDATE_EXPECT=1 cargo test sample)"
+    );
+    assert!(!now.contains(s(&root())), "no absolute path in {file}");
+}
+
 /// The sample reports in `reports/sample/`, as `reports/sample/regenerate.sh` writes them: the
 /// catalogue over 5 seeds, the failover comparison of leader election across families
 /// (`scenarios/failover/`) over the seeds its files declare, and every family's design and
@@ -494,20 +511,12 @@ fn the_sample_reports_are_current_with_their_scenarios() {
             ("json", ReportFormat::Json),
             ("html", ReportFormat::Html),
         ] {
-            let file = format!("{name}.{ext}");
-            let path = root().join("reports/sample").join(&file);
             let now = built.render(format, &visuals);
-            if std::env::var_os("UPDATE_EXPECT").is_some() {
-                std::fs::write(&path, &now).expect("write the sample");
-                continue;
-            }
-            let kept = std::fs::read_to_string(&path).unwrap_or_default();
-            assert!(
-                kept == now,
-                "reports/sample/{file} is not the report of {dir}: run \
-                 reports/sample/regenerate.sh (or UPDATE_EXPECT=1 cargo test sample)"
+            sample_is_current(
+                &format!("{name}.{ext}"),
+                &now,
+                &format!("the report of {dir}"),
             );
-            assert!(!now.contains(s(&root())), "no absolute path in {file}");
         }
     }
 }
@@ -666,18 +675,10 @@ fn the_sample_review_is_current() {
         ("json", built.json()),
         ("html", html),
     ] {
-        let file = format!("review.{ext}");
-        let path = root().join("reports/sample").join(&file);
-        if std::env::var_os("UPDATE_EXPECT").is_some() {
-            std::fs::write(&path, &now).expect("write the sample");
-            continue;
-        }
-        let kept = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            kept == now,
-            "reports/sample/{file} is not the review of reviews/designs.toml: run \
-             reports/sample/regenerate.sh (or UPDATE_EXPECT=1 cargo test sample)"
+        sample_is_current(
+            &format!("review.{ext}"),
+            &now,
+            "the review of reviews/designs.toml",
         );
-        assert!(!now.contains(s(&root())), "no absolute path in {file}");
     }
 }
