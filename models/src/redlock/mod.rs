@@ -247,6 +247,10 @@ pub struct RedlockClient {
     next_req: u64,
     /// The lock's key on every instance: [`LOCK_KEY`] unless the workload selected another.
     key: Key,
+    /// The allocation of the last finished round's requests, empty, for the next round: a
+    /// client starts a round per try, renewal and release, and allocating each one's vector
+    /// afresh was a visible share of a Redlock sweep.
+    spare: Vec<Option<u64>>,
 }
 
 impl RedlockClient {
@@ -263,6 +267,7 @@ impl RedlockClient {
             value: 0,
             next_req: 0,
             key: LOCK_KEY,
+            spare: Vec::new(),
         }
     }
 
@@ -300,21 +305,16 @@ impl RedlockClient {
         if self.config.count_requests {
             ctx.observe(Observation::Count(ACQUIRE_REQUESTS));
         }
-        let round = self.start_round(ctx, Purpose::Acquire, Vec::new());
+        let round = self.start_round(ctx, Purpose::Acquire);
         self.state = State::Acquiring { try_, round };
         ctx.mark("acquire-sent");
     }
 
-    /// Sends a round's first request (antirez) or all of them (redsync). `pending` is the
-    /// vector of an earlier round, whose allocation the new one keeps (or an empty one).
-    fn start_round(
-        &mut self,
-        ctx: &mut impl Host<Msg, LockTimer>,
-        purpose: Purpose,
-        mut pending: Vec<Option<u64>>,
-    ) -> Round {
+    /// Sends a round's first request (antirez) or all of them (redsync), in the allocation
+    /// of the last finished round's requests if there is one.
+    fn start_round(&mut self, ctx: &mut impl Host<Msg, LockTimer>, purpose: Purpose) -> Round {
         let n = self.config.servers.len();
-        pending.clear();
+        let mut pending = std::mem::take(&mut self.spare);
         pending.resize(n, None);
         let mut round = Round {
             purpose,
@@ -405,6 +405,9 @@ impl RedlockClient {
 
     /// Every instance answered or timed out: judge the round.
     fn finish(&mut self, ctx: &mut impl Host<Msg, LockTimer>, round: Round) -> Option<LockSignal> {
+        let mut pending = round.pending;
+        pending.clear();
+        self.spare = pending;
         let now = ctx.clock(self.config.clock);
         let quorum = round.ok >= self.config.quorum();
         match (&self.state, round.purpose) {
@@ -420,7 +423,7 @@ impl RedlockClient {
                         })
                     }
                     None => {
-                        let round = self.start_round(ctx, Purpose::Unlock, round.pending);
+                        let round = self.start_round(ctx, Purpose::Unlock);
                         self.state = State::Unlocking { try_, round };
                         None
                     }
@@ -527,7 +530,7 @@ impl LockClient for RedlockClient {
             self.state = State::Idle;
             return Some(LockSignal::Released);
         }
-        let round = self.start_round(ctx, Purpose::Release, Vec::new());
+        let round = self.start_round(ctx, Purpose::Release);
         self.state = State::Releasing { round };
         None
     }
@@ -580,7 +583,7 @@ impl LockClient for RedlockClient {
                 },
                 LockTimer::Renew { value },
             ) if value == self.value => {
-                let round = self.start_round(ctx, Purpose::Extend, Vec::new());
+                let round = self.start_round(ctx, Purpose::Extend);
                 if let State::Held { extending, .. } = &mut self.state {
                     *extending = Some(round);
                 }
