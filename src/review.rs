@@ -35,7 +35,7 @@ use std::path::{Component, Path, PathBuf};
 
 use lockstep_check::Validity;
 use lockstep_reports::review::{
-    ClassInfo, DesignInfo, Example, FORMAT, Review, ReviewCell, ReviewSeeds, shell_word,
+    ClassInfo, CostOrder, DesignInfo, Example, FORMAT, Review, ReviewCell, ReviewSeeds, shell_word,
 };
 use serde::Deserialize;
 use toml_edit::{DocumentMut, InlineTable, Item, Table};
@@ -193,6 +193,8 @@ struct ReviewSection {
     from: u64,
     classes: Option<Vec<String>>,
     #[serde(default)]
+    cost: CostOrder,
+    #[serde(default)]
     set: toml::Table,
 }
 
@@ -224,6 +226,8 @@ pub struct Plan {
     pub seeds: u64,
     /// The classes, in column order.
     pub classes: Vec<&'static FaultClass>,
+    /// `review.cost`: what makes one safe design cheaper than another.
+    pub cost: CostOrder,
     /// The designs, in the file's order.
     pub designs: Vec<PlannedDesign>,
 }
@@ -398,6 +402,7 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
         from: r.from,
         seeds,
         classes,
+        cost: r.cost,
         designs,
     })
 }
@@ -614,6 +619,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
             from: plan.from,
             count: plan.seeds,
         },
+        cost: plan.cost,
         classes: plan.classes.iter().map(|c| c.info()).collect(),
         designs: plan
             .designs

@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::escape::{html as esc, markdown as md, markdown_code};
 use crate::format::{interval, percent, percent_at_a_glance, plural};
@@ -40,6 +40,8 @@ pub struct Review {
     pub file: String,
     /// The seeds every cell ran.
     pub seeds: ReviewSeeds,
+    /// What makes one safe design cheaper than another.
+    pub cost: CostOrder,
     /// The fault classes, in the order of the matrix's columns.
     pub classes: Vec<ClassInfo>,
     /// The designs, in the review file's order.
@@ -49,6 +51,19 @@ pub struct Review {
     /// For each design that broke, its first violation under the class that broke it most
     /// (the earlier column on a tie).
     pub examples: Vec<Example>,
+}
+
+/// What makes one safe design cheaper than another (`[review] cost`): the figure of its worst
+/// class compared first; the other breaks ties, then the review file's order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CostOrder {
+    /// The lowest acquire p99 first (the wait a client sees), then the highest availability.
+    #[default]
+    Latency,
+    /// The highest availability first (the time someone held the lock), then the lowest
+    /// acquire p99.
+    Availability,
 }
 
 /// The seeds of every cell: `count` from `from`.
@@ -243,8 +258,9 @@ impl Review {
         }
     }
 
-    /// The designs with no violation in any class, cheapest first: the lowest worst-case
-    /// acquire p99, then the highest worst-case availability, then review order.
+    /// The designs with no violation in any class, cheapest first by [`Review::cost`]: the
+    /// lowest worst-case acquire p99 and the highest worst-case availability, in its order,
+    /// then review order.
     pub fn safe_by_cost(&self) -> Vec<usize> {
         let figures: Vec<DesignFigures> =
             (0..self.designs.len()).map(|d| self.figures(d)).collect();
@@ -254,14 +270,16 @@ impl Review {
         safe.sort_by(|&a, &b| {
             let (fa, fb) = (&figures[a], &figures[b]);
             let p99 = |f: &DesignFigures| f.p99_ms.unwrap_or(f64::INFINITY);
-            p99(fa)
-                .total_cmp(&p99(fb))
-                .then(
-                    fb.availability
-                        .unwrap_or(0.0)
-                        .total_cmp(&fa.availability.unwrap_or(0.0)),
-                )
-                .then(a.cmp(&b))
+            let by_p99 = p99(fa).total_cmp(&p99(fb));
+            let by_availability = fb
+                .availability
+                .unwrap_or(0.0)
+                .total_cmp(&fa.availability.unwrap_or(0.0));
+            match self.cost {
+                CostOrder::Latency => by_p99.then(by_availability),
+                CostOrder::Availability => by_availability.then(by_p99),
+            }
+            .then(a.cmp(&b))
         });
         safe
     }
@@ -289,7 +307,7 @@ impl Review {
                 if k == 1 { "" } else { "es" },
                 plural(n),
                 percent(f.worst_ci_high),
-                cost(&f)
+                cost(&f, self.cost)
             ));
             if f.worst_ci_high > SURE {
                 out.push(format!(
@@ -304,7 +322,7 @@ impl Review {
             let dearer: Vec<String> = safe[1..]
                 .iter()
                 .take(ALSO_SAFE)
-                .map(|&d| format!("{} ({})", name(d), cost(&self.figures(d))))
+                .map(|&d| format!("{} ({})", name(d), cost(&self.figures(d), self.cost)))
                 .collect();
             if !dearer.is_empty() {
                 let more = safe.len() - 1 - dearer.len();
@@ -924,12 +942,18 @@ impl Review {
 }
 
 /// A design's cost in words: its worst acquire p99 and lowest availability.
-fn cost(f: &DesignFigures) -> String {
-    format!(
-        "acquire p99 {} and available {} of the time in its worst class",
-        f.p99_ms.map_or("-".to_string(), ms),
-        f.availability.map_or("-".to_string(), percent)
-    )
+/// A safe design's cost in words, the figure that ranks it first.
+fn cost(f: &DesignFigures, order: CostOrder) -> String {
+    let p99 = f.p99_ms.map_or("-".to_string(), ms);
+    let available = f.availability.map_or("-".to_string(), percent);
+    match order {
+        CostOrder::Latency => {
+            format!("acquire p99 {p99} and available {available} of the time in its worst class")
+        }
+        CostOrder::Availability => {
+            format!("available {available} of the time and acquire p99 {p99} in its worst class")
+        }
+    }
 }
 
 /// Milliseconds for people: `0.42 ms`, `12.3 ms`, `2.5 s`.
@@ -1087,6 +1111,7 @@ mod tests {
                 from: 1,
                 count: 100,
             },
+            cost: CostOrder::Latency,
             classes: vec![
                 class("pauses", "process pauses"),
                 class("clock-steps", "clock steps"),
@@ -1130,6 +1155,55 @@ mod tests {
             "{:?}",
             r.recommendation()
         );
+    }
+
+    #[test]
+    fn the_cost_order_decides_between_safe_designs() {
+        // Both fenced designs are safe: B has the lower p99 (5 against 9 ms), A's fence the
+        // higher availability (98% against 97%).
+        let mut r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 9.0, 5.0], true);
+        assert_eq!(r.safe_by_cost(), [2, 1]);
+        assert!(
+            r.recommendation()[0].ends_with(
+                "acquire p99 5.0 ms and available 97.0% of the time in its worst class."
+            ),
+            "{:?}",
+            r.recommendation()
+        );
+        r.cost = CostOrder::Availability;
+        assert_eq!(r.safe_by_cost(), [1, 2]);
+        let rec = r.recommendation();
+        assert!(rec[0].starts_with("Use “Lock A + fence”"), "{rec:?}");
+        assert!(
+            rec[0].ends_with(
+                "available 98.0% of the time and acquire p99 9.0 ms in its worst class."
+            ),
+            "{rec:?}"
+        );
+        assert!(
+            rec[2].starts_with("Also safe, at a higher cost: “Lock B”"),
+            "{rec:?}"
+        );
+        // Equal on the first figure, the second decides.
+        let mut r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 5.0, 5.0], true);
+        assert_eq!(
+            r.safe_by_cost(),
+            [1, 2],
+            "the same p99: A's fence is more available"
+        );
+        r.cost = CostOrder::Availability;
+        for cell in &mut r.cells {
+            cell.availability = Some(0.99);
+        }
+        r.cells[4].acquire_p99_ms = Some(4.0);
+        r.cells[5].acquire_p99_ms = Some(4.0);
+        assert_eq!(
+            r.safe_by_cost(),
+            [2, 1],
+            "the same availability: B waits less"
+        );
+        let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(json["cost"], "availability");
     }
 
     #[test]

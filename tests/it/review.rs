@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use lockstep::review::{self, CLASSES};
+use lockstep_reports::review::CostOrder;
 use lockstep_sim::Fault;
 
 use crate::support::{GOOD, lockstep, stderr, stdout};
@@ -143,6 +144,13 @@ fn problems_name_the_review_file_and_key() {
             vec!["unknown field `sedes`"],
         ),
         (
+            "[review]\nname = \"t\"\ncost = \"speed\"\n",
+            vec![
+                "review.cost",
+                "unknown value `speed`, expected `latency` or `availability`",
+            ],
+        ),
+        (
             "[review]\nname = \"t\"\n\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\nset = { \"model.ttl\" = 5 }\n",
             vec!["design[0]: ", "under pauses: model.ttl"],
         ),
@@ -167,6 +175,36 @@ fn problems_name_the_review_file_and_key() {
         assert!(stderr(&o).contains(wanted[0]), "{}", stderr(&o));
         assert!(!out.exists());
     }
+}
+
+#[test]
+fn the_cost_order_is_read_and_carried_to_the_review() {
+    let dir = dir_with(
+        "cost",
+        &[
+            ("chaos.toml", CHAOS),
+            (
+                "latency.toml",
+                &review_of(
+                    "classes = [\"pauses\"]\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n",
+                ),
+            ),
+            (
+                "availability.toml",
+                &review_of(
+                    "classes = [\"pauses\"]\ncost = \"availability\"\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n",
+                ),
+            ),
+        ],
+    );
+    let plan = review::load(&dir.join("latency.toml"), Some(1)).expect("loads");
+    assert_eq!(plan.cost, CostOrder::Latency, "the default");
+    let plan = review::load(&dir.join("availability.toml"), Some(1)).expect("loads");
+    assert_eq!(plan.cost, CostOrder::Availability);
+    let r = review::run(&plan, 1, |_, _| {});
+    assert_eq!(r.cost, CostOrder::Availability);
+    let json: serde_json::Value = serde_json::from_str(&r.json()).expect("json");
+    assert_eq!(json["cost"], "availability");
 }
 
 #[test]
