@@ -609,7 +609,7 @@ impl<P: Process> Drop for World<P> {
 /// How long the last history this thread recorded was: a new world reserves about that much
 /// room for its own, so that a sweep's worker, running seed after seed of one scenario, does
 /// not grow each run's history by doubling from empty. The growth (each step copies the whole
-/// history, in fresh pages the kernel has to fault in) was 3% of a Redlock sweep's time.
+/// history, in fresh pages the kernel has to fault in) was about 5% of a Redlock sweep's CPU.
 ///
 /// Only the vector's capacity depends on it: what a run does, its hash and its memory estimate
 /// (which counts records, not capacity) are the same whatever ran on the thread before.
