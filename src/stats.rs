@@ -98,14 +98,18 @@ impl Histogram {
         self.max = self.max.max(value);
     }
 
-    /// Adds every count of `other`: the histogram of both sets of values.
-    pub fn merge(&mut self, other: &Histogram) {
+    /// Adds every count of `other`: the histogram of both sets of values. `None`, and
+    /// nothing changed, when the number of values would pass 2^64 - 1 (a bucket cannot
+    /// overflow before the total does).
+    #[must_use]
+    pub fn merge(&mut self, other: &Histogram) -> Option<()> {
+        self.count = self.count.checked_add(other.count)?;
         for (mine, theirs) in self.counts.iter_mut().zip(other.counts.iter()) {
             *mine += theirs;
         }
-        self.count += other.count;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
+        Some(())
     }
 
     /// How many values were counted.
@@ -196,8 +200,11 @@ impl<'de> Deserialize<'de> for Histogram {
                     "{low} is not a bucket's lower bound"
                 )));
             }
+            // Checked: a hand-made file may hold counts whose sum passes 2^64 - 1.
+            let total = h.count.checked_add(n);
+            let total = total.ok_or_else(|| D::Error::custom("the counts pass 2^64 - 1"))?;
             h.counts[bucket_of(low)] += n;
-            h.count += n;
+            h.count = total;
         }
         match (json.min, json.max) {
             (Some(min), Some(max)) if h.count > 0 && min <= max => {
@@ -354,12 +361,12 @@ mod tests {
         }
         let mut merged = Histogram::new();
         for p in parts.iter().rev() {
-            merged.merge(p);
+            merged.merge(p).expect("the counts fit");
         }
         assert_eq!(merged, whole);
         assert_eq!(merged.quantile(990), whole.quantile(990));
         // Merging an empty histogram changes nothing, and JSON round-trips.
-        merged.merge(&Histogram::new());
+        merged.merge(&Histogram::new()).expect("the counts fit");
         assert_eq!(merged, whole);
         let json = serde_json::to_string(&whole).expect("serialises");
         let back: Histogram = serde_json::from_str(&json).expect("parses");

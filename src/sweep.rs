@@ -11,6 +11,7 @@
 //! change nothing in it, and [`merge`] of the shards' summaries gives the unsharded summary
 //! bit for bit. It reads no clock: the binary measures wall-clock time around it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +31,11 @@ use crate::suite::{SeedFailure, VerdictCounts, seed_failure};
 /// How many failing seeds (and nondeterministic seeds) a summary keeps in detail: the first
 /// in the range. The rest are counted.
 pub const KEPT_FAILURES: usize = 10;
+
+/// The most shards a range may be cut into (`--shard I/N`, and a summary's `shard.count`), so
+/// that the list of missing shards a summary prints stays small. Kubernetes allows an Indexed
+/// Job as many completions.
+pub const MAX_SHARDS: u64 = 100_000;
 
 /// The `format` of a summary's JSON; `merge` reads only this one.
 pub const FORMAT: &str = "lockstep-sweep/1";
@@ -116,6 +122,11 @@ impl FromStr for Shard {
         let count: u64 = n.trim().parse().map_err(|_| bad())?;
         if count == 0 {
             return Err(format!("`{text}`: there must be at least 1 shard"));
+        }
+        if count > MAX_SHARDS {
+            return Err(format!(
+                "`{text}`: a range is cut into at most {MAX_SHARDS} shards"
+            ));
         }
         if index == 0 || index > count {
             return Err(format!(
@@ -286,8 +297,10 @@ pub struct Shards {
 impl Shards {
     /// The shards not covered, in increasing order.
     pub fn missing(&self) -> Vec<u64> {
+        // `included` is increasing (checked on reading), so a binary search keeps this
+        // linear in `count`, which is at most `MAX_SHARDS`.
         (1..=self.count)
-            .filter(|i| !self.included.contains(i))
+            .filter(|i| self.included.binary_search(i).is_err())
             .collect()
     }
 }
@@ -443,28 +456,157 @@ impl SweepSummary {
     }
 
     /// Checks what a hand-edited or truncated file could get wrong, so that a merge of it is
-    /// refused rather than wrong.
+    /// refused rather than wrong, and so that no number in it sizes an allocation or a loop:
+    /// the shard count is at most [`MAX_SHARDS`], `runs` is exactly the number of seeds its
+    /// shards hold, and every other count of runs is at most `runs`. Each error names its key.
     fn consistent(&self) -> Result<(), String> {
         crate::Seeds::range(self.seeds.from, self.seeds.count)
             .map_err(|e| format!("`seeds`: {e}"))?;
-        let c = &self.verdict_counts;
-        if self.passed + self.failed != self.runs || c.valid + c.invalid + c.unknown != self.runs {
-            return Err("its counts do not add up to `runs`".to_string());
-        }
-        if self.grants_per_run.count() != self.runs {
-            return Err("`grants_per_run` does not count every run".to_string());
-        }
         if let Some(sh) = &self.shard {
+            if !(2..=MAX_SHARDS).contains(&sh.count) {
+                return Err(format!(
+                    "`shard.count`: {} is out of range: expected 2 to {MAX_SHARDS} shards",
+                    sh.count
+                ));
+            }
             let increasing = sh.included.windows(2).all(|w| w[0] < w[1]);
             let in_range = sh.included.iter().all(|i| (1..=sh.count).contains(i));
-            if sh.count < 2 || sh.included.is_empty() || !increasing || !in_range {
+            if sh.included.is_empty() || !increasing || !in_range {
                 return Err(format!(
-                    "`shard` must list shards from 1 to its count ({}) once each, in order",
+                    "`shard.included` must list shards from 1 to its count ({}) once each, in order",
                     sh.count
                 ));
             }
         }
+        // The shards are disjoint, so their seeds add up to at most `seeds.count`: no sum of
+        // runs overflows, here or in a merge, and every count bounded by `runs` neither.
+        let seeds: u64 = self
+            .covered()
+            .iter()
+            .map(|&index| {
+                Shard {
+                    index,
+                    count: self.shard_count(),
+                }
+                .len_of(self.seeds.count)
+            })
+            .sum();
+        if self.runs != seeds {
+            return Err(format!(
+                "`runs`: {} runs, but its shards of `seeds` hold {seeds} seeds",
+                self.runs
+            ));
+        }
+        let c = &self.verdict_counts;
+        let sum = |xs: &[u64]| xs.iter().map(|&x| u128::from(x)).sum::<u128>();
+        if sum(&[self.passed, self.failed]) != u128::from(self.runs) {
+            return Err("`passed` and `failed` do not add up to `runs`".to_string());
+        }
+        if sum(&[c.valid, c.invalid, c.unknown]) != u128::from(self.runs) {
+            return Err("`verdict_counts` do not add up to `runs`".to_string());
+        }
+        if self.grants_per_run.count() != self.runs {
+            return Err("`grants_per_run` does not count every run".to_string());
+        }
+        let v = &self.violations;
+        let at_most = |key: &str, n: u64, bound: (&str, u64)| {
+            if n <= bound.1 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{key}`: {n} is more than `{}` ({})",
+                    bound.0, bound.1
+                ))
+            }
+        };
+        let runs = ("runs", self.runs);
+        for (key, n) in [
+            ("violations.double_holders", v.double_holders),
+            ("violations.stale_accepted", v.stale_accepted),
+            ("violations.lost_updates", v.lost_updates),
+            ("violations.token_order", v.token_order),
+            ("violations.exhausted", v.exhausted),
+            ("violations.no_recovery", v.no_recovery),
+            ("violations.queue", v.queue),
+            ("violations.cron", v.cron),
+            ("recovery_ns.count", self.recovery_ns.count()),
+            ("nondeterministic", self.nondeterministic),
+        ] {
+            at_most(key, n, runs)?;
+        }
+        at_most(
+            "violations.jobs_done_twice",
+            v.jobs_done_twice,
+            ("violations.queue", v.queue),
+        )?;
+        at_most(
+            "violations.jobs_lost",
+            v.jobs_lost,
+            ("violations.queue", v.queue),
+        )?;
+        at_most(
+            "violations.ticks_run_twice",
+            v.ticks_run_twice,
+            ("violations.cron", v.cron),
+        )?;
+        at_most(
+            "violations.ticks_missed",
+            v.ticks_missed,
+            ("violations.cron", v.cron),
+        )?;
+        if let Some(l) = &self.leadership {
+            at_most("leadership.two_leaders_runs", l.two_leaders_runs, runs)?;
+        }
+        if !self.determinism_checked && self.nondeterministic > 0 {
+            return Err(format!(
+                "`nondeterministic`: {} seeds, but `determinism_checked` is false",
+                self.nondeterministic
+            ));
+        }
+        let kept = KEPT_FAILURES as u64;
+        let failures = self.failures.len() as u64;
+        at_most("failures", failures, ("failed", self.failed))?;
+        at_most("failures", failures, ("the kept failures", kept))?;
+        let mismatches = self.mismatches.len() as u64;
+        at_most(
+            "mismatches",
+            mismatches,
+            ("nondeterministic", self.nondeterministic),
+        )?;
+        at_most("mismatches", mismatches, ("the kept mismatches", kept))?;
+        let seeds = self.failures.iter().map(|f| ("failures", f.seed));
+        let seeds = seeds.chain(self.mismatches.iter().map(|m| ("mismatches", m.seed)));
+        for (key, seed) in seeds {
+            if !self.covers(seed) {
+                return Err(format!(
+                    "`{key}`: seed {seed} is not among the seeds it covers"
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// How many shards the range is cut into; 1 when the summary covers it all.
+    fn shard_count(&self) -> u64 {
+        self.shard.as_ref().map_or(1, |sh| sh.count)
+    }
+
+    /// The shards it covers; an unsharded summary covers shard 1 of 1.
+    fn covered(&self) -> Vec<u64> {
+        self.shard
+            .as_ref()
+            .map_or_else(|| vec![1], |sh| sh.included.clone())
+    }
+
+    /// True when `seed` is in the range and in a shard it covers.
+    fn covers(&self, seed: u64) -> bool {
+        let position = self.position(seed);
+        position < self.seeds.count
+            && self.shard.as_ref().is_none_or(|sh| {
+                sh.included
+                    .binary_search(&(position % sh.count + 1))
+                    .is_ok()
+            })
     }
 
     /// The position in the range of `seed`.
@@ -584,14 +726,34 @@ impl SweepSummary {
     /// # Errors
     /// The JSON does not parse, lacks a field, or is of another format.
     pub fn from_json(text: &str) -> Result<SweepSummary, String> {
-        let s: SweepSummary = serde_json::from_str(text)
-            .map_err(|e| format!("not the JSON of `lockstep sweep --format json`: {e}"))?;
+        let s: SweepSummary = serde_json::from_str(text).map_err(|e| {
+            histogram_error(text)
+                .unwrap_or_else(|| format!("not the JSON of `lockstep sweep --format json`: {e}"))
+        })?;
         if s.format != FORMAT {
             return Err(format!("format `{}`, expected `{FORMAT}`", s.format));
         }
         s.consistent()?;
         Ok(s)
     }
+}
+
+/// The first histogram of a summary's JSON that does not read, with its key: serde's own
+/// error names no key, and a histogram's counts are what a hand-made file gets wrong.
+fn histogram_error(text: &str) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_str(text).ok()?;
+    [
+        "acquire_latency_ns",
+        "grants_per_run",
+        "recovery_ns",
+        "leadership/failover_ns",
+    ]
+    .into_iter()
+    .find_map(|key| {
+        let value = json.pointer(&format!("/{key}"))?;
+        let e = Histogram::deserialize(value).err()?;
+        Some(format!("`{}`: {e}", key.replace('/', ".")))
+    })
 }
 
 /// Runs `target`'s scenario over the seeds of `config` on `config.jobs` threads and sums the
@@ -770,6 +932,15 @@ pub enum MergeError {
         /// Another input.
         other: String,
     },
+    /// A sum of samples would pass 2^64 - 1 (only hand-made inputs get there: no sum of runs
+    /// can, since merged shards are disjoint).
+    #[error("{input}: `{key}`: the merged count would pass 2^64 - 1")]
+    Overflow {
+        /// The input whose counts would overflow the sum.
+        input: String,
+        /// The key of the count.
+        key: &'static str,
+    },
     /// One input checked determinism and another did not.
     #[error("{a} ran every seed twice (--check-determinism) and {b} did not")]
     DifferentDeterminism {
@@ -792,40 +963,34 @@ pub fn merge(inputs: &[(String, SweepSummary)]) -> Result<SweepSummary, MergeErr
     let ((first_name, first), rest) = inputs.split_first().ok_or(MergeError::Empty)?;
     let mut merged = first.clone();
     // Which input covered each shard so far, to name both in an overlap.
-    let mut owner: Vec<(u64, &str)> = covered(first)
+    let mut owner: BTreeMap<u64, &str> = first
+        .covered()
         .into_iter()
         .map(|i| (i, first_name.as_str()))
         .collect();
     for (name, s) in rest {
         compatible(first_name, first, name, s)?;
-        for i in covered(s) {
-            if let Some((_, other)) = owner.iter().find(|(j, _)| *j == i) {
-                let count = s.shard.as_ref().map_or(1, |sh| sh.count);
+        for i in s.covered() {
+            if let Some(other) = owner.insert(i, name) {
                 return Err(MergeError::Overlap {
-                    a: (*other).to_string(),
+                    a: other.to_string(),
                     b: name.clone(),
-                    what: format!("shard {i}/{count}"),
+                    what: format!("shard {i}/{}", s.shard_count()),
                 });
             }
-            owner.push((i, name));
         }
-        merged.absorb(s);
+        merged.absorb(s).map_err(|key| MergeError::Overflow {
+            input: name.clone(),
+            key,
+        })?;
     }
     if let Some(sh) = &mut merged.shard {
-        sh.included = owner.iter().map(|(i, _)| *i).collect();
-        sh.included.sort_unstable();
+        sh.included = owner.into_keys().collect();
         if sh.included.len() as u64 == sh.count {
             merged.shard = None;
         }
     }
     Ok(merged)
-}
-
-/// The shards `s` covers; an unsharded summary covers shard 1 of 1.
-fn covered(s: &SweepSummary) -> Vec<u64> {
-    s.shard
-        .as_ref()
-        .map_or_else(|| vec![1], |sh| sh.included.clone())
 }
 
 fn compatible(a: &str, sa: &SweepSummary, b: &str, sb: &SweepSummary) -> Result<(), MergeError> {
@@ -847,7 +1012,7 @@ fn compatible(a: &str, sa: &SweepSummary, b: &str, sb: &SweepSummary) -> Result<
             b_seeds: range_text(sb.seeds.from, sb.seeds.count),
         });
     }
-    let count = |s: &SweepSummary| s.shard.as_ref().map_or(1, |sh| sh.count);
+    let count = SweepSummary::shard_count;
     if count(sa) != count(sb) && sa.shard.is_some() && sb.shard.is_some() {
         return Err(MergeError::DifferentShardCounts {
             a: a.to_string(),
@@ -879,7 +1044,31 @@ fn compatible(a: &str, sa: &SweepSummary, b: &str, sb: &SweepSummary) -> Result<
 
 impl SweepSummary {
     /// Adds the counts of `other`, a summary of other seeds of the same range.
-    fn absorb(&mut self, other: &SweepSummary) {
+    ///
+    /// # Errors
+    /// The key of a histogram whose count would overflow. Counts of runs cannot: each is at
+    /// most `runs` ([`SweepSummary::consistent`]), and the runs of disjoint shards of the
+    /// range add up to at most its seeds.
+    fn absorb(&mut self, other: &SweepSummary) -> Result<(), &'static str> {
+        self.acquire_latency_ns
+            .merge(&other.acquire_latency_ns)
+            .ok_or("acquire_latency_ns.count")?;
+        self.grants_per_run
+            .merge(&other.grants_per_run)
+            .ok_or("grants_per_run.count")?;
+        self.recovery_ns
+            .merge(&other.recovery_ns)
+            .ok_or("recovery_ns.count")?;
+        match (&mut self.leadership, &other.leadership) {
+            (Some(mine), Some(theirs)) => {
+                mine.failover_ns
+                    .merge(&theirs.failover_ns)
+                    .ok_or("leadership.failover_ns.count")?;
+                mine.two_leaders_runs += theirs.two_leaders_runs;
+            }
+            (None, Some(theirs)) => self.leadership = Some(theirs.clone()),
+            _ => {}
+        }
         self.runs += other.runs;
         self.passed += other.passed;
         self.failed += other.failed;
@@ -888,23 +1077,13 @@ impl SweepSummary {
         self.verdict_counts.unknown += other.verdict_counts.unknown;
         self.violations.add(&other.violations);
         self.events = self.events.saturating_add(other.events);
-        self.acquire_latency_ns.merge(&other.acquire_latency_ns);
-        self.grants_per_run.merge(&other.grants_per_run);
-        self.recovery_ns.merge(&other.recovery_ns);
-        match (&mut self.leadership, &other.leadership) {
-            (Some(mine), Some(theirs)) => {
-                mine.failover_ns.merge(&theirs.failover_ns);
-                mine.two_leaders_runs += theirs.two_leaders_runs;
-            }
-            (None, Some(theirs)) => self.leadership = Some(theirs.clone()),
-            _ => {}
-        }
         self.digest = self.digest.wrapping_add(other.digest);
         self.failures.extend(other.failures.iter().cloned());
         self.keep_first_failures();
         self.nondeterministic += other.nondeterministic;
         self.mismatches.extend(other.mismatches.iter().cloned());
         self.keep_first_mismatches();
+        Ok(())
     }
 }
 

@@ -37,6 +37,53 @@ pub(crate) fn lockstep(args: &[&str]) -> Output {
         .expect("the lockstep binary runs")
 }
 
+/// Runs the `lockstep` binary with `args` from the repository root, killing it if it has not
+/// finished within `limit` (a test of a bound must fail, not hang or eat the machine): its
+/// output, or `None` when it was killed.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the test bounds how long a child process runs, and drains its pipes on threads; no run reads either"
+)]
+pub(crate) fn lockstep_within(args: &[&str], limit: std::time::Duration) -> Option<Output> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the lockstep binary runs");
+    // Drained while it runs, so a child with much to say does not block on a full pipe.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (out.join().expect("drained"), err.join().expect("drained"));
+    Some(Output {
+        status: status?,
+        stdout,
+        stderr,
+    })
+}
+
 /// Writes `text` to a fresh scenario file in a per-test temporary directory.
 pub(crate) fn temp_scenario(test: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lockstep-it-{}-{test}", std::process::id()));

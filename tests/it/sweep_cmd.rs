@@ -278,8 +278,12 @@ fn merge_rejects_inputs_of_other_scenarios_ranges_and_overlapping_shards() {
 
 #[test]
 fn bad_sweep_input_exits_2_with_an_error_and_no_output() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["sweep", "no-such.toml", "--seeds", "3"], "no-such.toml"),
+        (
+            &["sweep", K1, "--seeds", "3", "--shard", "1/100001"],
+            "at most 100000 shards",
+        ),
         (&["sweep", K1, "--seeds", "0"], "at least 1 seed"),
         (
             &["sweep", K1, "--seeds", "3", "--shard", "0/4"],
@@ -433,4 +437,130 @@ fn a_chaos_sweep_is_the_same_on_one_thread_two_threads_and_four_merged_shards() 
     args.extend(files.iter().map(String::as_str));
     let out = lockstep(&args);
     assert_eq!(stdout(&out), whole);
+}
+
+/// The JSON of shard `index` of 2 of a sweep of K1 over seeds 1 to 4, as `serde_json` values.
+fn k1_half(index: u64) -> serde_json::Value {
+    let target = sweep::load(&root().join(K1), None).expect("the scenario loads");
+    let mut config = config(1, 4, 1);
+    config.shard = Some(sweep::Shard { index, count: 2 });
+    let summary = sweep::sweep(&target, &config, |_| {});
+    serde_json::from_str(&summary.json()).expect("JSON")
+}
+
+#[test]
+fn every_count_of_a_summary_is_bounded_by_what_it_holds_with_its_key_named() {
+    let half = k1_half(1);
+    assert!(SweepSummary::from_json(&half.to_string()).is_ok());
+    let failure = serde_json::json!({
+        "seed": 2, "trace_hash": "0000000000000000", "verdict": "valid",
+        "unmet": [], "explanations": [], "reproduce": "",
+    });
+    let big = u64::MAX / 2 + 1;
+    // Each edit a hand-made file could make, and the key its error names.
+    let cases: Vec<(&str, serde_json::Value, &str)> = vec![
+        (
+            "/shard/count",
+            4_294_967_295u64.into(),
+            "`shard.count`: 4294967295 is out of range",
+        ),
+        ("/shard/count", 100_001.into(), "`shard.count`"),
+        (
+            "/shard/included",
+            serde_json::json!([2, 1]),
+            "`shard.included`",
+        ),
+        ("/seeds/count", u64::MAX.into(), "`seeds`"),
+        (
+            "/runs",
+            3.into(),
+            "`runs`: 3 runs, but its shards of `seeds` hold 2 seeds",
+        ),
+        ("/passed", u64::MAX.into(), "`passed` and `failed`"),
+        ("/verdict_counts/valid", u64::MAX.into(), "`verdict_counts`"),
+        (
+            "/violations/exhausted",
+            3.into(),
+            "`violations.exhausted`: 3 is more than `runs` (2)",
+        ),
+        (
+            "/violations/ticks_missed",
+            1.into(),
+            "`violations.ticks_missed`",
+        ),
+        ("/violations/jobs_lost", 1.into(), "`violations.jobs_lost`"),
+        ("/nondeterministic", 1.into(), "`nondeterministic`"),
+        (
+            "/failures",
+            serde_json::json!([failure]),
+            "`failures`: 1 is more than `failed` (0)",
+        ),
+        (
+            "/mismatches",
+            serde_json::json!([{"scenario": "k1", "seed": 1,
+                "first_trace_hash": "0000000000000000", "second_trace_hash": "0000000000000001"}]),
+            "`mismatches`: 1 is more than `nondeterministic` (0)",
+        ),
+        (
+            "/acquire_latency_ns",
+            serde_json::json!({"count": 0, "min": 1, "max": 1, "buckets": [[1, big], [1, big]]}),
+            "`acquire_latency_ns`: the counts pass 2^64 - 1",
+        ),
+    ];
+    for (pointer, value, message) in cases {
+        let mut edited = half.clone();
+        *edited.pointer_mut(pointer).expect(pointer) = value;
+        let error = SweepSummary::from_json(&edited.to_string()).expect_err(pointer);
+        assert!(error.contains(message), "{pointer}: {error}");
+    }
+    // A failing seed the summary does not cover: seed 2 is in shard 2 of 2.
+    let mut edited = half.clone();
+    edited["failed"] = 1.into();
+    edited["passed"] = half["runs"].as_u64().map(|r| r - 1).into();
+    edited["failures"] = serde_json::json!([failure]);
+    let error = SweepSummary::from_json(&edited.to_string()).expect_err("uncovered seed");
+    assert!(error.contains("`failures`: seed 2 is not among"), "{error}");
+}
+
+#[test]
+fn a_merge_whose_sample_counts_would_overflow_names_the_input_and_key() {
+    let big = u64::MAX / 2 + 1;
+    let inputs: Vec<(String, SweepSummary)> = [1, 2]
+        .into_iter()
+        .map(|index| {
+            let mut v = k1_half(index);
+            v["acquire_latency_ns"] =
+                serde_json::json!({"count": big, "min": 1, "max": 1, "buckets": [[1, big]]});
+            let s = SweepSummary::from_json(&v.to_string()).expect("each alone is consistent");
+            (format!("s{index}.json"), s)
+        })
+        .collect();
+    let error = sweep::merge(&inputs).expect_err("the sum overflows");
+    assert_eq!(
+        error.to_string(),
+        "s2.json: `acquire_latency_ns.count`: the merged count would pass 2^64 - 1"
+    );
+}
+
+#[test]
+fn merge_of_a_summary_claiming_four_billion_shards_stops_at_once_naming_the_key() {
+    let dir = out_dir("huge-shards");
+    let mut v = k1_half(1);
+    v["shard"]["count"] = 4_294_967_295u64.into();
+    let file = dir.join("huge.json");
+    std::fs::write(&file, v.to_string()).expect("write");
+    let name = file.display().to_string();
+    // Before its bound, this merge grew to 17.8 GB in 60 s.
+    let out = crate::support::lockstep_within(
+        &["merge", &name, "--format", "json"],
+        std::time::Duration::from_secs(10),
+    )
+    .expect("the merge stops at once");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "no partial output");
+    assert_eq!(
+        stderr(&out).trim(),
+        format!("{name}: `shard.count`: 4294967295 is out of range: expected 2 to 100000 shards")
+    );
 }
