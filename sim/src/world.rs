@@ -87,6 +87,13 @@ pub trait Process: Sized {
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         let _ = (env, peer);
     }
+    /// What this process holds that grows as the run goes on (a replicated log, a key's
+    /// history, a table of finished work), in bytes at fixed sizes per item (see [`memory`]),
+    /// for the memory budget: a function of the process's state alone, never of the
+    /// allocator. Its fixed-size state is not counted. By default nothing grows.
+    fn held_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// A timer, as returned by [`Env::set_timer`]; used to cancel it.
@@ -164,18 +171,29 @@ impl fmt::Debug for Interrupt {
 /// [`Interrupt`].
 pub const CHECK_EVERY: u64 = 1024;
 
-/// The fixed sizes [`World::memory_estimate`] counts, in bytes: about what each takes on a
-/// 64-bit platform with its allocation.
+/// The fixed sizes [`World::memory_estimate`] counts, in bytes: what each costs the process
+/// over a run, on a 64-bit platform with its allocation, including the copies made of it after
+/// the run (the checker's history, the report) — measured, then rounded up, so that the
+/// budget bounds the process's peak resident memory (docs/scenarios.md, `memory_budget_mb`).
 pub mod memory {
-    /// A pending event (a queue entry and its action, a message with its payload), or a held
-    /// or deferred message.
-    pub const EVENT: u64 = 128;
+    /// An event slot: a pending event (its queue entry and its action, a message with its
+    /// payload) or a held or deferred message. The queue keeps every slot it ever used, so
+    /// the most events ever pending are counted, not the number pending now.
+    pub const EVENT: u64 = 256;
     /// A timer slot.
     pub const TIMER: u64 = 48;
-    /// A fault waiting for its mark, or one in the fault log.
-    pub const FAULT: u64 = 128;
-    /// A history record or an observation.
-    pub const RECORD: u64 = 96;
+    /// A fault: one scheduled and not yet applied (the host's schedule, the copy the world was
+    /// given, its slot), a fault waiting for its mark, a timed fault in force, or one in the
+    /// fault log (with its nodes, its description and its history event).
+    pub const FAULT: u64 = 512;
+    /// A history record: the world's, the checker's copy and what the checker builds of it.
+    pub const RECORD: u64 = 192;
+    /// An observation.
+    pub const OBSERVATION: u64 = 48;
+    /// A line of the readable trace, kept only when asked for, besides its text: the text
+    /// is counted four times (the line, its rendering, and the JSON report that prints it,
+    /// escaped).
+    pub const TRACE_LINE: u64 = 192;
 }
 
 /// One node's setup.
@@ -443,6 +461,8 @@ impl<P: Process> World<P> {
             observations: Vec::new(),
             hasher: TraceHasher::new(),
             trace: config.trace.then(Vec::new),
+            trace_bytes: 0,
+            pending_faults: 0,
             events: 0,
             end: config.end,
             max_events: config.max_events,
@@ -476,9 +496,11 @@ impl<P: Process> World<P> {
         let index = self.core.scheduled;
         self.core.scheduled += 1;
         match sf.when {
-            When::At(t) => self
-                .core
-                .push(t.max(self.core.now), Action::Fault(sf.fault)),
+            When::At(t) => {
+                self.core.pending_faults += 1;
+                self.core
+                    .push(t.max(self.core.now), Action::Fault(sf.fault));
+            }
             When::OnMark {
                 node,
                 mark,
@@ -564,6 +586,7 @@ impl<P: Process> World<P> {
                 }
             }
             Action::Fault(fault) => {
+                self.core.pending_faults -= 1;
                 self.core.events += 1;
                 self.apply(fault);
             }
@@ -666,23 +689,29 @@ impl<P: Process> World<P> {
         self.core.events
     }
 
-    /// What the run holds, in bytes, as the memory budget counts it: pending events, timers,
-    /// held and deferred messages, waiting triggers, the history, the observations and the
-    /// fault log, each at a fixed size. Fixed sizes (not `size_of`, not the allocator) make it
-    /// a function of the run alone, the same on every platform and build. The models' own
-    /// state is not counted, nor the readable trace (keeping it must not change a run).
+    /// What the run holds, in bytes, as the memory budget counts it: event slots (the most
+    /// ever pending), timers, held and deferred messages, scheduled, waiting, timed and
+    /// applied faults, the history, the observations, what the processes hold that grows
+    /// ([`Process::held_bytes`]) and, when it is kept, the readable trace, each at a fixed
+    /// size ([`memory`]). Fixed sizes (not `size_of`, not the allocator) make it a function of
+    /// the run alone, the same on every platform and build; only keeping the trace adds to it.
     pub fn memory_estimate(&self) -> u64 {
         let c = &self.core;
         let held: usize = c.held.values().map(VecDeque::len).sum::<usize>() + c.held_resets.len();
         let deferred: usize = c.nodes.iter().map(|n| n.deferred.len()).sum();
+        let faults = c.pending_faults + c.triggers.len() + c.timed.len() + c.fault_log.len();
         let n = |len: usize, bytes: u64| (len as u64).saturating_mul(bytes);
-        n(c.queue.len(), memory::EVENT)
+        let processes = self
+            .procs
+            .iter()
+            .fold(0u64, |sum, p| sum.saturating_add(p.held_bytes()));
+        n(c.actions.len() + held + deferred, memory::EVENT)
             .saturating_add(n(c.timers.len(), memory::TIMER))
-            .saturating_add(n(held + deferred, memory::EVENT))
-            .saturating_add(n(c.triggers.len(), memory::FAULT))
+            .saturating_add(n(faults, memory::FAULT))
             .saturating_add(n(c.history.len(), memory::RECORD))
-            .saturating_add(n(c.observations.len(), memory::RECORD))
-            .saturating_add(n(c.fault_log.len(), memory::FAULT))
+            .saturating_add(n(c.observations.len(), memory::OBSERVATION))
+            .saturating_add(c.trace_bytes)
+            .saturating_add(processes)
     }
 
     /// The trace hash so far: equal for equal runs, different for any change to what happened.
@@ -693,6 +722,16 @@ impl<P: Process> World<P> {
     /// The readable trace, if tracing is on.
     pub fn trace(&self) -> Option<&[TraceEntry]> {
         self.core.trace.as_deref()
+    }
+
+    /// Takes the readable trace out of the world, if tracing is on.
+    pub fn take_trace(&mut self) -> Option<Vec<TraceEntry>> {
+        self.core.trace.take()
+    }
+
+    /// Takes the fault log out of the world ([`World::fault_log`] is empty after it).
+    pub fn take_fault_log(&mut self) -> Vec<AppliedFault> {
+        std::mem::take(&mut self.core.fault_log)
     }
 
     /// The history events recorded so far, in order.

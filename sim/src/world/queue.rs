@@ -191,6 +191,10 @@ pub(super) struct Core<P: Process> {
     pub(super) observations: Vec<Record<P::Observation>>,
     pub(super) hasher: TraceHasher,
     pub(super) trace: Option<Vec<TraceEntry>>,
+    /// What the kept trace lines cost, as the memory budget counts them.
+    pub(super) trace_bytes: u64,
+    /// Faults scheduled at a time and not yet applied (in the queue).
+    pub(super) pending_faults: usize,
     pub(super) events: u64,
     pub(super) end: Time,
     pub(super) max_events: u64,
@@ -255,6 +259,10 @@ impl<P: Process> Core<P> {
             node,
             text: text(self),
         };
+        let text_bytes = entry.text.len() as u64;
+        self.trace_bytes = self
+            .trace_bytes
+            .saturating_add(super::memory::TRACE_LINE + 4 * text_bytes);
         if let Some(trace) = &mut self.trace {
             trace.push(entry);
         }

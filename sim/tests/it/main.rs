@@ -1,5 +1,6 @@
 //! Integration tests of the world: one binary, one module per subject.
 
+mod budgets;
 mod clocks;
 mod connections;
 mod determinism;

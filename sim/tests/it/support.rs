@@ -54,6 +54,9 @@ pub(crate) struct Probe {
     pub(crate) durable: u32,
     /// Reach the mark `got-note` on receiving this note.
     pub(crate) mark_on_note: Option<u32>,
+    /// What it holds per note received, as [`Process::held_bytes`] counts it.
+    pub(crate) held_per_note: u64,
+    pub(crate) notes: u64,
 }
 
 impl Probe {
@@ -108,6 +111,7 @@ impl Process for Probe {
             ctx.send(from, Msg::Pong(*n));
         }
         let marked = matches!((&msg, self.mark_on_note), (Msg::Note(n), Some(m)) if *n == m);
+        self.notes += u64::from(matches!(msg, Msg::Note(_)));
         ctx.record(Ev::Got { from: from.0, msg });
         if marked {
             ctx.mark("got-note");
@@ -135,6 +139,10 @@ impl Process for Probe {
     fn on_crash(&mut self) {
         self.next = 0;
         self.sends = 0;
+    }
+
+    fn held_bytes(&self) -> u64 {
+        self.notes * self.held_per_note
     }
 
     fn on_reset(&mut self, ctx: &mut impl EnvOf<Probe>, peer: NodeId) {
