@@ -119,6 +119,17 @@ pub trait Service: Clone + Debug + Eq {
     fn on_reset(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>, peer: NodeId) {
         let _ = (env, peer);
     }
+    /// What the node holds that grows as the run goes on (its log, its key history), in
+    /// bytes at fixed sizes per item, for the memory budget
+    /// (`lockstep_sim::Process::held_bytes`). By default nothing grows.
+    fn held_bytes(&self) -> u64 {
+        0
+    }
+}
+
+/// `len` items of `each` bytes, for [`Service::held_bytes`].
+pub(crate) fn held(len: usize, each: u64) -> u64 {
+    (len as u64).saturating_mul(each)
 }
 
 /// The resource kept by the lock service itself, for family `F`'s lock client.

@@ -212,6 +212,15 @@ impl<F: Family> Process for Node<F> {
         }
     }
 
+    /// Only service nodes grow: the storage holds a row per row the scenario has, and a
+    /// client its current acquisition.
+    fn held_bytes(&self) -> u64 {
+        match self {
+            Node::Service(s) => s.held_bytes(),
+            Node::Storage(_) | Node::Client(_) => 0,
+        }
+    }
+
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         match self {
             Node::Service(s) => s.on_reset(&mut ServiceEnv::<_, F>::new(env), peer),

@@ -342,18 +342,19 @@ impl<F: Family> System for SystemSpec<F> {
         let outcome = world.run();
         let history = history(&world, outcome);
         let observations = world.take_observations();
+        // Taken, not copied: the memory budget counts one of each.
         Ran {
             outcome,
             history,
             counters: counters(&self.counter_defs(), &observations),
             observations,
-            fault_log: world.fault_log().to_vec(),
+            fault_log: world.take_fault_log(),
             unfired: world.unfired(),
             initial_clocks,
             final_clocks: clocks(&world),
             trace_hash: world.trace_hash(),
             events: world.events(),
-            trace: world.trace().map(<[TraceEntry]>::to_vec),
+            trace: world.take_trace(),
         }
     }
 }

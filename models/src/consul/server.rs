@@ -37,7 +37,7 @@ use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 use super::resource::{self, TxnCheck};
 use super::{Behavior, KvView, Msg, Reply, Request, ServerTimer, SessionId};
 use crate::env::Host;
-use crate::family::Service;
+use crate::family::{Service, held};
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, Role};
 use crate::storage::{RequestKind, StorageReply, StorageRequest};
 
@@ -689,6 +689,16 @@ impl ConsulServer {
 impl Service for ConsulServer {
     type Msg = Msg;
     type Timer = ServerTimer;
+
+    /// Its log, the lock indexes it has issued and the resource operations it has taken.
+    fn held_bytes(&self) -> u64 {
+        /// A log entry, and its share of the proposal the members' logs share.
+        const ENTRY: u64 = 96;
+        /// An id in a set.
+        const ID: u64 = 48;
+        held(self.raft.log_len(), ENTRY)
+            .saturating_add(held(self.issued.len() + self.resource_ops.len(), ID))
+    }
 
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let durable = self.raft.durable().clone();

@@ -6,6 +6,7 @@
 //! that a watch can start from any past revision, as etcd's watchable store replays them
 //! (runs are short, so no compaction).
 
+use crate::family::held;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -205,6 +206,16 @@ impl Store {
             revision: 1,
             ..Store::default()
         }
+    }
+
+    /// What the key space holds, as the memory budget counts it: every event since the start
+    /// (the watch history, never compacted here), and the live keys.
+    pub fn held_bytes(&self) -> u64 {
+        /// An event and its key's allocation.
+        const EVENT: u64 = 112;
+        /// A live key: its entry, its key twice and the tree's share.
+        const KEY: u64 = 256;
+        held(self.events.len(), EVENT).saturating_add(held(self.kvs.len(), KEY))
     }
 
     /// The current revision.

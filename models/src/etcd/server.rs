@@ -51,7 +51,7 @@ use super::resource;
 use super::{Msg, ServerTimer};
 use crate::audit::{Owner, OwnerAudit};
 use crate::env::Host;
-use crate::family::Service;
+use crate::family::{Service, held};
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
 use crate::storage::{StorageReply, StorageRequest};
 
@@ -741,6 +741,17 @@ impl EtcdServer {
 impl Service for EtcdServer {
     type Msg = Msg;
     type Timer = ServerTimer;
+
+    /// Its log, its key space and the resource operations it has taken.
+    fn held_bytes(&self) -> u64 {
+        /// A log entry, and its share of the command the members' logs share.
+        const ENTRY: u64 = 320;
+        /// A resource operation's id in the set.
+        const OP: u64 = 48;
+        held(self.raft.log_len(), ENTRY)
+            .saturating_add(self.store.held_bytes())
+            .saturating_add(held(self.resource_ops.len(), OP))
+    }
 
     /// Starts (or restarts) the member from raft's durable state: a fresh raft node, and the
     /// loops.

@@ -155,6 +155,14 @@ impl Service for KubeNode {
     type Msg = Msg;
     type Timer = Timer;
 
+    /// An etcd member's log and key space; an API server keeps only its calls in flight.
+    fn held_bytes(&self) -> u64 {
+        match self {
+            KubeNode::Etcd(s) => s.held_bytes(),
+            KubeNode::ApiServer(_) => 0,
+        }
+    }
+
     fn on_start(&mut self, env: &mut impl Host<Msg, Timer>) {
         match self {
             KubeNode::Etcd(s) => s.on_start(&mut Scoped::<_, EtcdSide>::new(env)),

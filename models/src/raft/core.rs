@@ -216,6 +216,11 @@ impl<C: Clone + Debug + Hash + Eq> Raft<C> {
         self.commit
     }
 
+    /// How many entries the log holds (never compacted here: it grows with every write).
+    pub fn log_len(&self) -> usize {
+        self.durable.log.len()
+    }
+
     /// The index of the last entry in the log.
     pub fn last_index(&self) -> u64 {
         self.durable.last_index()

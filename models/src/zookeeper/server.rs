@@ -44,7 +44,7 @@ use super::{LOCK_PATH, SessionId, Zxid, negotiate_timeout, round_to_next_tick};
 use super::{Msg, ServerTimer};
 use crate::audit::{Owner, OwnerAudit};
 use crate::env::Host;
-use crate::family::Service;
+use crate::family::{Service, held};
 use crate::raft::{Durable, EntryData, Outbox, Raft, RaftConfig, ReadOnlyOption, Role};
 
 /// How an ensemble is set up.
@@ -970,6 +970,15 @@ impl ZooKeeperServer {
 impl Service for ZooKeeperServer {
     type Msg = Msg;
     type Timer = ServerTimer;
+
+    /// Its log and its audit of every transaction applied.
+    fn held_bytes(&self) -> u64 {
+        /// A log entry, and its share of the proposal the members' logs share.
+        const ENTRY: u64 = 96;
+        /// An audit record, with the path a created node was given.
+        const AUDIT: u64 = 192;
+        held(self.raft.log_len(), ENTRY).saturating_add(held(self.audit.len(), AUDIT))
+    }
 
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let durable = self.raft.durable().clone();
