@@ -66,7 +66,11 @@ impl RunResult {
 /// # Panics
 /// If the models record a history the checker rejects: that is a harness bug, not a verdict.
 pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
-    run_schedule(scenario, seed, &scenario.schedule(seed), trace)
+    // The schedule is moved into the world, not copied: a chaos profile's can be as large as
+    // the memory budget allows.
+    let schedule = scenario.schedule(seed);
+    let own = schedule.faults.starts_with(&scenario.faults);
+    run_owned(scenario, seed, schedule, own, trace).result
 }
 
 /// Runs `scenario` with `seed` under `schedule` instead of the schedule the scenario gives for
@@ -101,6 +105,19 @@ pub struct KeptRun {
 /// # Panics
 /// As [`run`].
 pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool) -> KeptRun {
+    let own = schedule.faults.starts_with(&scenario.faults);
+    run_owned(scenario, seed, schedule.clone(), own, trace)
+}
+
+/// [`run_kept`] of a schedule given to the world; `own` when it is the scenario's own, whose
+/// faults start with the file's `[[fault]]` list.
+fn run_owned(
+    scenario: &Scenario,
+    seed: u64,
+    schedule: Schedule,
+    own: bool,
+    trace: bool,
+) -> KeptRun {
     let end = Time::ZERO + schedule.duration;
     let mut config = WorldConfig::new(seed, end, scenario.clocks.clone());
     config.max_events = scenario.max_events;
@@ -108,7 +125,7 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
     config.interrupt = Some(wall_deadline(scenario.wall_budget));
     config.link = scenario.link.clone();
     config.links = scenario.links.clone();
-    config.faults = schedule.faults.clone();
+    config.faults = schedule.faults;
     config.trace = trace;
     let Ran {
         outcome,
@@ -123,7 +140,7 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
         events,
         trace,
     } = scenario.system.run(config);
-    let unfired = unfired_of(scenario, schedule, &history.names, unfired);
+    let unfired = unfired_of(scenario, own, &history.names, unfired);
     let verdict = check(&history, &scenario.check_options).unwrap_or_else(|e| {
         panic!("harness bug: the models recorded a history the checker rejects: {e}")
     });
@@ -184,16 +201,15 @@ pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool
     }
 }
 
-/// The unfired triggers of a run of `schedule`, named for the scenario: the schedule starts
-/// with the file's `[[fault]]` list when it is the scenario's own, followed by what the chaos
-/// profile drew (always optional); any other schedule (a shrink's) names its faults by place.
+/// The unfired triggers of a run, named for the scenario: its schedule starts with the file's
+/// `[[fault]]` list when it is the scenario's own (`own`), followed by what the chaos profile
+/// drew (always optional); any other schedule (a shrink's) names its faults by place.
 fn unfired_of(
     scenario: &Scenario,
-    schedule: &Schedule,
+    own: bool,
     names: &[String],
     unfired: Vec<lockstep_sim::Unfired>,
 ) -> Vec<Unfired> {
-    let own = schedule.faults.starts_with(&scenario.faults);
     let n = scenario.faults.len();
     unfired
         .into_iter()

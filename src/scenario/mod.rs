@@ -77,10 +77,14 @@ impl Scenario {
     /// The whole fault schedule of the run with `seed`: the file's `[[fault]]` list followed
     /// by what its chaos profile draws for that seed, and the run's duration.
     pub fn schedule(&self, seed: u64) -> Schedule {
-        let mut faults = self.faults.clone();
-        if let Some(chaos) = &self.chaos {
-            faults.extend(chaos.generate(seed));
-        }
+        // The file's faults first, then the profile's, put in front of the drawn ones rather
+        // than the drawn ones copied after them: a profile's can be as large as the memory
+        // budget allows.
+        let mut faults = self
+            .chaos
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.generate(seed));
+        faults.splice(0..0, self.faults.iter().cloned());
         Schedule {
             faults,
             duration: self.duration,

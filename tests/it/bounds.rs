@@ -890,3 +890,73 @@ fn the_run_command_says_why_a_run_stopped() {
         "{json}"
     );
 }
+
+/// Runs the `lockstep` binary with `args` from the repository root: its exit code, its
+/// stdout, and its peak resident memory in KiB (`wait4`'s `ru_maxrss`, the child's alone).
+#[cfg(target_os = "linux")]
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is waited for by `wait4`, which std's `Child` does not know of"
+)]
+fn peak_kib(args: &[&str]) -> (Option<i32>, String, u64) {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .current_dir(crate::support::root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the lockstep binary runs");
+    let mut out = String::new();
+    let _ = child.stdout.take().expect("piped").read_to_string(&mut out);
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data that `wait4` fills; the child is ours and not yet
+    // waited for (`child` is never waited on after this).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let peak = u64::try_from(usage.ru_maxrss).expect("a size");
+    (code, out, peak)
+}
+
+/// The extreme files of issue 40, each with a small budget so that it is quick: a chaos
+/// profile of 10,000 faults a minute over 1e10 ms (drawn up front, the schedule had been
+/// counted at a quarter of what it takes), and a Kubernetes Lease run for 1e10 ms (the etcd
+/// members' logs and key history had not been counted at all).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_memory_budget_bounds_the_peak_memory_of_a_run() {
+    let chaos = file(&[
+        ("scenario", "duration_ms = 1e10"),
+        ("scenario", "memory_budget_mb = 128"),
+        ("chaos", "faults_per_minute = 10_000"),
+    ]);
+    let lease = file(&[
+        ("scenario", "duration_ms = 1e10"),
+        ("scenario", "max_events = 1_000_000_000"),
+        ("scenario", "memory_budget_mb = 32"),
+        ("model", "kind = \"kubernetes\""),
+        ("model", "ttl_ms = 15_000"),
+        ("workload", "clients = 2"),
+        ("workload", "think_ms = { uniform = [1_000, 3_000] }"),
+    ]);
+    for (name, text, budget_mb) in [("chaos", chaos, 128), ("lease", lease, 32)] {
+        let path = crate::support::temp_scenario(&format!("memory-peak-{name}"), &text);
+        let (code, out, peak) =
+            peak_kib(&["run", path.to_str().expect("utf-8"), "--format", "json"]);
+        let _ = std::fs::remove_dir_all(path.parent().expect("its directory"));
+        let json: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+        assert_eq!(code, Some(1), "{name}: unknown, not the verdict expected");
+        assert_eq!(json["outcome"], "memory-budget", "{name}");
+        // Before, the chaos file peaked at 466 MB and the Lease run at 271 MB.
+        let limit = (budget_mb + 200) << 10;
+        assert!(
+            peak < limit,
+            "{name}: peak {} MB, budget {budget_mb} MB",
+            peak >> 10
+        );
+    }
+}

@@ -136,10 +136,9 @@ pub(crate) fn resolve<M>(
     let wall_budget = r.positive_ms("scenario.wall_budget_ms", s.wall_budget_ms);
     // A chaos profile stops drawing where the run could no longer reach its faults (each
     // costs at least an event) or would be over its memory budget before its first event.
-    let max_faults = s.max_events.min(
-        memory_budget / lockstep_sim::world::memory::EVENT.min(lockstep_sim::world::memory::FAULT)
-            + 1,
-    );
+    let max_faults = s
+        .max_events
+        .min(memory_budget / lockstep_sim::world::memory::FAULT + 1);
     let seeds = seeds(&mut r, s.seeds.as_ref(), s.seed);
     let system = system(&mut r);
     let layout: Layout = system.layout();
