@@ -960,3 +960,45 @@ fn the_memory_budget_bounds_the_peak_memory_of_a_run() {
         );
     }
 }
+
+#[test]
+fn a_cron_run_whose_wall_clock_jumps_ten_billion_periods_finishes_at_once() {
+    // One client's wall clock steps 1e10 ms ahead on a 1 ms schedule: like robfig/cron and
+    // Spring, it runs the tick it slept for and computes the next from its reading, so the
+    // 1e10 ticks jumped over are missed, not run, and judging them costs no step per tick.
+    let text = file(&[
+        ("scenario", "duration_ms = 10_000"),
+        ("scenario", "wall_budget_ms = 2_000"),
+        ("model", "acquire_tries = 1"),
+        ("workload", "kind = \"cron\""),
+        ("workload", "clients = 3"),
+        ("workload", "period_ms = 1"),
+        ("workload", "work_ms = 0"),
+        (
+            "",
+            "[[fault]]\nat_ms = 1_000\nclock_step = { node = \"client-1\", delta_ms = 1e10 }",
+        ),
+    ]);
+    let path = crate::support::temp_scenario("cron-jump", &text);
+    let out = crate::support::lockstep_within(
+        &["run", path.to_str().expect("utf-8"), "--format", "json"],
+        Duration::from_secs(20),
+    );
+    let _ = std::fs::remove_dir_all(path.parent().expect("its directory"));
+    // Before, the check after the run walked every tick between two due ones: 1e10 steps,
+    // which the run's wall-clock budget (polled between the world's events) never saw.
+    let out = out.expect("the run finishes at once");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::support::stderr(&out)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&crate::support::stdout(&out)).expect("JSON");
+    assert_eq!(json["outcome"], "completed");
+    let cron = &json["cron"];
+    let (missed, run) = (cron["missed"].as_u64(), cron["run"].as_u64());
+    assert!(missed > Some(9_999_990_000), "{cron}");
+    assert!(run < Some(20_000), "{cron}");
+}
