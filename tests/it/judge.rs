@@ -615,3 +615,60 @@ fn an_incomplete_history_is_unknown_at_best() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("incomplete"), "{}", stdout(&out));
 }
+
+/// `lockstep judge -` with `text` on its standard input (no file to clean up).
+fn judge_stdin(text: &str, args: &[&str]) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["judge", "-"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(text.as_bytes()).expect("written");
+    drop(stdin);
+    child.wait_with_output().expect("ends")
+}
+
+#[test]
+fn ticks_far_apart_are_judged_at_once_and_a_span_of_every_tick_is_refused() {
+    // Tick 2^64 - 1 then tick 0: 2^64 ticks to judge, one more than a count holds. Walked
+    // tick by tick, this never ended.
+    let out = judge_stdin(
+        r#"{"lockstep_history": 1, "nodes": ["client-1"]}
+{"time_ns": 1, "event": "due", "tick": 18446744073709551615, "client": "client-1"}
+{"time_ns": 2, "event": "due", "tick": 0, "client": "client-1"}
+"#,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "no verdict: {}", stdout(&out));
+    assert_eq!(
+        stderr(&out),
+        "<stdin>:3: ticks 0 and 18446744073709551615 both came due: the 2^64 ticks from one \
+         to the other, all judged, are more than a count holds\n"
+    );
+    // A gap of a billion ticks (19 s walked in a release build): missed, counted at once.
+    let out = judge_stdin(
+        r#"{"lockstep_history": 1, "nodes": ["client-1"]}
+{"time_ns": 1, "event": "due", "tick": 1, "client": "client-1"}
+{"time_ns": 2, "event": "due", "tick": 1000000001, "client": "client-1"}
+"#,
+        &["--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(j["verdict"], "valid", "a missed tick is liveness");
+    assert_eq!(
+        (&j["cron"]["ticks"], &j["cron"]["run"], &j["cron"]["missed"]),
+        (
+            &Value::from(1_000_000_001u64),
+            &Value::from(0),
+            &Value::from(1_000_000_000u64)
+        ),
+        "{j}"
+    );
+}
