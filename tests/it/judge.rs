@@ -560,13 +560,13 @@ fn the_largest_numbers_are_judged_without_overflow() {
     let text = format!(
         r#"{{"lockstep_history": 1, "nodes": [], "end_ns": {m}, "quiet_from_ns": {m}, "initial_value": {m}, "tokens_monotonic": true, "leadership": true}}
 {{"time_ns": 0, "event": "request", "client": "a"}}
-{{"time_ns": 1, "event": "fault", "kind": "crash", "nodes": ["a"]}}
-{{"time_ns": 2, "event": "grant", "grant": {{"client": "a", "seq": 4294967295}}, "token": {m}}}
+{{"time_ns": 1, "event": "grant", "grant": {{"client": "a", "seq": 1}}, "token": {m}}}
+{{"time_ns": 2, "event": "fault", "kind": "crash", "nodes": ["a"]}}
 {{"time_ns": 3, "event": "request", "client": "b"}}
 {{"time_ns": {}, "event": "grant", "grant": {{"client": "b", "seq": 1}}, "token": 0}}
 {{"time_ns": {}, "event": "storage", "op": {{"client": "b", "seq": 1}}, "grant": {{"client": "b", "seq": 1}}, "kind": "read", "value": {m}, "token": 0, "outcome": "accepted"}}
 {{"time_ns": {}, "event": "storage", "op": {{"client": "b", "seq": 2}}, "grant": {{"client": "b", "seq": 1}}, "kind": "write", "value": {m}, "base": {m}, "token": 0, "outcome": "accepted"}}
-{{"time_ns": {}, "event": "storage", "op": {{"client": "a", "seq": 2}}, "grant": {{"client": "a", "seq": 4294967295}}, "kind": "write", "value": 0, "base": {m}, "token": {m}, "outcome": "accepted"}}
+{{"time_ns": {}, "event": "storage", "op": {{"client": "a", "seq": 2}}, "grant": {{"client": "a", "seq": 1}}, "kind": "write", "value": 0, "base": {m}, "token": {m}, "outcome": "accepted"}}
 {{"time_ns": {m}, "event": "exit", "grant": {{"client": "b", "seq": 1}}, "why": "released"}}
 "#,
         m - 5,
@@ -671,4 +671,59 @@ fn ticks_far_apart_are_judged_at_once_and_a_span_of_every_tick_is_refused() {
         ),
         "{j}"
     );
+}
+
+#[test]
+fn impossible_histories_are_refused_with_the_line_of_the_event() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                r#"{"time_ns": 1, "event": "request", "client": "client-1"}"#,
+                r#"{"time_ns": 2, "event": "grant", "grant": {"client": "client-1", "seq": 1}}"#,
+                r#"{"time_ns": 3, "event": "exit", "grant": {"client": "client-1", "seq": 1}, "why": "lost"}"#,
+                r#"{"time_ns": 4, "event": "exit", "grant": {"client": "client-1", "seq": 1}, "why": "released"}"#,
+            ],
+            "<stdin>:5: grant client-1#1 exits twice: a client stops acting for a grant once",
+        ),
+        (
+            &[
+                r#"{"time_ns": 1, "event": "request", "client": "client-1"}"#,
+                r#"{"time_ns": 2, "event": "grant", "grant": {"client": "client-1", "seq": 2}}"#,
+                r#"{"time_ns": 3, "event": "exit", "grant": {"client": "client-1", "seq": 2}, "why": "released"}"#,
+                r#"{"time_ns": 4, "event": "request", "client": "client-1"}"#,
+                r#"{"time_ns": 5, "event": "grant", "grant": {"client": "client-1", "seq": 1}}"#,
+            ],
+            "<stdin>:3: grant client-1#2 is client-1's first: a client's grants are numbered 1, \
+             2, 3, ... in the order it learns of them",
+        ),
+        (
+            &[
+                r#"{"time_ns": 1, "event": "request", "client": "client-1"}"#,
+                r#"{"time_ns": 2, "event": "grant", "grant": {"client": "client-1", "seq": 1}}"#,
+                r#"{"time_ns": 3, "event": "nested", "client": "client-1"}"#,
+            ],
+            "<stdin>:4: client-1 holds the lock again (nested) with no nested acquisition \
+             (nest) waiting in its critical section",
+        ),
+        (
+            &[r#"{"time_ns": 1, "event": "nest", "client": "client-2"}"#],
+            "<stdin>:2: client-2 takes the lock again (nest) outside a critical section: it \
+             holds no grant",
+        ),
+        (
+            &[
+                r#"{"time_ns": 1, "event": "fault", "kind": "crash", "nodes": ["client-1"]}"#,
+                r#"{"time_ns": 2, "event": "request", "client": "client-1"}"#,
+            ],
+            "<stdin>:3: client-1 requests the lock after a crash and before any restart: a \
+             crashed process does nothing until it restarts",
+        ),
+    ];
+    for (events, error) in cases {
+        let text = format!("{HEADER}\n{}\n", events.join("\n"));
+        let out = judge_stdin(&text, &[]);
+        assert_eq!(out.status.code(), Some(2), "{text}\n{}", stderr(&out));
+        assert!(stdout(&out).is_empty(), "no verdict: {}", stdout(&out));
+        assert_eq!(stderr(&out), format!("{error}\n"), "{text}");
+    }
 }
