@@ -292,6 +292,7 @@ impl Grants {
                 | Event::Fault(_)
                 | Event::Issued { .. }
                 | Event::Enqueued { .. }
+                | Event::Claimed { .. }
                 | Event::Dequeued { .. }
                 | Event::Done { .. } => {}
             }
@@ -505,7 +506,8 @@ fn check_alive(
         | Event::Storage(_)
         | Event::Fault(_)
         | Event::Issued { .. }
-        | Event::Enqueued { .. } => return Ok(()),
+        | Event::Enqueued { .. }
+        | Event::Claimed { .. } => return Ok(()),
     };
     if !crashed.contains(&client) {
         return Ok(());

@@ -1,5 +1,5 @@
-//! Job queue metrics: a history whose service is a job queue (`Enqueued`, `Dequeued`, `Done`
-//! events). Each job must be done exactly once: a job whose work finished twice (a worker that
+//! Job queue metrics: a history whose service is a job queue (`Enqueued`, `Claimed`,
+//! `Dequeued`, `Done` events). Each job must be done exactly once: a job whose work finished twice (a worker that
 //! lost its claim and still worked, the job then handed to another) and a job left behind
 //! while later jobs were done both harm the resource, so they make both verdicts invalid.
 //!
@@ -49,13 +49,15 @@ pub fn queue_lags_ns(history: &History) -> Vec<u64> {
 /// The queue metrics of `history`, `None` when it has no `Enqueued` event.
 ///
 /// # Errors
-/// A [`HistoryError`] for a job enqueued twice, dequeued before it was enqueued, or done by a
-/// worker that had not dequeued it.
+/// A [`HistoryError`] for a job enqueued twice, claimed or dequeued before it was enqueued,
+/// or done by a worker that had not dequeued it.
 pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, HistoryError> {
     let mut jobs: BTreeMap<u64, Job> = BTreeMap::new();
     // The jobs each worker dequeued and has not yet reported done.
     let mut working: BTreeMap<(NodeId, u64), ()> = BTreeMap::new();
-    // Each worker's job in progress: its last dequeue, until it is done or the worker crashes.
+    // Each worker's job in progress: the last job the queue gave it (`Claimed`) or it took
+    // (`Dequeued`), until it is done or the worker crashes. A claim counts from the queue's
+    // side: a job whose answer is still on its way at the end is the worker's, not lost.
     let mut current: BTreeMap<NodeId, u64> = BTreeMap::new();
     let mut done_twice = Found::default();
     for (entry, e) in history.entries.iter().enumerate() {
@@ -83,6 +85,18 @@ pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, 
                     ));
                 }
                 working.insert((client, job), ());
+                current.insert(client, job);
+            }
+            Event::Claimed { job, client } => {
+                if !jobs.contains_key(&job) {
+                    return Err(HistoryError::at(
+                        entry,
+                        format!(
+                            "the queue gave job {job} to {} before it was enqueued",
+                            history.name(client)
+                        ),
+                    ));
+                }
                 current.insert(client, job);
             }
             Event::Done { job, client } => {
@@ -125,8 +139,9 @@ pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, 
     if jobs.is_empty() {
         return Ok(None);
     }
-    // Jobs never done: left when a worker still has it in progress at the end or when no job
-    // enqueued after it was done (the backlog at the end of the run), lost otherwise.
+    // Jobs never done: left when a worker still has it in progress at the end (claimed for it
+    // or dequeued by it, the worker not crashed since) or when no job enqueued after it was
+    // done (the backlog at the end of the run), lost otherwise.
     let last_done = jobs
         .iter()
         .filter(|(_, j)| j.done.is_some())
