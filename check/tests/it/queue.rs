@@ -194,6 +194,26 @@ fn a_job_claimed_for_a_worker_that_has_not_heard_yet_is_left_not_lost() {
     .queue
     .expect("jobs");
     assert_eq!((q.left, q.lost.examples), (0, vec![1]));
+    // A claim never takes the place of the job a worker works on: a late statement of a
+    // connection client-1 gave up claims job 3 for it while it works on job 1.
+    let q = verdict(
+        &base()
+            .dequeued(5, C1, 1)
+            .enqueued(6, 3)
+            .claimed(7, C1, 3)
+            .enqueued(8, 4)
+            .claimed(9, C2, 4)
+            .dequeued(10, C2, 4)
+            .done(11, C2, 4)
+            .end(20),
+    )
+    .queue
+    .expect("jobs");
+    assert_eq!(
+        (q.left, q.lost.count),
+        (2, 0),
+        "jobs 1 and 3 are client-1's"
+    );
     // A claim of a job never enqueued is refused.
     let e = check(&history().claimed(1, C1, 7).end(5), &Default::default()).unwrap_err();
     assert_eq!(e.entry, Some(0));
