@@ -256,6 +256,18 @@ pub enum Event {
         /// The client.
         client: NodeId,
     },
+    // Last of the variants: the history's records are hashed into the trace with their
+    // variant's index, and a variant added in the middle would move every later one's.
+    /// The queue gave job `job` to worker `client`, recorded by the queue's service at that
+    /// instant (PostgreSQL: the worker's transaction locked the job's row). The worker's
+    /// `Dequeued` follows when the answer reaches it; until then, or the worker's crash, the
+    /// job is the worker's though the answer may still be on its way.
+    Claimed {
+        /// The job.
+        job: u64,
+        /// The worker.
+        client: NodeId,
+    },
 }
 
 /// One history entry: an event at a true time.

@@ -224,6 +224,13 @@ fn write_entry(out: &mut String, h: &History, entry: &Entry) {
                 name(*client)
             );
         }
+        Event::Claimed { job, client } => {
+            let _ = write!(
+                out,
+                "\"claimed\",\"job\":{job},\"client\":{}",
+                name(*client)
+            );
+        }
         Event::Done { job, client } => {
             let _ = write!(out, "\"done\",\"job\":{job},\"client\":{}", name(*client));
         }
@@ -312,6 +319,7 @@ const EVENT_KEYS: &[(&str, &[&str])] = &[
     ("fault", &["kind", "nodes", "detail"]),
     ("issued", &["client", "ticket"]),
     ("enqueued", &["job"]),
+    ("claimed", &["job", "client"]),
     ("dequeued", &["job", "client"]),
     ("done", &["job", "client"]),
     ("due", &["tick", "client"]),
@@ -627,14 +635,14 @@ impl Reader {
             "enqueued" => Some(Event::Enqueued {
                 job: p.required(o, "job").and_then(|v| p.number(v, "job"))?,
             }),
-            "dequeued" | "done" => {
+            "claimed" | "dequeued" | "done" => {
                 let job = p.required(o, "job").and_then(|v| p.number(v, "job"));
                 let client = self.node(p, o, "client");
                 let (job, client) = (job?, client?);
-                Some(if kind == "done" {
-                    Event::Done { job, client }
-                } else {
-                    Event::Dequeued { job, client }
+                Some(match kind {
+                    "claimed" => Event::Claimed { job, client },
+                    "done" => Event::Done { job, client },
+                    _ => Event::Dequeued { job, client },
                 })
             }
             "pick" => {

@@ -560,13 +560,13 @@ fn the_largest_numbers_are_judged_without_overflow() {
     let text = format!(
         r#"{{"lockstep_history": 1, "nodes": [], "end_ns": {m}, "quiet_from_ns": {m}, "initial_value": {m}, "tokens_monotonic": true, "leadership": true}}
 {{"time_ns": 0, "event": "request", "client": "a"}}
-{{"time_ns": 1, "event": "fault", "kind": "crash", "nodes": ["a"]}}
-{{"time_ns": 2, "event": "grant", "grant": {{"client": "a", "seq": 4294967295}}, "token": {m}}}
+{{"time_ns": 1, "event": "grant", "grant": {{"client": "a", "seq": 1}}, "token": {m}}}
+{{"time_ns": 2, "event": "fault", "kind": "crash", "nodes": ["a"]}}
 {{"time_ns": 3, "event": "request", "client": "b"}}
 {{"time_ns": {}, "event": "grant", "grant": {{"client": "b", "seq": 1}}, "token": 0}}
 {{"time_ns": {}, "event": "storage", "op": {{"client": "b", "seq": 1}}, "grant": {{"client": "b", "seq": 1}}, "kind": "read", "value": {m}, "token": 0, "outcome": "accepted"}}
 {{"time_ns": {}, "event": "storage", "op": {{"client": "b", "seq": 2}}, "grant": {{"client": "b", "seq": 1}}, "kind": "write", "value": {m}, "base": {m}, "token": 0, "outcome": "accepted"}}
-{{"time_ns": {}, "event": "storage", "op": {{"client": "a", "seq": 2}}, "grant": {{"client": "a", "seq": 4294967295}}, "kind": "write", "value": 0, "base": {m}, "token": {m}, "outcome": "accepted"}}
+{{"time_ns": {}, "event": "storage", "op": {{"client": "a", "seq": 2}}, "grant": {{"client": "a", "seq": 1}}, "kind": "write", "value": 0, "base": {m}, "token": {m}, "outcome": "accepted"}}
 {{"time_ns": {m}, "event": "exit", "grant": {{"client": "b", "seq": 1}}, "why": "released"}}
 "#,
         m - 5,
@@ -614,4 +614,116 @@ fn an_incomplete_history_is_unknown_at_best() {
     let out = lockstep(&["judge", p, "--expect", "unknown"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("incomplete"), "{}", stdout(&out));
+}
+
+/// `lockstep judge -` with `text` on its standard input (no file to clean up).
+fn judge_stdin(text: &str, args: &[&str]) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["judge", "-"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(text.as_bytes()).expect("written");
+    drop(stdin);
+    child.wait_with_output().expect("ends")
+}
+
+#[test]
+fn ticks_far_apart_are_judged_at_once_and_a_span_of_every_tick_is_refused() {
+    // Tick 2^64 - 1 then tick 0: 2^64 ticks to judge, one more than a count holds. Walked
+    // tick by tick, this never ended.
+    let out = judge_stdin(
+        r#"{"lockstep_history": 1, "nodes": ["client-1"]}
+{"time_ns": 1, "event": "due", "tick": 18446744073709551615, "client": "client-1"}
+{"time_ns": 2, "event": "due", "tick": 0, "client": "client-1"}
+"#,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "no verdict: {}", stdout(&out));
+    assert_eq!(
+        stderr(&out),
+        "<stdin>:3: ticks 0 and 18446744073709551615 both came due: the 2^64 ticks from one \
+         to the other, all judged, are more than a count holds\n"
+    );
+    // A gap of a billion ticks (19 s walked in a release build): missed, counted at once.
+    let out = judge_stdin(
+        r#"{"lockstep_history": 1, "nodes": ["client-1"]}
+{"time_ns": 1, "event": "due", "tick": 1, "client": "client-1"}
+{"time_ns": 2, "event": "due", "tick": 1000000001, "client": "client-1"}
+"#,
+        &["--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(j["verdict"], "valid", "a missed tick is liveness");
+    assert_eq!(
+        (&j["cron"]["ticks"], &j["cron"]["run"], &j["cron"]["missed"]),
+        (
+            &Value::from(1_000_000_001u64),
+            &Value::from(0),
+            &Value::from(1_000_000_000u64)
+        ),
+        "{j}"
+    );
+}
+
+#[test]
+fn impossible_histories_are_refused_with_the_line_of_the_event() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                r#"{"time_ns": 1, "event": "request", "client": "client-1"}"#,
+                r#"{"time_ns": 2, "event": "grant", "grant": {"client": "client-1", "seq": 1}}"#,
+                r#"{"time_ns": 3, "event": "exit", "grant": {"client": "client-1", "seq": 1}, "why": "lost"}"#,
+                r#"{"time_ns": 4, "event": "exit", "grant": {"client": "client-1", "seq": 1}, "why": "released"}"#,
+            ],
+            "<stdin>:5: grant client-1#1 exits twice: a client stops acting for a grant once",
+        ),
+        (
+            &[
+                r#"{"time_ns": 1, "event": "request", "client": "client-1"}"#,
+                r#"{"time_ns": 2, "event": "grant", "grant": {"client": "client-1", "seq": 2}}"#,
+                r#"{"time_ns": 3, "event": "exit", "grant": {"client": "client-1", "seq": 2}, "why": "released"}"#,
+                r#"{"time_ns": 4, "event": "request", "client": "client-1"}"#,
+                r#"{"time_ns": 5, "event": "grant", "grant": {"client": "client-1", "seq": 1}}"#,
+            ],
+            "<stdin>:3: grant client-1#2 is client-1's first: a client's grants are numbered 1, \
+             2, 3, ... in the order it learns of them",
+        ),
+        (
+            &[
+                r#"{"time_ns": 1, "event": "request", "client": "client-1"}"#,
+                r#"{"time_ns": 2, "event": "grant", "grant": {"client": "client-1", "seq": 1}}"#,
+                r#"{"time_ns": 3, "event": "nested", "client": "client-1"}"#,
+            ],
+            "<stdin>:4: client-1 holds the lock again (nested) with no nested acquisition \
+             (nest) waiting in its critical section",
+        ),
+        (
+            &[r#"{"time_ns": 1, "event": "nest", "client": "client-2"}"#],
+            "<stdin>:2: client-2 takes the lock again (nest) outside a critical section: it \
+             holds no grant",
+        ),
+        (
+            &[
+                r#"{"time_ns": 1, "event": "fault", "kind": "crash", "nodes": ["client-1"]}"#,
+                r#"{"time_ns": 2, "event": "request", "client": "client-1"}"#,
+            ],
+            "<stdin>:3: client-1 requests the lock after a crash and before any restart: a \
+             crashed process does nothing until it restarts",
+        ),
+    ];
+    for (events, error) in cases {
+        let text = format!("{HEADER}\n{}\n", events.join("\n"));
+        let out = judge_stdin(&text, &[]);
+        assert_eq!(out.status.code(), Some(2), "{text}\n{}", stderr(&out));
+        assert!(stdout(&out).is_empty(), "no verdict: {}", stdout(&out));
+        assert_eq!(stderr(&out), format!("{error}\n"), "{text}");
+    }
 }

@@ -45,7 +45,8 @@ pub fn tick_lateness_ns(history: &History) -> Vec<u64> {
 ///
 /// # Errors
 /// A [`HistoryError`] for a grant in a history with `Due` events whose client had no tick
-/// due when it requested the lock.
+/// due when it requested the lock, or for ticks 0 and 2^64 - 1 both due (2^64 ticks to
+/// judge, one more than `Cron::ticks` holds).
 pub(super) fn measure(
     history: &History,
     grants: &Grants,
@@ -67,9 +68,23 @@ fn tally(history: &History, limit: usize) -> Result<(Option<Cron>, Vec<u64>), Hi
     // Each grant's tick, time, and its tick's due time.
     let mut granted: BTreeMap<GrantId, (u64, u64, u64)> = BTreeMap::new();
     let mut run_twice = Found::default();
+    // The smallest and the largest tick due so far.
+    let mut span: Option<(u64, u64)> = None;
     for (entry, e) in history.entries.iter().enumerate() {
         match e.event {
             Event::Due { tick, client } => {
+                let (low, high) = span.map_or((tick, tick), |(l, h)| (l.min(tick), h.max(tick)));
+                if (low, high) == (0, u64::MAX) {
+                    return Err(HistoryError::at(
+                        entry,
+                        format!(
+                            "ticks 0 and {} both came due: the 2^64 ticks from one to the \
+                             other, all judged, are more than a count holds",
+                            u64::MAX
+                        ),
+                    ));
+                }
+                span = Some((low, high));
                 ticks.entry(tick).or_default();
                 due.insert(client, (tick, e.time_ns));
             }
@@ -124,8 +139,13 @@ fn tally(history: &History, limit: usize) -> Result<(Option<Cron>, Vec<u64>), Hi
     let mut missed = Found::default();
     let mut run = 0;
     let mut lateness = Vec::new();
-    for tick in first..=last {
-        match ticks.get(&tick).and_then(|t| t.runs.first()) {
+    // Only the ticks some client found due are visited: the ticks between two of them, due
+    // on no client, are missed and counted by arithmetic (a wall clock that jumped a billion
+    // periods must not cost a billion steps).
+    let mut next = first;
+    for (&tick, t) in &ticks {
+        miss_between(&mut missed, next, tick, limit);
+        match t.runs.first() {
             Some(&(_, grant_ns, due_ns)) => {
                 run += 1;
                 lateness.push(grant_ns.saturating_sub(due_ns));
@@ -134,8 +154,10 @@ fn tally(history: &History, limit: usize) -> Result<(Option<Cron>, Vec<u64>), Hi
             None if tick < last => missed.record(tick, limit),
             None => {}
         }
+        next = tick.saturating_add(1);
     }
     let cron = Cron {
+        // No overflow: `tally`'s walk refused a span of all 2^64 ticks.
         ticks: last - first + 1,
         run,
         run_twice,
@@ -143,4 +165,14 @@ fn tally(history: &History, limit: usize) -> Result<(Option<Cron>, Vec<u64>), Hi
         lateness: percentiles(lateness.clone()),
     };
     Ok((Some(cron), lateness))
+}
+
+/// Counts the ticks `from..to` (none due on any client) as missed, keeping the first of them
+/// as examples while fewer than `limit` are kept.
+fn miss_between(missed: &mut Found<u64>, from: u64, to: u64, limit: usize) {
+    let gap = to.saturating_sub(from);
+    let room = limit.saturating_sub(missed.examples.len());
+    let keep = gap.min(u64::try_from(room).unwrap_or(u64::MAX));
+    missed.examples.extend(from..from + keep);
+    missed.count += gap;
 }

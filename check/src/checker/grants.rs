@@ -44,6 +44,8 @@ pub(super) struct Grant {
     pub(super) end: CsEnd,
     /// Index of the entry that ended the critical section; `None` if the run's end did.
     pub(super) end_entry: Option<usize>,
+    /// Whether an `Exit` named the grant: a second one is refused.
+    exited: bool,
 }
 
 impl Grant {
@@ -99,6 +101,10 @@ impl Grants {
         let mut requested: BTreeMap<NodeId, (u64, u64)> = BTreeMap::new();
         // The open critical section of each client, by grant ordinal.
         let mut open: BTreeMap<NodeId, usize> = BTreeMap::new();
+        // The processes a crash fault named and no restart since: they record nothing.
+        let mut crashed: BTreeSet<NodeId> = BTreeSet::new();
+        // The clients whose nested acquisition (`Nest`) waits, in their open section.
+        let mut nesting: BTreeSet<NodeId> = BTreeSet::new();
         // Every `Issued` as ((client, ticket), entry), sorted: the first of a ticket is found
         // by binary search. (A sorted vector, not a map: this runs once per checked run, on
         // every run of a sweep.)
@@ -115,6 +121,9 @@ impl Grants {
         for (index, entry) in history.entries.iter().enumerate() {
             check_time(history, index)?;
             let time_ns = entry.time_ns;
+            if !crashed.is_empty() {
+                check_alive(history, index, &crashed)?;
+            }
             match &entry.event {
                 Event::Grant {
                     grant,
@@ -127,6 +136,30 @@ impl Grants {
                             grant_label(history, *grant),
                             grants.list[first].entry
                         );
+                        return Err(HistoryError::at(index, message));
+                    }
+                    let before = grants.clients.granted(grant.client);
+                    if u64::from(grant.seq) != before as u64 + 1 {
+                        let message = match before {
+                            0 => format!(
+                                "grant {} is {}'s first: a client's grants are numbered 1, 2, \
+                                 3, ... in the order it learns of them",
+                                grant_label(history, *grant),
+                                history.name(grant.client)
+                            ),
+                            _ => format!(
+                                "grant {} follows {}: a client's grants are numbered 1, 2, 3, \
+                                 ... in the order it learns of them",
+                                grant_label(history, *grant),
+                                grant_label(
+                                    history,
+                                    GrantId {
+                                        client: grant.client,
+                                        seq: before as u32,
+                                    }
+                                )
+                            ),
+                        };
                         return Err(HistoryError::at(index, message));
                     }
                     let issued_entry = match ticket {
@@ -147,6 +180,9 @@ impl Grants {
                     if let Some(previous) = open.insert(grant.client, ordinal) {
                         grants.close(previous, time_ns, CsEnd::Regrant, index);
                     }
+                    if !nesting.is_empty() {
+                        nesting.remove(&grant.client);
+                    }
                     let pick = match requested.is_empty() {
                         true => (0, 0),
                         false => requested.remove(&grant.client).unwrap_or((0, 0)),
@@ -161,10 +197,20 @@ impl Grants {
                 }
                 Event::Exit { grant, why } => {
                     let ordinal = grants.known(history, index, *grant, || "exit".to_owned())?;
-                    // A second exit, or an exit after a crash ended the section, changes nothing.
+                    if std::mem::replace(&mut grants.list[ordinal].exited, true) {
+                        let message = format!(
+                            "grant {} exits twice: a client stops acting for a grant once",
+                            grant_label(history, *grant)
+                        );
+                        return Err(HistoryError::at(index, message));
+                    }
+                    // An exit after a crash or a later grant ended the section changes nothing.
                     if open.get(&grant.client) == Some(&ordinal) {
                         open.remove(&grant.client);
                         grants.close(ordinal, time_ns, CsEnd::Exit(*why), index);
+                        if !nesting.is_empty() {
+                            nesting.remove(&grant.client);
+                        }
                     }
                 }
                 Event::Storage(op) => {
@@ -184,6 +230,36 @@ impl Grants {
                         if let Some(ordinal) = open.remove(node) {
                             grants.close(ordinal, time_ns, CsEnd::Crash, index);
                         }
+                        nesting.remove(node);
+                        crashed.insert(*node);
+                    }
+                }
+                Event::Fault(fault) if fault.kind == FaultKind::Restart => {
+                    if !crashed.is_empty() {
+                        for node in &fault.nodes {
+                            crashed.remove(node);
+                        }
+                    }
+                }
+                Event::Nest { client } => {
+                    if !open.contains_key(client) {
+                        let message = format!(
+                            "{} takes the lock again (nest) outside a critical section: it \
+                             holds no grant",
+                            history.name(*client)
+                        );
+                        return Err(HistoryError::at(index, message));
+                    }
+                    nesting.insert(*client);
+                }
+                Event::Nested { client } => {
+                    if !nesting.remove(client) {
+                        let message = format!(
+                            "{} holds the lock again (nested) with no nested acquisition \
+                             (nest) waiting in its critical section",
+                            history.name(*client)
+                        );
+                        return Err(HistoryError::at(index, message));
                     }
                 }
                 Event::Pick {
@@ -216,10 +292,9 @@ impl Grants {
                 | Event::Fault(_)
                 | Event::Issued { .. }
                 | Event::Enqueued { .. }
+                | Event::Claimed { .. }
                 | Event::Dequeued { .. }
-                | Event::Done { .. }
-                | Event::Nest { .. }
-                | Event::Nested { .. } => {}
+                | Event::Done { .. } => {}
             }
         }
         // Service order: by the entry that issued each grant; two grants of one ticket (a
@@ -298,6 +373,7 @@ impl Grants {
             to_ns,
             end: CsEnd::RunEnd,
             end_entry: None,
+            exited: false,
         });
         self.clients.insert(id, ordinal);
     }
@@ -350,42 +426,16 @@ struct Clients {
 /// Node ids below this are kept in [`Clients::dense`].
 const DENSE_CLIENTS: u32 = 1 << 16;
 
-/// One client's grants.
+/// One client's grants: their ordinals, in grant order. `build` refuses a grant whose
+/// sequence number is not the next, so sequence number `seq` is at `seq - 1`.
 #[derive(Debug, Default)]
 struct ClientGrants {
-    /// Their ordinals, in grant order.
     in_order: Vec<usize>,
-    /// The ordinal of sequence number `seq` at `seq - 1`, `usize::MAX` for none: sequence
-    /// numbers run 1, 2, 3, ... in a simulation's histories.
-    by_seq: Vec<usize>,
-    /// The sequence numbers too far beyond the last one to keep in `by_seq`.
-    sparse: BTreeMap<u32, usize>,
 }
 
 impl ClientGrants {
-    /// How far past `by_seq`'s end a sequence number may land and still be kept in it.
-    const SLACK: usize = 64;
-
     fn ordinal(&self, seq: u32) -> Option<usize> {
-        let index = (seq as usize).wrapping_sub(1);
-        match self.by_seq.get(index) {
-            Some(&ordinal) if ordinal != usize::MAX => Some(ordinal),
-            Some(_) => None,
-            None => self.sparse.get(&seq).copied(),
-        }
-    }
-
-    fn insert(&mut self, seq: u32, ordinal: usize) {
-        self.in_order.push(ordinal);
-        let index = (seq as usize).wrapping_sub(1);
-        if index < self.by_seq.len() + Self::SLACK {
-            if index >= self.by_seq.len() {
-                self.by_seq.resize(index + 1, usize::MAX);
-            }
-            self.by_seq[index] = ordinal;
-        } else {
-            self.sparse.insert(seq, ordinal);
-        }
+        self.in_order.get((seq as usize).wrapping_sub(1)).copied()
     }
 }
 
@@ -401,6 +451,11 @@ impl Clients {
         self.get(grant.client)?.ordinal(grant.seq)
     }
 
+    /// How many grants `client` had so far.
+    fn granted(&self, client: NodeId) -> usize {
+        self.get(client).map_or(0, |c| c.in_order.len())
+    }
+
     fn insert(&mut self, grant: GrantId, ordinal: usize) {
         let client = match grant.client.0 < DENSE_CLIENTS {
             true => {
@@ -412,7 +467,7 @@ impl Clients {
             }
             false => self.sparse.entry(grant.client).or_default(),
         };
-        client.insert(grant.seq, ordinal);
+        client.in_order.push(ordinal);
     }
 }
 
@@ -423,6 +478,46 @@ fn first_issued(issued: &[((NodeId, u64), usize)], key: (NodeId, u64)) -> Option
         .get(at)
         .filter(|&&(k, _)| k == key)
         .map(|&(_, entry)| entry)
+}
+
+/// A process a crash fault named records nothing until a restart names it, but the exit of
+/// its grant as crashed (a recorder may note the end of the grant it lost).
+fn check_alive(
+    history: &History,
+    index: usize,
+    crashed: &BTreeSet<NodeId>,
+) -> Result<(), HistoryError> {
+    let (client, what) = match &history.entries[index].event {
+        Event::Request { client } => (*client, "requests the lock"),
+        Event::Grant { grant, .. } => (grant.client, "is granted the lock"),
+        Event::AcquireFailed { client } => (*client, "gives up acquiring"),
+        Event::Exit { grant, why } if *why != ExitReason::Crashed => {
+            (grant.client, "exits a critical section")
+        }
+        Event::Dequeued { client, .. } => (*client, "dequeues a job"),
+        Event::Done { client, .. } => (*client, "finishes a job"),
+        Event::Due { client, .. } => (*client, "finds a tick due"),
+        Event::Pick { client, .. } => (*client, "picks a resource"),
+        Event::Shared { client } => (*client, "asks to share the lock"),
+        Event::Nest { client } => (*client, "takes the lock again (nest)"),
+        Event::Nested { client } => (*client, "holds the lock again (nested)"),
+        // Recorded by the service, storage or the world, not by the process they name.
+        Event::Exit { .. }
+        | Event::Storage(_)
+        | Event::Fault(_)
+        | Event::Issued { .. }
+        | Event::Enqueued { .. }
+        | Event::Claimed { .. } => return Ok(()),
+    };
+    if !crashed.contains(&client) {
+        return Ok(());
+    }
+    let message = format!(
+        "{} {what} after a crash and before any restart: a crashed process does nothing \
+         until it restarts",
+        history.name(client)
+    );
+    Err(HistoryError::at(index, message))
 }
 
 /// Entries must be in true-time order and within the run.

@@ -119,10 +119,13 @@ pub(crate) fn grant_picks(history: &History) -> BTreeMap<GrantId, (u64, u64)> {
 ///
 /// # Errors
 /// A [`HistoryError`] for the first entry that breaks the history format: entries out of
-/// true-time order or after `history.end_ns`, a grant id granted twice, an exit or storage op
-/// naming a grant with no earlier `Grant`, a storage op whose sender is not its grant's
-/// holder, or a job enqueued twice, dequeued before its enqueue or done by a worker that had
-/// not dequeued it.
+/// true-time order or after `history.end_ns`, a grant id granted twice or out of its client's
+/// order 1, 2, 3, ..., an exit or storage op naming a grant with no earlier `Grant`, a second
+/// exit of a grant, a storage op whose sender is not its grant's holder, a `Nest` outside a
+/// critical section or a `Nested` with no `Nest` waiting, a crashed process's own event
+/// before its restart, a job enqueued twice, dequeued before its enqueue or done by a worker
+/// that had not dequeued it, or ticks 0 and 2^64 - 1 both due (every rule is in
+/// `docs/checker.md`).
 pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryError> {
     let grants = Grants::build(history)?;
     let limit = options.example_limit;

@@ -1,5 +1,5 @@
-//! Job queue metrics: a history whose service is a job queue (`Enqueued`, `Dequeued`, `Done`
-//! events). Each job must be done exactly once: a job whose work finished twice (a worker that
+//! Job queue metrics: a history whose service is a job queue (`Enqueued`, `Claimed`,
+//! `Dequeued`, `Done` events). Each job must be done exactly once: a job whose work finished twice (a worker that
 //! lost its claim and still worked, the job then handed to another) and a job left behind
 //! while later jobs were done both harm the resource, so they make both verdicts invalid.
 //!
@@ -7,7 +7,7 @@
 //! checkers (every acknowledged enqueue dequeued once, none twice) with the work itself as the
 //! effect: the queue is judged by what the workers did, not by what its table says.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{Event, FaultKind, History, NodeId};
 use crate::verdict::{DoneTwice, Found, Queue};
@@ -49,14 +49,19 @@ pub fn queue_lags_ns(history: &History) -> Vec<u64> {
 /// The queue metrics of `history`, `None` when it has no `Enqueued` event.
 ///
 /// # Errors
-/// A [`HistoryError`] for a job enqueued twice, dequeued before it was enqueued, or done by a
-/// worker that had not dequeued it.
+/// A [`HistoryError`] for a job enqueued twice, claimed or dequeued before it was enqueued,
+/// or done by a worker that had not dequeued it.
 pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, HistoryError> {
     let mut jobs: BTreeMap<u64, Job> = BTreeMap::new();
     // The jobs each worker dequeued and has not yet reported done.
     let mut working: BTreeMap<(NodeId, u64), ()> = BTreeMap::new();
     // Each worker's job in progress: its last dequeue, until it is done or the worker crashes.
     let mut current: BTreeMap<NodeId, u64> = BTreeMap::new();
+    // Each worker's last job claimed for it (`Claimed`, the queue's side) that it has not
+    // dequeued since: its answer may still be on its way, the row held by its transaction.
+    // Its next dequeue or its crash ends the claim; a claim never takes the place of the job
+    // a worker is working on (a late statement of a connection it gave up may claim another).
+    let mut claimed: BTreeMap<NodeId, u64> = BTreeMap::new();
     let mut done_twice = Found::default();
     for (entry, e) in history.entries.iter().enumerate() {
         match e.event {
@@ -84,6 +89,21 @@ pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, 
                 }
                 working.insert((client, job), ());
                 current.insert(client, job);
+                if !claimed.is_empty() {
+                    claimed.remove(&client);
+                }
+            }
+            Event::Claimed { job, client } => {
+                if !jobs.contains_key(&job) {
+                    return Err(HistoryError::at(
+                        entry,
+                        format!(
+                            "the queue gave job {job} to {} before it was enqueued",
+                            history.name(client)
+                        ),
+                    ));
+                }
+                claimed.insert(client, job);
             }
             Event::Done { job, client } => {
                 if working.remove(&(client, job)).is_none() {
@@ -117,6 +137,7 @@ pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, 
             Event::Fault(ref f) if f.kind == FaultKind::Crash => {
                 for n in &f.nodes {
                     current.remove(n);
+                    claimed.remove(n);
                 }
             }
             _ => {}
@@ -125,14 +146,15 @@ pub(super) fn measure(history: &History, limit: usize) -> Result<Option<Queue>, 
     if jobs.is_empty() {
         return Ok(None);
     }
-    // Jobs never done: left when a worker still has it in progress at the end or when no job
-    // enqueued after it was done (the backlog at the end of the run), lost otherwise.
+    // Jobs never done: left when a worker still has it in progress at the end (dequeued by
+    // it, or claimed for it and not dequeued since, the worker not crashed since) or when no
+    // job enqueued after it was done (the backlog at the end of the run), lost otherwise.
     let last_done = jobs
         .iter()
         .filter(|(_, j)| j.done.is_some())
         .map(|(_, j)| j.enqueued_ns)
         .max();
-    let in_progress: Vec<u64> = current.into_values().collect();
+    let in_progress: BTreeSet<u64> = current.into_values().chain(claimed.into_values()).collect();
     let mut lost = Found::default();
     let mut left = 0;
     for (&id, j) in &jobs {

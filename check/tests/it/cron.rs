@@ -227,3 +227,55 @@ fn due_events_read_back_from_json_lines() {
     let back = lockstep_check::jsonl::parse(text.as_bytes()).expect("reads back");
     assert_eq!(back.history, h);
 }
+
+#[test]
+fn a_gap_of_a_million_billion_ticks_is_counted_not_walked() {
+    // client-1's wall clock jumps 10^15 periods between two ticks it runs: the ticks in
+    // between are missed, the smallest of them the examples, at once (a walk over them would
+    // not end).
+    let h = history()
+        .due(1000, C1, 5)
+        .request(1000, C1)
+        .grant(1001, C1, 1)
+        .write(1002, C1, 1, 1, 0)
+        .release(1003, C1, 1)
+        .due(2000, C1, 1_000_000_000_000_005)
+        .request(2000, C1)
+        .grant(2001, C1, 2)
+        .write(2002, C1, 2, 2, 1)
+        .release(2003, C1, 2)
+        .due(3000, C1, 1_000_000_000_000_006)
+        .end(4000);
+    let c = verdict(&h).cron.expect("ticks");
+    assert_eq!(
+        (c.ticks, c.run, c.run_twice.count),
+        (1_000_000_000_000_002, 2, 0)
+    );
+    assert_eq!(
+        c.missed.count, 999_999_999_999_999,
+        "every tick between, not the last"
+    );
+    assert_eq!(c.missed.examples, (6..16).collect::<Vec<u64>>());
+}
+
+#[test]
+fn ticks_spanning_every_value_are_refused_at_once() {
+    // Tick 2^64 - 1 then tick 0: 2^64 ticks to judge, one more than a count holds.
+    let h = history().due(1, C1, u64::MAX).due(2, C1, 0).end(3);
+    let error = check(&h, &Default::default()).unwrap_err();
+    assert_eq!(error.entry, Some(1));
+    assert!(
+        error
+            .message
+            .contains("ticks 0 and 18446744073709551615 both came due"),
+        "{error}"
+    );
+    // One fewer is judged: every tick but the last is missed.
+    let h = history().due(1, C1, u64::MAX - 1).due(2, C1, 0).end(3);
+    let c = verdict(&h).cron.expect("ticks");
+    assert_eq!(
+        (c.ticks, c.run, c.missed.count),
+        (u64::MAX, 0, u64::MAX - 1)
+    );
+    assert_eq!(c.missed.examples, (0..10).collect::<Vec<u64>>());
+}

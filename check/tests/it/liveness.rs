@@ -229,13 +229,14 @@ fn completed_sections_wrote_and_released() {
         .grant(8, C1, 2)
         .write(9, C1, 2, 2, 2)
         .crash(10, C1)
-        .release(11, C1, 2)
+        .fault(11, FaultKind::Restart, &[C1])
+        .release(12, C1, 2)
         .end(20);
     let liveness = verdict(&history).liveness;
     assert_eq!(liveness.grants, 4);
     assert_eq!(
         liveness.cs_completed, 1,
-        "only client-1's first grant wrote and released"
+        "only client-1's first grant wrote and released: its second ended at the crash"
     );
 }
 

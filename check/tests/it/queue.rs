@@ -156,3 +156,69 @@ fn a_job_in_progress_at_the_end_is_left_unless_its_worker_crashed() {
     let q = verdict(&base().crash(6, C1).end(20)).queue.expect("jobs");
     assert_eq!((q.left, q.lost.examples), (0, vec![1]));
 }
+
+#[test]
+fn a_job_claimed_for_a_worker_that_has_not_heard_yet_is_left_not_lost() {
+    // The queue gives job 1 to client-1 and job 2 to client-2; client-2's answer arrives
+    // first and it does job 2; client-1's is still on its way when the run ends.
+    let base = || {
+        history()
+            .enqueued(0, 1)
+            .enqueued(1, 2)
+            .claimed(2, C1, 1)
+            .claimed(3, C2, 2)
+            .dequeued(4, C2, 2)
+            .done(4, C2, 2)
+    };
+    let v = verdict(&base().end(20));
+    let q = v.queue.as_ref().expect("jobs");
+    assert_eq!((q.done, q.left, q.lost.count), (1, 1, 0));
+    assert_eq!(v.resource, Validity::Valid);
+    assert_eq!(
+        q.lag.map(|l| l.count),
+        Some(1),
+        "the lag counts dequeues, not claims"
+    );
+    // A claim lost and never redone is still a loss: client-1 crashed with its answer on
+    // the way, or it went on to another job, and nobody took job 1 again.
+    let q = verdict(&base().crash(6, C1).end(20)).queue.expect("jobs");
+    assert_eq!((q.left, q.lost.examples), (0, vec![1]));
+    let q = verdict(
+        &base()
+            .enqueued(5, 3)
+            .claimed(6, C1, 3)
+            .dequeued(7, C1, 3)
+            .done(8, C1, 3)
+            .end(20),
+    )
+    .queue
+    .expect("jobs");
+    assert_eq!((q.left, q.lost.examples), (0, vec![1]));
+    // A claim never takes the place of the job a worker works on: a late statement of a
+    // connection client-1 gave up claims job 3 for it while it works on job 1.
+    let q = verdict(
+        &base()
+            .dequeued(5, C1, 1)
+            .enqueued(6, 3)
+            .claimed(7, C1, 3)
+            .enqueued(8, 4)
+            .claimed(9, C2, 4)
+            .dequeued(10, C2, 4)
+            .done(11, C2, 4)
+            .end(20),
+    )
+    .queue
+    .expect("jobs");
+    assert_eq!(
+        (q.left, q.lost.count),
+        (2, 0),
+        "jobs 1 and 3 are client-1's"
+    );
+    // A claim of a job never enqueued is refused.
+    let e = check(&history().claimed(1, C1, 7).end(5), &Default::default()).unwrap_err();
+    assert_eq!(e.entry, Some(0));
+    assert_eq!(
+        e.message,
+        "the queue gave job 7 to client-1 before it was enqueued"
+    );
+}

@@ -225,6 +225,10 @@ impl Builder {
         self.push(at_ms, Event::Enqueued { job })
     }
 
+    pub(crate) fn claimed(self, at_ms: u64, client: NodeId, job: u64) -> Self {
+        self.push(at_ms, Event::Claimed { job, client })
+    }
+
     pub(crate) fn dequeued(self, at_ms: u64, client: NodeId, job: u64) -> Self {
         self.push(at_ms, Event::Dequeued { job, client })
     }

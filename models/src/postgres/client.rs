@@ -416,7 +416,10 @@ impl LockClient for PgLock {
                 owner: ctx.id(),
                 at: client_clock.then(|| ctx.wall()),
             },
-            Recipe::Queue { skip_locked } => Stmt::Dequeue { skip_locked },
+            Recipe::Queue { skip_locked } => Stmt::Dequeue {
+                skip_locked,
+                worker: ctx.id(),
+            },
             recipe => {
                 let xact = recipe == Recipe::Xact;
                 Stmt::Lock {

@@ -90,6 +90,9 @@ pub enum Stmt {
     Dequeue {
         /// `SKIP LOCKED`: pass over rows other transactions locked rather than wait for them.
         skip_locked: bool,
+        /// The worker: the client's node (the connection's peer may be pgbouncer), named by
+        /// the history's `Claimed` when its transaction locks a job's row.
+        worker: NodeId,
     },
     /// `UPDATE jobs SET done = true WHERE id = $job; COMMIT`: the job is done.
     Complete {

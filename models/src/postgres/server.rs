@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use lockstep_check::{Event, OpKind, OpOutcome, StorageOp};
+use lockstep_check::{Event, NodeId as HistNode, OpKind, OpOutcome, StorageOp};
 use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
 
 use super::{Answer, Conn, LOCK_KEY, LockRow, Msg, Stmt, Timer, WalStatus};
@@ -224,6 +224,8 @@ struct RowWait {
     job: u64,
     id: u64,
     timer: Option<TimerId>,
+    /// The worker the dequeue is for.
+    worker: NodeId,
 }
 
 /// A blocking lock request in line.
@@ -378,8 +380,16 @@ impl PgServer {
     /// Backend `c` dequeues: the first job not done whose row it can lock. A row another
     /// transaction locked is passed over with `skip_locked`, and waited for without (its
     /// locker's commit marks it done, so the wait then goes on to the next row, as
-    /// PostgreSQL's recheck of the updated row does).
-    fn dequeue(&mut self, env: &mut impl Host<Msg, Timer>, c: Conn, id: u64, skip_locked: bool) {
+    /// PostgreSQL's recheck of the updated row does). The job whose row it locks is recorded
+    /// as claimed for `worker` at once: the answer may still be on its way when the run ends.
+    fn dequeue(
+        &mut self,
+        env: &mut impl Host<Msg, Timer>,
+        c: Conn,
+        id: u64,
+        skip_locked: bool,
+        worker: NodeId,
+    ) {
         let mut wait_for = None;
         let mut got = None;
         for &job in &self.pending {
@@ -405,7 +415,12 @@ impl PgServer {
                 .lock_timeout
                 .map(|t| env.set_timer(ClockKind::Mono, t, Timer::LockTimeout(c)));
             let b = self.backends.get_mut(&c).expect("a backend");
-            b.row_wait = Some(RowWait { job, id, timer });
+            b.row_wait = Some(RowWait {
+                job,
+                id,
+                timer,
+                worker,
+            });
             self.row_locks.get_mut(&job).expect("locked").1.push_back(c);
             return;
         }
@@ -414,6 +429,10 @@ impl PgServer {
                 e.insert((c, VecDeque::new()));
                 self.backends.get_mut(&c).expect("a backend").rows.push(job);
             }
+            env.record(Event::Claimed {
+                job,
+                client: HistNode(worker.0),
+            });
         }
         self.answer(env, c, id, Answer::Job(got));
     }
@@ -439,7 +458,7 @@ impl PgServer {
                 if let Some(t) = w.timer {
                     env.cancel_timer(t);
                 }
-                self.dequeue(env, next, w.id, false);
+                self.dequeue(env, next, w.id, false, w.worker);
             }
         }
     }
@@ -805,11 +824,14 @@ impl PgServer {
                 }
                 self.answer(env, c, id, Answer::Bool(inserted));
             }
-            Stmt::Dequeue { skip_locked } => {
+            Stmt::Dequeue {
+                skip_locked,
+                worker,
+            } => {
                 if b.txn == Txn::None {
                     b.txn = Txn::Open;
                 }
-                self.dequeue(env, c, id, skip_locked);
+                self.dequeue(env, c, id, skip_locked, worker);
             }
             Stmt::Complete { job } => {
                 if b.rows.contains(&job) && self.pending.remove(&job) {

@@ -790,28 +790,32 @@ fn skip_locked_passes_over_locked_jobs_for_update_waits_and_a_rollback_returns_t
         }),
         ..PgServerConfig::default()
     };
-    let dequeue = |skip_locked| Stmt::Dequeue { skip_locked };
+    // Each script dequeues for itself: node n is the worker of its statements.
+    let dequeue = |skip_locked, n| Stmt::Dequeue {
+        skip_locked,
+        worker: NodeId(n),
+    };
     // Jobs 1, 2, 3 are enqueued at 10, 20 and 30 ms.
     let a = script(
         SERVER,
         vec![
-            (50, Step::Send(1, dequeue(true))),
+            (50, Step::Send(1, dequeue(true, 1))),
             (100, Step::Send(1, Stmt::Complete { job: 1 })),
         ],
     );
     let b = script(
         SERVER,
-        vec![(60, Step::Send(1, dequeue(true))), (150, Step::Close(1))],
+        vec![(60, Step::Send(1, dequeue(true, 2))), (150, Step::Close(1))],
     );
     // Without SKIP LOCKED: waits for job 1's row; at its commit goes on to job 2, locked by
     // node 2, and waits again; node 2's session ends and its transaction rolls back, so job 2
     // is back in the queue, and node 3 has it.
-    let c = script(SERVER, vec![(70, Step::Send(1, dequeue(false)))]);
+    let c = script(SERVER, vec![(70, Step::Send(1, dequeue(false, 3)))]);
     let d = script(
         SERVER,
         vec![
-            (200, Step::Send(1, dequeue(true))),
-            (210, Step::Send(2, dequeue(true))),
+            (200, Step::Send(1, dequeue(true, 4))),
+            (210, Step::Send(2, dequeue(true, 4))),
         ],
     );
     let w = run(vec![pg(config)], vec![a, b, c, d], 1, vec![]);
@@ -830,4 +834,14 @@ fn skip_locked_passes_over_locked_jobs_for_update_waits_and_a_rollback_returns_t
         "SKIP LOCKED: jobs 2 and 3 are locked, job 1 done: no row"
     );
     assert_eq!(server(&w).pending_jobs(), [2, 3]);
+    // The server records each row it locks as claimed for its worker, when it locks it.
+    let claims: Vec<(u64, u64, u32)> = w
+        .history()
+        .iter()
+        .filter_map(|r| match r.event {
+            Event::Claimed { job, client } => Some((r.time.as_nanos() / 1_000_000, job, client.0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(claims, [(50, 1, 1), (60, 2, 2), (150, 2, 3), (200, 3, 4)]);
 }

@@ -228,6 +228,7 @@ impl Timeline {
             match &entry.event {
                 Event::Request { client }
                 | Event::AcquireFailed { client }
+                | Event::Claimed { client, .. }
                 | Event::Dequeued { client, .. }
                 | Event::Done { client, .. }
                 | Event::Due { client, .. }
