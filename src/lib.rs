@@ -31,6 +31,7 @@ pub mod suite;
 pub mod sweep;
 pub mod sweepmap;
 pub mod timeline;
+pub mod trace;
 
 pub use expect::{Count, Expect};
 pub use run::{RunResult, run, run_schedule};

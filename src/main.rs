@@ -403,7 +403,7 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
     let trace = result
         .trace
         .as_ref()
-        .map(|t| render_trace(t, &scenario.node_names()));
+        .map(|t| lockstep::trace::render(t, &scenario.node_names()));
     let mut out = std::io::stdout().lock();
     let written = match args.format {
         Format::Table => {
@@ -1245,39 +1245,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
         })
     };
     matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// One line per trace entry: true time, node, kind, text.
-fn render_trace(entries: &[lockstep_sim::TraceEntry], names: &[String]) -> Vec<String> {
-    let width = names.iter().map(String::len).max().unwrap_or(4);
-    entries
-        .iter()
-        .map(|e| {
-            let node = names.get(e.node.index()).map_or("?", String::as_str);
-            format!(
-                "{:>14}  {node:<width$}  {:<7}  {}",
-                e.time.to_string(),
-                kind(e.kind),
-                e.text
-            )
-        })
-        .collect()
-}
-
-fn kind(k: lockstep_sim::TraceKind) -> &'static str {
-    use lockstep_sim::TraceKind as K;
-    match k {
-        K::Deliver => "recv",
-        K::Drop => "lost",
-        K::Hold => "held",
-        K::Defer => "waits",
-        K::Timer => "timer",
-        K::Fault => "FAULT",
-        K::Mark => "mark",
-        K::Record => "history",
-        K::Start => "start",
-        K::Reset => "reset",
-    }
 }
 
 const MAP_EXIT_CODES: &str = "\
