@@ -229,7 +229,11 @@ impl Chaos {
                 },
                 None => When::At(t),
             };
-            faults.push(ScheduledFault { when, fault });
+            faults.push(ScheduledFault {
+                when,
+                fault,
+                role: None,
+            });
             t = t.saturating_add(gap.sample(&mut rng).max(Dur::from_nanos(1)));
         }
         faults

@@ -388,7 +388,8 @@ impl Plan {
             return Err("workload.kind: the example client runs the counter workload".into());
         }
         for (index, sf) in scenario.faults.iter().enumerate() {
-            plan.add(index, sf, None)?;
+            let at = format!("fault[{}]", scenario.origin[index]);
+            plan.add(index, &at, sf, None)?;
         }
         Ok(plan)
     }
@@ -406,8 +407,13 @@ impl Plan {
         };
         let mut rng = Rng::fork(seed, "bridge/chaos-shapes");
         for (i, sf) in chaos.generate(seed).iter().enumerate() {
-            plan.add(self.file_faults + i, sf, Some(&mut rng))
-                .map_err(|e| format!("chaos (seed {seed}): {e}"))?;
+            plan.add(
+                self.file_faults + i,
+                &format!("chaos[{i}]"),
+                sf,
+                Some(&mut rng),
+            )
+            .map_err(|e| format!("chaos (seed {seed}): {e}"))?;
         }
         Ok(plan)
     }
@@ -416,16 +422,23 @@ impl Plan {
         self.names[node.0 as usize].clone()
     }
 
-    /// Plans one fault; `rng` (a chaos fault's) resolves a random partition shape.
+    /// Plans fault `index` of the schedule, `at` in errors (`fault[2]`, `chaos[0]`); `rng` (a
+    /// chaos fault's) resolves a random partition shape.
     fn add(
         &mut self,
         index: usize,
+        at: &str,
         sf: &ScheduledFault,
         rng: Option<&mut Rng>,
     ) -> Result<(), String> {
         let optional = rng.is_some();
-        let at = format!("fault[{index}]");
         let no = |why: &str| Err(format!("{at}: {why}"));
+        if let Some(role) = &sf.role {
+            return no(&format!(
+                "aimed at the {role}: the bridge's hosts do not say who plays a role; name \
+                 the node"
+            ));
+        }
         let pairs = |from: &[lockstep_sim::NodeId], to: &[lockstep_sim::NodeId]| {
             let mut v = Vec::new();
             for a in from {

@@ -212,6 +212,14 @@ impl<F: Family> Process for Node<F> {
         }
     }
 
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            Node::Service(s) => s.plays(role),
+            Node::Client(c) => role == crate::family::played::HOLDER && c.holds(),
+            Node::Storage(_) => false,
+        }
+    }
+
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         match self {
             Node::Service(s) => s.on_reset(&mut ServiceEnv::<_, F>::new(env), peer),

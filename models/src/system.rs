@@ -256,6 +256,9 @@ pub trait System: Debug + Send + Sync {
     fn layout(&self) -> Layout;
     /// Every mark its nodes reach.
     fn marks(&self) -> Vec<(&'static str, MarkSite)>;
+    /// The roles its nodes play at run time, which a fault may aim at: the family's
+    /// ([`Family::played`]) and the clients' [`crate::family::played::HOLDER`].
+    fn played(&self) -> Vec<&'static str>;
     /// The tokens its clients send.
     fn tokens(&self) -> Tokens;
     /// How long a grant lasts without renewal ([`Family::ttl`]).
@@ -287,6 +290,12 @@ impl<F: Family> System for SystemSpec<F> {
 
     fn marks(&self) -> Vec<(&'static str, MarkSite)> {
         SystemSpec::marks(self)
+    }
+
+    fn played(&self) -> Vec<&'static str> {
+        let mut roles = self.family.played().to_vec();
+        roles.push(crate::family::played::HOLDER);
+        roles
     }
 
     fn tokens(&self) -> Tokens {

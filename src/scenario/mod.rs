@@ -52,8 +52,11 @@ pub struct Scenario {
     pub link: LinkConfig,
     /// Per directed link overrides.
     pub links: Vec<(NodeId, NodeId, LinkConfig)>,
-    /// The fault schedule.
+    /// The fault schedule: the file's `[[fault]]` entries, one fault per node of an entry
+    /// that names several.
     pub faults: Vec<ScheduledFault>,
+    /// For each of `faults`: the `[[fault]]` entry it came from, from 0.
+    pub origin: Vec<usize>,
     /// For each of `faults`: true when it is triggered by a mark and may not fire
     /// (`on.optional`); a run where any other trigger does not fire falls short of its
     /// expectation.

@@ -332,7 +332,7 @@ pub(crate) struct LinkSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     #[serde(default)]
     pub(crate) drift_ppm: i64,
     #[serde(default)]
@@ -379,27 +379,27 @@ fn default_occurrence() -> u32 {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NodeSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PauseSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) for_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CrashSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) restart_after_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TerminateSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) grace_ms: Option<f64>,
 }
 
@@ -429,14 +429,14 @@ pub(crate) enum ModeName {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockStepSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) delta_ms: f64,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockSlewSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) delta_ms: f64,
     #[serde(default = "default_slew_rate")]
     pub(crate) rate_ppm: u32,
@@ -449,7 +449,7 @@ fn default_slew_rate() -> u32 {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockDriftSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) drift_ppm: i64,
 }
 
@@ -477,7 +477,7 @@ pub(crate) struct DegradeSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockStrobeSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) delta_ms: f64,
     pub(crate) period_ms: f64,
     pub(crate) for_ms: f64,

@@ -83,7 +83,10 @@ fn trace_prints_every_event_before_the_verdict() {
     assert!(text.contains("client-1 -> storage"));
     // Nodes by the names the scenario and the history use, durations readable (docs/trace.md).
     assert!(!text.contains("NodeId("), "a node id in the trace");
-    assert!(text.contains("history  Request { client: client-1 }"), "{text}");
+    assert!(
+        text.contains("history  Request { client: client-1 }"),
+        "{text}"
+    );
     assert!(text.contains("ttl: Dur(10s)"));
     let (_, v) = json_of(&["run", K1, "--trace", "--format", "json"]);
     assert!(v["trace"].as_array().is_some_and(|t| t.len() > 1000));

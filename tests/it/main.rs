@@ -1,5 +1,6 @@
 //! Integration tests of the `lockstep` package: one binary, one module per subject.
 
+mod aimed;
 mod architecture;
 mod bounds;
 mod catalogue;

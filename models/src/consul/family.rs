@@ -206,6 +206,10 @@ impl Family for Consul {
         (nodes, lock)
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::LEADER]
+    }
+
     fn marks(&self) -> &'static [(&'static str, MarkSite)] {
         &[
             ("leader-ready", MarkSite::Server),

@@ -690,6 +690,10 @@ impl Service for ConsulServer {
     type Msg = Msg;
     type Timer = ServerTimer;
 
+    fn plays(&self, role: &str) -> bool {
+        role == crate::family::played::LEADER && self.is_leader()
+    }
+
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let durable = self.raft.durable().clone();
         self.restored_to = durable.last_index();

@@ -185,6 +185,10 @@ impl Family for Etcd {
         (nodes, lock)
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::LEADER]
+    }
+
     fn marks(&self) -> &'static [(&'static str, MarkSite)] {
         &[
             ("lock-waiting", MarkSite::Client),

@@ -742,6 +742,10 @@ impl Service for EtcdServer {
     type Msg = Msg;
     type Timer = ServerTimer;
 
+    fn plays(&self, role: &str) -> bool {
+        role == crate::family::played::LEADER && self.raft.role() == Role::Leader
+    }
+
     /// Starts (or restarts) the member from raft's durable state: a fresh raft node, and the
     /// loops.
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {

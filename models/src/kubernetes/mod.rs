@@ -155,6 +155,13 @@ impl Service for KubeNode {
     type Msg = Msg;
     type Timer = Timer;
 
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            KubeNode::Etcd(s) => s.plays(role),
+            KubeNode::ApiServer(_) => false,
+        }
+    }
+
     fn on_start(&mut self, env: &mut impl Host<Msg, Timer>) {
         match self {
             KubeNode::Etcd(s) => s.on_start(&mut Scoped::<_, EtcdSide>::new(env)),

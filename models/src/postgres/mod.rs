@@ -239,6 +239,13 @@ impl Service for PgNode {
     type Msg = Msg;
     type Timer = Timer;
 
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            PgNode::Server(s) => role == crate::family::played::PRIMARY && s.role().0,
+            PgNode::Bouncer(_) => false,
+        }
+    }
+
     fn on_start(&mut self, env: &mut impl Host<Msg, Timer>) {
         if let PgNode::Server(s) = self {
             s.on_start(env);

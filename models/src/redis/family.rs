@@ -492,6 +492,10 @@ impl Family for Redis {
         nodes
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::PRIMARY]
+    }
+
     fn groups(&self) -> &'static [&'static str] {
         &[SENTINELS]
     }

@@ -281,6 +281,13 @@ impl Service for RedisNode {
     type Msg = Msg;
     type Timer = Timer;
 
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            RedisNode::Server(s) => role == crate::family::played::PRIMARY && s.role() == Role::Master,
+            RedisNode::Sentinel(_) => false,
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         match self {
             RedisNode::Server(s) => s.on_start(ctx),

@@ -459,6 +459,12 @@ impl<L: LockClient> Client<L> {
         self.think(ctx);
     }
 
+    /// Whether it is in a critical section (from its grant to its exit) or on a job: the
+    /// role [`crate::family::played::HOLDER`].
+    pub fn holds(&self) -> bool {
+        self.held.is_some() || matches!(self.phase, Phase::Job { .. })
+    }
+
     pub(crate) fn on_crash(&mut self) {
         self.phase = Phase::Thinking;
         self.held = None;

@@ -175,6 +175,10 @@ impl Family for ZooKeeper {
         (nodes, lock)
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::LEADER]
+    }
+
     fn marks(&self) -> &'static [(&'static str, MarkSite)] {
         &[
             ("lock-create-sent", MarkSite::Client),

@@ -971,6 +971,10 @@ impl Service for ZooKeeperServer {
     type Msg = Msg;
     type Timer = ServerTimer;
 
+    fn plays(&self, role: &str) -> bool {
+        role == crate::family::played::LEADER && self.raft.role() == Role::Leader
+    }
+
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let durable = self.raft.durable().clone();
         self.raft = Raft::new(Self::raft_config(&self.config, self.me), durable, ctx.rng());

@@ -415,6 +415,7 @@ fn a_new_leader_gives_every_session_a_full_twice_ttl_from_its_election() {
                 node: old,
                 restart_after: None,
             },
+            role: None,
         });
         // The survivors elect a leader once their election timeouts (5-10 s) pass without
         // the old one's heartbeats; it starts the timers as it applies its term's first entry.

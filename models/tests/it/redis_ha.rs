@@ -175,7 +175,11 @@ fn everysec_key_after_power_loss(think_ms: u64, crash: When, until_ms: u64) -> b
         node: REDIS,
         restart_after: Some(ms(100)),
     };
-    let faults = vec![ScheduledFault { when: crash, fault }];
+    let faults = vec![ScheduledFault {
+        when: crash,
+        fault,
+        role: None,
+    }];
     let (w, _) = world(&spec, 1, until_ms, &[], faults);
     server(&w, 0).peek(LOCK_KEY).is_some()
 }

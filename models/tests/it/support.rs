@@ -153,22 +153,19 @@ pub(crate) fn run<F: Family>(
 }
 
 pub(crate) fn at(ms_: u64, fault: Fault) -> ScheduledFault {
-    ScheduledFault {
-        when: When::At(Time::from_millis(ms_)),
-        fault,
-    }
+    ScheduledFault::new(When::At(Time::from_millis(ms_)), fault)
 }
 
 pub(crate) fn on_mark(node: NodeId, mark: &str, fault: Fault) -> ScheduledFault {
-    ScheduledFault {
-        when: When::OnMark {
+    ScheduledFault::new(
+        When::OnMark {
             node,
             mark: mark.into(),
             occurrence: 1,
             before: None,
         },
         fault,
-    }
+    )
 }
 
 /// The owners a member of a replicated service (etcd, ZooKeeper) went through, as it observed

@@ -62,6 +62,7 @@ fn random_world(seed: u64) -> World<Node<ZooKeeper>> {
     let at = |t: Dur, fault: Fault| ScheduledFault {
         when: When::At(Time::from_nanos(t.as_nanos())),
         fault,
+        role: None,
     };
     world(&spec, seed, END.as_millis() / 1_000, |cfg| {
         for node in &mut cfg.nodes {
@@ -223,6 +224,7 @@ fn random_run_world(seed: u64) -> (World<Node<ZooKeeper>>, Seen) {
                 w.schedule(lockstep_sim::ScheduledFault {
                     when: lockstep_sim::When::At(t),
                     fault,
+                    role: None,
                 });
             }
         }
@@ -387,6 +389,7 @@ fn a_create_from_a_connection_the_client_left_is_refused_as_session_moved() {
                 mode: PartitionMode::Hold,
                 duration: Some(ms(6_000)),
             },
+            role: None,
         });
         w.run();
         let held = w.fault_log().iter().any(|f| {
