@@ -89,7 +89,7 @@ mod tests {
 
     #[test]
     fn node_ids_become_names_and_nothing_else_changes() {
-        let names = ["redis".to_string(), "client-1".to_string()];
+        let names = ["server".to_string(), "client-1".to_string()];
         assert_eq!(
             named(
                 "Grant { grant: GrantId { client: NodeId(1), seq: 2 } }",
@@ -97,7 +97,10 @@ mod tests {
             ),
             "Grant { grant: GrantId { client: client-1, seq: 2 } }"
         );
-        assert_eq!(named("NodeId(0) -> NodeId(1)", &names), "redis -> client-1");
+        assert_eq!(
+            named("NodeId(0) -> NodeId(1)", &names),
+            "server -> client-1"
+        );
         // Unknown ids, malformed ones and the text around them stay.
         assert_eq!(
             named("NodeId(7) NodeId() NodeId(x", &names),

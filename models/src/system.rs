@@ -158,8 +158,9 @@ impl<F: Family> SystemSpec<F> {
         };
         let claim = self.resource == Resource::Storage(StorageMode::CasToken);
         for index in 1..=self.clients {
-            let mut client =
-                Client::new(self.workload.clone(), lock.clone(), place).claiming(claim);
+            let mut client = Client::new(self.workload.clone(), lock.clone(), place)
+                .claiming(claim)
+                .with_own(self.workload.client(index));
             if let Some(rw) = self.workload.read_write() {
                 client = client.accessing(rw.access_of(index));
             }

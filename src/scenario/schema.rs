@@ -198,6 +198,8 @@ pub(crate) struct WorkloadSection {
     /// Take the lock again inside each critical section (a nested call), and leave it.
     #[serde(default)]
     pub(crate) reenter: bool,
+    /// What sets clients apart, by client name.
+    pub(crate) per_client: Option<std::collections::BTreeMap<String, PerClientSection>>,
     /// The other keys: the kind's own, another kind's, or unknown.
     #[serde(flatten)]
     pub(crate) own: toml::Table,
@@ -214,7 +216,18 @@ pub(crate) const SHARED_WORKLOAD_KEYS: &[&str] = &[
     "watchdog",
     "acquire",
     "reenter",
+    "per_client",
 ];
+
+/// `[workload.per_client.client-N]`: one client's own settings.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PerClientSection {
+    /// It starts this long after the run does.
+    pub(crate) start_ms: Option<f64>,
+    /// The rows it picks from (`kind = "keys"`).
+    pub(crate) rows: Option<Vec<u32>>,
+}
 
 /// `workload.acquire`.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -244,6 +257,7 @@ impl Default for WorkloadSection {
             watchdog: None,
             acquire: None,
             reenter: false,
+            per_client: None,
             own: toml::Table::new(),
         }
     }

@@ -16,6 +16,7 @@ mod judge;
 mod kubernetes_keys;
 mod leadership;
 mod outputs;
+mod per_client;
 mod report;
 mod review;
 mod scenario_errors;

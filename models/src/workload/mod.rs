@@ -131,6 +131,19 @@ pub struct WorkloadConfig {
     /// Take the lock again inside each critical section, around the work (`[workload]
     /// reenter`): see "A nested acquisition" above.
     pub reenter: bool,
+    /// What sets clients apart (`[workload.per_client.client-N]`), by client from
+    /// `client-1`; empty when none is set apart.
+    pub per_client: std::sync::Arc<[PerClient]>,
+}
+
+/// One client's own settings (`[workload.per_client.client-N]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PerClient {
+    /// How long after the start of the run the process starts (by its own monotonic clock);
+    /// a restart starts it at once.
+    pub start: Dur,
+    /// The rows it picks from, uniformly (`kind = "keys"`); all of them when `None`.
+    pub rows: Option<std::sync::Arc<[u32]>>,
 }
 
 /// `[workload] acquire`.
@@ -164,6 +177,14 @@ impl WorkloadConfig {
             WorkloadKind::ReadWrite(rw) => Some(rw),
             _ => None,
         }
+    }
+
+    /// Client `index`'s own settings (from 1).
+    pub fn client(&self, index: u32) -> PerClient {
+        self.per_client
+            .get(index as usize - 1)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The rows and locks, when the clients work on many keys.
@@ -398,6 +419,8 @@ pub struct Client<L: LockClient> {
     /// stay unique; no decision reads them.
     grants: u32,
     ops: u32,
+    /// Its own settings: a late start, pinned rows.
+    own: PerClient,
 }
 
 /// The environment of a workload client of `L` in a world whose service timers are `S`.
@@ -428,6 +451,7 @@ impl<L: LockClient> Client<L> {
             nest_held: false,
             grants: 0,
             ops: 0,
+            own: PerClient::default(),
         }
     }
 
@@ -448,6 +472,25 @@ impl<L: LockClient> Client<L> {
     /// The same client, claiming the resource after each grant when `claim` is true.
     pub fn claiming(self, claim: bool) -> Client<L> {
         Client { claim, ..self }
+    }
+
+    /// The same client with its own settings (`[workload.per_client.client-N]`).
+    pub fn with_own(self, own: PerClient) -> Client<L> {
+        Client { own, ..self }
+    }
+
+    /// The run starts: the process starts now, or its own `start` later (a timer on its
+    /// monotonic clock; nothing of it runs before, not even its lock client).
+    pub(crate) fn on_first_start<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        if self.own.start > Dur::ZERO {
+            ctx.set_timer(
+                ClockKind::Mono,
+                self.own.start,
+                Timer::Work(WorkTimer::Start),
+            );
+        } else {
+            self.on_start(ctx);
+        }
     }
 
     pub(crate) fn on_start<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
@@ -559,12 +602,16 @@ impl<L: LockClient> Client<L> {
     pub(crate) fn on_work_timer<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, timer: WorkTimer) {
         match (self.phase, timer) {
             (_, WorkTimer::Tick) => self.on_tick(ctx),
+            (Phase::Thinking, WorkTimer::Start) => self.on_start(ctx),
             (Phase::Holding { grant }, WorkTimer::Unlock { grant: g }) if grant == g => {
                 self.release(ctx, false);
             }
             (Phase::Thinking, WorkTimer::Think) => {
                 if let WorkloadKind::Keys(keys) = &self.config.kind {
-                    let row = keys.draw(ctx.rng());
+                    let row = match &self.own.rows {
+                        Some(rows) => rows[ctx.rng().below(rows.len() as u64) as usize],
+                        None => keys.draw(ctx.rng()),
+                    };
                     let lock = keys.lock_of(row);
                     self.row = u64::from(row);
                     ctx.record(Event::Pick {

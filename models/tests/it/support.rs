@@ -41,6 +41,7 @@ pub(crate) fn spec<F: Family>(family: F) -> SystemSpec<F> {
             acquire: None,
             count_herd: false,
             reenter: false,
+            per_client: std::sync::Arc::from([]),
         },
         resource: Resource::Storage(StorageMode::Unfenced),
     }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use lockstep_models::family::{MarkSite, Role};
 use lockstep_models::keys::{Check, MAX_EVENTS, Problems, out_of_range};
 use lockstep_models::system::{Layout, System};
-use lockstep_sim::{NodeId, ScheduledFault, Watchdog};
+use lockstep_sim::{Dur, NodeId, ScheduledFault, Watchdog};
 
 use self::chaos::chaos;
 use self::expect::{check_options, expect};
@@ -198,6 +198,18 @@ pub(crate) fn resolve<M>(
     r.marks = system.marks();
     r.family = system.family_name();
     r.played = system.played();
+    for (i, own) in system.workload().per_client.iter().enumerate() {
+        if own.start > Dur::ZERO && own.start >= duration {
+            r.problems.push(
+                format!("workload.per_client.client-{}.start_ms", i + 1),
+                format!(
+                    "{} ms is not before the end of the run (scenario.duration_ms = {})",
+                    own.start.as_millis(),
+                    duration.as_millis()
+                ),
+            );
+        }
+    }
     let (link, links) = network(&mut r, &file.network);
     let mut clocks = clocks(&mut r, &file.clock);
     if let Some(w) = file.workload.watchdog {
