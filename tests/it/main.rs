@@ -9,6 +9,7 @@ mod check_cmd;
 mod cli;
 mod consul_timing;
 mod deploy;
+mod examples;
 mod fault_keys;
 mod fuzz;
 mod hunt;
