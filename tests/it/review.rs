@@ -11,6 +11,23 @@ use lockstep_sim::Fault;
 
 use crate::support::{GOOD, lockstep, stderr, stdout};
 
+/// A directory of its own for a test, with `files` written in it, removed when dropped.
+struct Fresh(PathBuf);
+
+impl Fresh {
+    fn with(test: &str, files: &[(&str, &str)]) -> Fresh {
+        let dir = dir_with(test, &[]);
+        let _ = std::fs::remove_dir_all(&dir);
+        Fresh(dir_with(test, files))
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A directory of its own for a test, with `files` written in it.
 fn dir_with(test: &str, files: &[(&str, &str)]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lockstep-review-{}-{test}", std::process::id()));
@@ -128,8 +145,8 @@ fn problems_name_the_review_file_and_key() {
             vec![
                 "design[0].scenario: cannot read",
                 "design[1].name: `a` is the name of design[0] too",
-                "design[1].set.\"x\": must be a number, a boolean or a string",
-                "design[1].set.\"model\": in ",
+                "design[1].set.x: must be a number, a boolean or a string",
+                "design[1].set.model: `model` is a table, not a value",
             ],
         ),
         (
@@ -152,7 +169,7 @@ fn problems_name_the_review_file_and_key() {
         ),
         (
             "[review]\nname = \"t\"\n\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\nset = { \"model.ttl\" = 5 }\n",
-            vec!["design[0]: ", "under pauses: model.ttl"],
+            vec!["design[0].set.\"model.ttl\": unknown field `ttl`"],
         ),
     ];
     for (i, (text, wanted)) in cases.iter().enumerate() {
@@ -323,4 +340,112 @@ fn clock_kinds_must_leave_a_kind_on_while_clock_faults_are() {
     let off = text.replace("clock_kinds", "weights = { clock = 0 }\nclock_kinds");
     let path = crate::support::temp_scenario("clock-kinds-off", &off);
     assert!(lockstep::load(&path).is_ok());
+}
+
+#[test]
+fn errors_name_each_key_path_once_and_paths_whole() {
+    let long = "a-directory-with-a-rather-long-name/and-another-one-inside-it";
+    let dir = Fresh::with("key-paths", &[]);
+    std::fs::create_dir_all(dir.0.join(long)).expect("dirs");
+    std::fs::write(dir.0.join(long).join("chaos.toml"), CHAOS).expect("write");
+    std::fs::write(
+        dir.0.join(long).join("zero-ttl.toml"),
+        CHAOS.replace("ttl_ms = 2_000", "ttl_ms = 0"),
+    )
+    .expect("write");
+    let design = |name: &str, file: &str, set: &str| {
+        format!("[[design]]\nname = \"{name}\"\nscenario = \"{long}/{file}\"\n{set}\n")
+    };
+    let cases = [
+        // A key the review sets for every design: once, at its key.
+        (
+            format!(
+                "[review]\nname = \"t\"\nset = {{ \"model.bogus\" = 1 }}\n\n{}{}",
+                design("a", "chaos.toml", ""),
+                design("b", "chaos.toml", "")
+            ),
+            "review.set.\"model.bogus\": unknown field `bogus`".to_string(),
+        ),
+        // A design's key: at its key path, once for all the classes that met it.
+        (
+            format!(
+                "[review]\nname = \"t\"\n\n{}",
+                design("a", "chaos.toml", "set = { \"model.nonsense\" = 1 }")
+            ),
+            "design[0].set.\"model.nonsense\": unknown field `nonsense`".to_string(),
+        ),
+        // A file that cannot be read, and one with a bad value of its own: the path whole.
+        (
+            format!(
+                "[review]\nname = \"t\"\n\n{}",
+                design("a", "missing.toml", "")
+            ),
+            format!(
+                "design[0].scenario: cannot read {}",
+                dir.0.join(long).join("missing.toml").display()
+            ),
+        ),
+        (
+            format!(
+                "[review]\nname = \"t\"\n\n{}",
+                design("a", "zero-ttl.toml", "")
+            ),
+            format!(
+                "design[0].scenario: {}: model.ttl_ms: ",
+                dir.0.join(long).join("zero-ttl.toml").display()
+            ),
+        ),
+    ];
+    for (i, (text, wanted)) in cases.iter().enumerate() {
+        let path = dir.0.join(format!("review-{i}.toml"));
+        std::fs::write(&path, text).expect("write");
+        let e = review::load(&path, None).expect_err(text).to_string();
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 1, "one problem, once:\n{e}");
+        assert!(
+            lines[0].starts_with(&format!("{}: {wanted}", path.display())),
+            "`{wanted}` is not the problem of:\n{e}"
+        );
+        assert!(!e.contains('…'), "nothing cut:\n{e}");
+        let o = lockstep(&["review", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end(), e);
+    }
+}
+
+#[test]
+fn empty_names_are_refused() {
+    let dir = Fresh::with("names", &[("chaos.toml", CHAOS)]);
+    let cases = [
+        (
+            "[review]\nname = \"\"\n\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n",
+            vec!["review.name: must not be empty"],
+        ),
+        (
+            "[review]\nname = \" \\t\"\n\n[[design]]\nname = \"\"\nscenario = \"chaos.toml\"\n\n\
+             [[design]]\nname = \"  \"\nscenario = \"chaos.toml\"\n",
+            vec![
+                "review.name: must not be only whitespace",
+                "design[0].name: must not be empty",
+                "design[1].name: must not be only whitespace",
+            ],
+        ),
+        (
+            "[review]\nname = \"t\"\n\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n\n\
+             [[design]]\nname = \"a \"\nscenario = \"chaos.toml\"\n",
+            vec!["design[1].name: `a ` is the name of design[0] too"],
+        ),
+    ];
+    for (i, (text, wanted)) in cases.iter().enumerate() {
+        let path = dir.0.join(format!("review-{i}.toml"));
+        std::fs::write(&path, text).expect("write");
+        let e = review::load(&path, None).expect_err(text).to_string();
+        assert_eq!(e.lines().count(), wanted.len(), "{e}");
+        for w in wanted {
+            assert!(
+                e.contains(&format!("{}: {w}", path.display())),
+                "`{w}` not in:\n{e}"
+            );
+        }
+    }
 }
