@@ -817,14 +817,16 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     first = Some((o.position, o.seed));
                 }
             });
-            let invalid = s.verdict_counts.invalid;
+            let (invalid, unknown) = (s.verdict_counts.invalid, s.verdict_counts.unknown);
             cells.push(ReviewCell {
                 design: d,
                 class: c,
                 runs: s.runs,
                 invalid,
-                unknown: s.verdict_counts.unknown,
-                ci95: wilson(invalid, s.runs).unwrap_or((0.0, 1.0)),
+                unknown,
+                // A run that ended unknown says nothing of the rate: the interval is over the
+                // runs judged.
+                ci95: wilson(invalid, s.runs.saturating_sub(unknown)).unwrap_or((0.0, 1.0)),
                 double_holders: s.violations.double_holders,
                 stale_accepted: s.violations.stale_accepted,
                 lost_updates: s.violations.lost_updates,

@@ -28,6 +28,11 @@ impl Drop for Fresh {
     }
 }
 
+/// A scenario of the repository, as a review file outside it names it.
+fn shipped(path: &str) -> String {
+    crate::support::root().join(path).display().to_string()
+}
+
 /// A directory of its own for a test, with `files` written in it.
 fn dir_with(test: &str, files: &[(&str, &str)]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lockstep-review-{}-{test}", std::process::id()));
@@ -340,6 +345,65 @@ fn clock_kinds_must_leave_a_kind_on_while_clock_faults_are() {
     let off = text.replace("clock_kinds", "weights = { clock = 0 }\nclock_kinds");
     let path = crate::support::temp_scenario("clock-kinds-off", &off);
     assert!(lockstep::load(&path).is_ok());
+}
+
+#[test]
+fn a_design_whose_runs_all_end_unknown_is_not_recommended() {
+    // Every run of "starved" stops at its event bound: no run is judged, so nothing says it
+    // is safe, however cheap it looks.
+    let dir = Fresh::with(
+        "unknown",
+        &[
+            ("chaos.toml", CHAOS),
+            (
+                "review.toml",
+                &format!(
+                    "[review]\nname = \"t\"\nseeds = 2\nclasses = [\"pauses\"]\n\n\
+                     [[design]]\nname = \"starved\"\nscenario = \"chaos.toml\"\n\
+                     set = {{ \"scenario.max_events\" = 50 }}\n\n\
+                     [[design]]\nname = \"healthy\"\nscenario = \"{}\"\n",
+                    shipped("scenarios/chaos/redis-incr-atomic-fenced.toml")
+                ),
+            ),
+        ],
+    );
+    let plan = review::load(&dir.0.join("review.toml"), None).expect("loads");
+    let r = review::run(&plan, 1, |_, _| {});
+    let json: serde_json::Value = serde_json::from_str(&r.json()).expect("json");
+    assert_eq!(json["cells"][0]["unknown"], 2, "{json}");
+    assert_eq!(json["cells"][1]["unknown"], 0, "{json}");
+    assert_eq!(json["standing"], serde_json::json!(["unknown", "safe"]));
+    let rec: Vec<&str> = json["recommendation"]
+        .as_array()
+        .expect("sentences")
+        .iter()
+        .map(|s| s.as_str().expect("a sentence"))
+        .collect();
+    assert!(rec[0].starts_with("Use “healthy”"), "{rec:?}");
+    assert!(
+        rec.iter().any(|s| s
+            .starts_with("“starved” is unknown, not safe: 2 of its 2 runs ended unknown")),
+        "{rec:?}"
+    );
+    assert!(!rec.iter().any(|s| s.contains("Also safe")), "{rec:?}");
+    let table = r.table();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("1. starved") && l.ends_with("unknown")),
+        "{table}"
+    );
+    assert!(table.contains("1. starved: pause 2 of 2"), "{table}");
+    assert!(
+        r.markdown()
+            .contains("| 1. starved | ❔ unknown, 2 of 2 runs unknown |"),
+        "{}",
+        r.markdown()
+    );
+    assert!(
+        r.html(&[])
+            .contains("<div class=\"unknown\">2 of 2 runs unknown</div>")
+    );
 }
 
 #[test]
