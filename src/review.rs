@@ -35,8 +35,11 @@ use std::fmt::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
 
 use lockstep_check::Validity;
+use lockstep_models::StorageMode;
+use lockstep_models::family::Tokens;
 use lockstep_reports::review::{
-    ClassInfo, CostOrder, DesignInfo, Example, FORMAT, Review, ReviewCell, ReviewSeeds, shell_word,
+    ClassInfo, CostOrder, DesignInfo, Example, FORMAT, FencingSupport, FencingValue, Review,
+    ReviewCell, ReviewSeeds, TokenKind, shell_word,
 };
 use serde::Deserialize;
 use toml_edit::{DocumentMut, InlineTable, Item, Table};
@@ -890,6 +893,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
             .map(|d| {
                 let s = &d.cells[0].1;
                 let label = s.system.describe();
+                let fencing = fencing_support(s, &label.storage);
                 DesignInfo {
                     name: d.name.clone(),
                     family: label.family.to_string(),
@@ -897,11 +901,49 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     storage: label.storage,
                     property: s.expect.property.to_string(),
                     file: d.file.display().to_string(),
+                    fencing,
                 }
             })
             .collect(),
         cells,
         examples,
+    }
+}
+
+/// What the family of scenario `s` offers against a holder that lost the lock, and what `s`
+/// uses, as the family declares them (`Family::FENCING`, `Family::tokens`, its resource
+/// mode's keys); `storage` is its label's storage: a storage node's mode, else the
+/// service's own.
+fn fencing_support(s: &Scenario, storage: &str) -> FencingSupport {
+    let kind = s.system.kind();
+    let family = crate::families::all().iter().find(|f| f.kind() == kind);
+    FencingSupport {
+        family_name: s.system.family_name().to_string(),
+        tokens: match s.system.tokens() {
+            Tokens::None => TokenKind::None,
+            Tokens::Ordered { .. } => TokenKind::Ordered,
+            Tokens::Random => TokenKind::Random,
+        },
+        storage_mode: StorageMode::ALL
+            .iter()
+            .any(|(name, _)| *name == storage)
+            .then(|| storage.to_string()),
+        offers: family
+            .map(|f| {
+                f.fencing()
+                    .iter()
+                    .map(|v| FencingValue {
+                        name: v.name.to_string(),
+                        what: v.what.to_string(),
+                        ordered: v.ordered,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        guard_keys: family
+            .filter(|f| f.resource_mode().is_some())
+            .map(|f| f.resource_keys().iter().map(|k| k.to_string()).collect())
+            .unwrap_or_default(),
     }
 }
 

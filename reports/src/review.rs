@@ -101,6 +101,51 @@ pub struct DesignInfo {
     pub property: String,
     /// The scenario file it starts from.
     pub file: String,
+    /// What its family offers against a holder that lost the lock, and what it uses: the
+    /// facts the advice for it comes from.
+    pub fencing: FencingSupport,
+}
+
+/// What a design's family offers against a holder that lost the lock, and what the design
+/// uses, as its family declares them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FencingSupport {
+    /// The family's name in sentences (`PostgreSQL`).
+    pub family_name: String,
+    /// What the design's clients send as tokens.
+    pub tokens: TokenKind,
+    /// The storage node's mode (`unfenced`, `fenced-writes`, `fenced-all`, `cas-token`), or
+    /// `None` when the family's service keeps the resource itself.
+    pub storage_mode: Option<String>,
+    /// The family's `model.fencing` values besides `none`.
+    pub offers: Vec<FencingValue>,
+    /// The `[storage]` keys of the family's own mode (`guard`): how its service checks a write
+    /// to the resource it keeps.
+    pub guard_keys: Vec<String>,
+}
+
+/// What a design's clients send as fencing tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenKind {
+    /// No token.
+    None,
+    /// Numbers storage may compare by size.
+    Ordered,
+    /// Random values, for compare-and-set storage only.
+    Random,
+}
+
+/// A value of a family's `model.fencing` key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FencingValue {
+    /// The value, as scenario files write it (`incr`).
+    pub name: String,
+    /// What the token is (`the lock key's create revision`).
+    pub what: String,
+    /// Storage can compare it by size (fenced storage); otherwise it is a random value, for
+    /// compare-and-set storage.
+    pub ordered: bool,
 }
 
 /// One design under one fault class, over the review's seeds.
@@ -531,10 +576,9 @@ impl Review {
                     self.designs[s].name
                 )
             });
+        let fx = &self.designs[d].fencing;
         let mut s = if f.stale_accepted > 0 || f.lost_updates > 0 {
-            let mut s = "Stale writes reached the data: it needs fencing tokens that the storage \
-                         checks, so a holder that lost the lock cannot write."
-                .to_string();
+            let mut s = format!("Stale writes reached the data{}", stale_remedy(fx, f));
             if let Some(t) = &same_family_safe {
                 s.push_str(t);
             }
@@ -544,9 +588,14 @@ impl Review {
              that survives the faults that broke it."
                 .to_string()
         } else if f.double_holders > 0 {
-            "Two clients held the lock at once: without fencing, any effect outside the storage \
-             can happen twice."
-                .to_string()
+            match fx.tokens {
+                TokenKind::None => "Two clients held the lock at once: without fencing, any \
+                                    effect outside the storage can happen twice."
+                    .to_string(),
+                TokenKind::Ordered | TokenKind::Random => "Two clients held the lock at once: \
+                    its tokens guard the storage, but any effect outside it can happen twice."
+                    .to_string(),
+            }
         } else {
             "Its runs were judged invalid.".to_string()
         };
@@ -1126,6 +1175,79 @@ impl Review {
     }
 }
 
+/// What a design whose stale writes reached the data would need, from what its family offers
+/// and what it uses: the rest of the sentence after "Stale writes reached the data".
+fn stale_remedy(fx: &FencingSupport, f: &DesignFigures) -> String {
+    let family = &fx.family_name;
+    let ordered: Vec<String> = fx
+        .offers
+        .iter()
+        .filter(|v| v.ordered)
+        .map(|v| format!("{} (model.fencing = \"{}\")", v.what, v.name))
+        .collect();
+    let random: Vec<String> = fx
+        .offers
+        .iter()
+        .filter(|v| !v.ordered)
+        .map(|v| format!("{} (model.fencing = \"{}\")", v.what, v.name))
+        .collect();
+    let Some(mode) = &fx.storage_mode else {
+        // The family's service keeps the resource: the check is its write's own.
+        let mut s = format!(
+            " {family} keeps itself: its write did not check that the writer still held the lock"
+        );
+        match fx.guard_keys.as_slice() {
+            [] => s.push('.'),
+            keys => {
+                let _ = write!(
+                    s,
+                    "; the [storage] key{} {} set{} that check.",
+                    plural(keys.len()),
+                    keys.join(", "),
+                    if keys.len() == 1 { "s" } else { "" }
+                );
+            }
+        }
+        if fx.offers.is_empty() {
+            let _ = write!(
+                s,
+                " {family} gives no fencing token for another storage to check."
+            );
+        }
+        return s;
+    };
+    match (mode.as_str(), fx.tokens) {
+        ("unfenced", TokenKind::None) if !ordered.is_empty() => format!(
+            ": it needs fencing tokens that the storage checks, so a holder that lost the lock \
+             cannot write. {family} gives {}, for [storage] mode = \"fenced-all\".",
+            ordered.join(" or ")
+        ),
+        ("unfenced", TokenKind::None) if !random.is_empty() => format!(
+            ": it needs a token that the storage checks, so a holder that lost the lock cannot \
+             write. {family} gives {}, which [storage] mode = \"cas-token\" checks.",
+            random.join(" or ")
+        ),
+        ("unfenced", TokenKind::None) => format!(
+            ": {family} gives no fencing token, so no storage can refuse a holder that lost the \
+             lock."
+        ),
+        ("unfenced", TokenKind::Ordered) => ": its clients send fencing tokens, but the storage \
+            does not check them; [storage] mode = \"fenced-all\" would."
+            .to_string(),
+        ("unfenced", TokenKind::Random) => ": its clients send a token, but the storage does \
+            not check it; [storage] mode = \"cas-token\" would."
+            .to_string(),
+        ("fenced-writes", _) if f.stale_accepted == 0 => ": the storage checks tokens on \
+            writes only, so a stale read led to a lost update; [storage] mode = \"fenced-all\" \
+            checks reads too."
+            .to_string(),
+        (mode, _) => format!(
+            " although the storage checks tokens (mode = \"{mode}\"): a holder that lost the \
+             lock still wrote."
+        ),
+    }
+}
+
 /// A design's cost in words: its worst acquire p99 and lowest availability.
 /// A safe design's cost in words, the figure that ranks it first.
 fn cost(f: &DesignFigures, order: CostOrder) -> String {
@@ -1297,6 +1419,17 @@ mod tests {
             storage: "unfenced".into(),
             property: "resource".into(),
             file: format!("scenarios/{family}.toml"),
+            fencing: FencingSupport {
+                family_name: family.to_uppercase(),
+                tokens: TokenKind::None,
+                storage_mode: Some("unfenced".into()),
+                offers: vec![FencingValue {
+                    name: "seq".into(),
+                    what: "a sequence number".into(),
+                    ordered: true,
+                }],
+                guard_keys: vec![],
+            },
         }
     }
 

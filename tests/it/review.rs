@@ -513,3 +513,61 @@ fn empty_names_are_refused() {
         }
     }
 }
+
+#[test]
+fn advice_comes_from_what_each_family_offers() {
+    // Over seeds 9 to 12: PostgreSQL's session lock breaks under pauses (seed 9), unfenced
+    // Redis and Redlock under partitions that hold (seed 12); the transaction lock does not.
+    let designs = [
+        ("Redis", "redis-unfenced"),
+        ("Redlock", "redlock-unfenced"),
+        ("PostgreSQL session", "postgres-session"),
+        ("PostgreSQL transaction", "postgres-xact"),
+    ];
+    let mut text = "[review]\nname = \"t\"\nfrom = 9\nseeds = 4\nclasses = [\"pauses\", \"partitions-hold\"]\n".to_string();
+    for (name, file) in designs {
+        text.push_str(&format!(
+            "\n[[design]]\nname = \"{name}\"\nscenario = \"{}\"\n",
+            shipped(&format!("scenarios/chaos/{file}.toml"))
+        ));
+    }
+    let dir = Fresh::with("advice", &[("review.toml", &text)]);
+    let plan = review::load(&dir.0.join("review.toml"), None).expect("loads");
+    let r = review::run(&plan, 1, |_, _| {});
+    let rec = r.recommendation();
+    let sentence = |name: &str| {
+        rec.iter()
+            .find(|s| s.starts_with(&format!("“{name}” breaks")))
+            .unwrap_or_else(|| panic!("no sentence for {name}: {rec:?}"))
+    };
+    for (name, kind) in [
+        ("Redis", "redis"),
+        ("Redlock", "redlock"),
+        ("PostgreSQL session", "postgres"),
+    ] {
+        let s = sentence(name);
+        let family = lockstep::families::all()
+            .iter()
+            .find(|f| f.kind() == kind)
+            .expect("a family");
+        // Every token the family offers is named with the storage that checks it, and no
+        // other.
+        for v in family.fencing() {
+            assert!(
+                s.contains(&format!("model.fencing = \"{}\"", v.name)),
+                "{s}"
+            );
+            let mode = if v.ordered { "fenced-all" } else { "cas-token" };
+            assert!(s.contains(&format!("mode = \"{mode}\"")), "{s}");
+        }
+        if family.fencing().is_empty() {
+            assert!(!s.contains("model.fencing"), "{s}");
+            assert!(!s.contains("needs fencing tokens"), "{s}");
+            assert!(s.contains("PostgreSQL gives no fencing token"), "{s}");
+            assert!(
+                s.contains("Of its family, “PostgreSQL transaction” stays safe"),
+                "{s}"
+            );
+        }
+    }
+}
