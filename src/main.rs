@@ -400,6 +400,10 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
         .check_determinism
         .then(|| lockstep::run::rerun_matches(scenario, &result, args.trace));
     let mut report = run_report(&loaded.path.display().to_string(), &scenario.name, &result);
+    if args.file == Path::new("-") {
+        // `<stdin>` names no file: the same scenario on standard input runs it again.
+        report.reproduce = format!("lockstep run - --seed {seed}");
+    }
     let trace = result
         .trace
         .as_ref()
@@ -1367,8 +1371,8 @@ struct ReviewArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Print the scenario of one cell (a design by number or name, and a fault class, as in
-    /// `2/pauses`) and run nothing: `... --scenario 2/pauses | lockstep run - --seed S`
-    /// replays a seed of it.
+    /// `2/pauses`) and run nothing: `... --scenario 2/pauses > cell.toml && lockstep run
+    /// cell.toml --seed S` replays a seed of it.
     #[arg(long, value_name = "DESIGN/CLASS")]
     scenario: Option<String>,
 }

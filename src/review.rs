@@ -868,12 +868,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
             class: c,
             seed,
             explanations: report.explanations,
-            reproduce: format!(
-                "lockstep review {} --scenario {}/{} | lockstep run - --seed {seed}",
-                shell_word(&file),
-                d + 1,
-                plan.classes[c].name
-            ),
+            reproduce: replay(&file, d, plan.classes[c].name, seed),
         });
     }
     Review {
@@ -908,6 +903,19 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
         cells,
         examples,
     }
+}
+
+/// The command that replays seed `seed` of design `d` (0-based) under class `class`: the
+/// cell's scenario written to a file by `review --scenario`, then run. The file is what the
+/// run names in its own reproduce line, so that line runs too (a scenario piped to `run -`
+/// could not be named again).
+pub fn replay(review_file: &str, d: usize, class: &str, seed: u64) -> String {
+    let cell = format!("review-{}-{class}.toml", d + 1);
+    format!(
+        "lockstep review {} --scenario {}/{class} > {cell} && lockstep run {cell} --seed {seed}",
+        shell_word(review_file),
+        d + 1,
+    )
 }
 
 /// What the family of scenario `s` offers against a holder that lost the lock, and what `s`

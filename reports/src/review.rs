@@ -636,11 +636,13 @@ impl Review {
         )
     }
 
-    /// The command that writes the HTML page.
+    /// The command that writes the HTML page: the review's file and seeds, whether they came
+    /// from the file or from `--seeds`.
     fn page_command(&self) -> String {
         format!(
-            "lockstep review {} --out review.html",
-            shell_word(&self.file)
+            "lockstep review {} --seeds {} --out review.html",
+            shell_word(&self.file),
+            self.seeds.count
         )
     }
 
@@ -729,7 +731,14 @@ impl Review {
                     self.classes[e.class].name,
                     e.seed
                 );
-                let _ = writeln!(out, "   {}", e.reproduce);
+                // A command of two steps on two lines, as a shell takes it (`&&` ends the first),
+                // so that it fits the width.
+                let steps: Vec<&str> = e.reproduce.split(" && ").collect();
+                for (i, step) in steps.iter().enumerate() {
+                    let indent = if i == 0 { "   " } else { "     " };
+                    let and = if i + 1 < steps.len() { " &&" } else { "" };
+                    let _ = writeln!(out, "{indent}{step}{and}");
+                }
             }
         }
         let _ = writeln!(
@@ -1583,7 +1592,7 @@ mod tests {
             assert!(line.chars().count() <= WIDTH, "{line}");
         }
         assert!(
-            table.contains("'reviews/ledger review.toml' --out review.html"),
+            table.contains("'reviews/ledger review.toml' --seeds 100 --out review.html"),
             "{table}"
         );
         let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();

@@ -3,7 +3,7 @@
 //! printed for replay, the same review for any number of threads, and `lockstep review`'s
 //! outputs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use lockstep::review::{self, CLASSES};
 use lockstep_reports::review::CostOrder;
@@ -31,6 +31,26 @@ impl Drop for Fresh {
 /// A scenario of the repository, as a review file outside it names it.
 fn shipped(path: &str) -> String {
     crate::support::root().join(path).display().to_string()
+}
+
+/// Runs `command` in `sh` from `dir`, with the `lockstep` binary first on the PATH: a
+/// command as the review prints it for people to paste.
+fn shell(dir: &Path, command: &str) -> std::process::Output {
+    let bin = Path::new(env!("CARGO_BIN_EXE_lockstep"))
+        .parent()
+        .expect("the binary's directory");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .expect("sh runs")
 }
 
 /// A directory of its own for a test, with `files` written in it.
@@ -287,7 +307,11 @@ fn the_command_prints_a_cell_that_replays_its_seeds() {
         let class = sample["classes"][c as usize]["name"].as_str().unwrap();
         let seed = e["seed"].as_u64().unwrap().to_string();
         let cell_ref = format!("{}/{class}", d + 1);
-        let replay = format!("--scenario {cell_ref} | lockstep run - --seed {seed}");
+        let replay = format!(
+            "--scenario {cell_ref} > review-{}-{class}.toml && lockstep run review-{}-{class}.toml --seed {seed}",
+            d + 1,
+            d + 1
+        );
         assert!(e["reproduce"].as_str().unwrap().contains(&replay), "{e}");
         let o = lockstep(&["review", file, "--scenario", &cell_ref]);
         let cell = std::env::temp_dir().join(format!(
@@ -570,4 +594,63 @@ fn advice_comes_from_what_each_family_offers() {
             );
         }
     }
+}
+
+#[test]
+fn every_command_the_review_prints_runs() {
+    // Unfenced Redis breaks under partitions that hold at seed 12.
+    let dir = Fresh::with(
+        "commands",
+        &[(
+            "review.toml",
+            &format!(
+                "[review]\nname = \"t\"\nfrom = 12\nseeds = 4\nclasses = [\"partitions-hold\"]\n\n\
+                 [[design]]\nname = \"Redis\"\nscenario = \"{}\"\n",
+                shipped("scenarios/chaos/redis-unfenced.toml")
+            ),
+        )],
+    );
+    let file = dir.0.join("review.toml");
+    let o = lockstep(&["review", file.to_str().unwrap(), "--seeds", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let table = stdout(&o);
+    // The page command: the same file and seeds.
+    let page = table
+        .lines()
+        .skip_while(|l| !l.starts_with("the page"))
+        .nth(1)
+        .expect("the page command")
+        .trim();
+    assert!(page.contains(" --seeds 1 "), "{page}");
+    let o = shell(&dir.0, page);
+    assert_eq!(o.status.code(), Some(0), "{page}: {}", stderr(&o));
+    let html = std::fs::read_to_string(dir.0.join("review.html")).expect("the page");
+    assert!(html.contains("1 seed per cell (from seed 12)"), "{html}");
+    // The replay, as the terminal prints it (two lines), then the run's own reproduce line.
+    let replay: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.ends_with("under partitions-hold, seed 12:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("   "))
+        .collect();
+    assert_eq!(replay.len(), 2, "{table}");
+    let o = shell(&dir.0, &replay.join("\n"));
+    assert_eq!(o.status.code(), Some(0), "{replay:?}: {}", stderr(&o));
+    let run = stdout(&o);
+    assert!(run.contains("INVALID"), "{run}");
+    let again = run
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce  "))
+        .expect("a reproduce line");
+    assert_eq!(
+        again,
+        "lockstep run review-1-partitions-hold.toml --seed 12"
+    );
+    let o = shell(&dir.0, again);
+    let trace = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("seed "))
+            .map(str::to_string)
+    };
+    assert_eq!(trace(&stdout(&o)), trace(&run), "{}", stdout(&o));
 }
