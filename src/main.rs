@@ -73,6 +73,7 @@ enum Command {
     /// Review candidate lock designs for one job: each design swept under each fault class
     /// alone, a matrix of violation rates, safety against cost, and a recommendation derived
     /// from the figures; a page (.html), Markdown or JSON with --out, and text on stdout.
+    #[command(after_help = REVIEW_EXIT_CODES)]
     Review(ReviewArgs),
     /// Print a completion script for a shell (`lockstep completions bash >
     /// ~/.local/share/bash-completion/completions/lockstep`).
@@ -1352,6 +1353,11 @@ fn cmd_map(args: &MapArgs) -> ExitCode {
     drop(written);
     ExitCode::SUCCESS
 }
+
+const REVIEW_EXIT_CODES: &str = "\
+Exit codes:
+  0  the review ran (whatever its verdicts), or --scenario printed a cell
+  2  a bad review or scenario file, bad usage, or an output file that cannot be written";
 
 #[derive(Debug, clap::Args)]
 struct ReviewArgs {
