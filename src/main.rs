@@ -73,6 +73,7 @@ enum Command {
     /// Review candidate lock designs for one job: each design swept under each fault class
     /// alone, a matrix of violation rates, safety against cost, and a recommendation derived
     /// from the figures; a page (.html), Markdown or JSON with --out, and text on stdout.
+    #[command(after_help = REVIEW_EXIT_CODES)]
     Review(ReviewArgs),
     /// Print a completion script for a shell (`lockstep completions bash >
     /// ~/.local/share/bash-completion/completions/lockstep`).
@@ -400,6 +401,10 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
         .check_determinism
         .then(|| lockstep::run::rerun_matches(scenario, &result, args.trace));
     let mut report = run_report(&loaded.path.display().to_string(), &scenario.name, &result);
+    if args.file == Path::new("-") {
+        // `<stdin>` names no file: the same scenario on standard input runs it again.
+        report.reproduce = format!("lockstep run - --seed {seed}");
+    }
     let trace = result
         .trace
         .as_ref()
@@ -1316,6 +1321,11 @@ fn cmd_map(args: &MapArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+const REVIEW_EXIT_CODES: &str = "\
+Exit codes:
+  0  the review ran (whatever its verdicts), or --scenario printed a cell
+  2  a bad review or scenario file, bad usage, or an output file that cannot be written";
+
 #[derive(Debug, clap::Args)]
 struct ReviewArgs {
     /// The review file (TOML; see docs/review.md).
@@ -1334,8 +1344,8 @@ struct ReviewArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Print the scenario of one cell (a design by number or name, and a fault class, as in
-    /// `2/pauses`) and run nothing: `... --scenario 2/pauses | lockstep run - --seed S`
-    /// replays a seed of it.
+    /// `2/pauses`) and run nothing: `... --scenario 2/pauses > cell.toml && lockstep run
+    /// cell.toml --seed S` replays a seed of it.
     #[arg(long, value_name = "DESIGN/CLASS")]
     scenario: Option<String>,
 }

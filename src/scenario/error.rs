@@ -114,15 +114,7 @@ pub(crate) fn key_path(path: &serde_path_to_error::Path) -> String {
 /// A key as a TOML key path writes it: bare when it can be (`client-2`), else quoted
 /// (`"model.nonsense"`), so that a key with a dot in it reads as one key.
 pub(crate) fn toml_key(key: &str) -> String {
-    let bare = !key.is_empty()
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if bare {
-        key.to_string()
-    } else {
-        toml::Value::String(key.to_string()).to_string()
-    }
+    toml_edit::Key::new(key).display_repr().into_owned()
 }
 
 /// The longest stretch of a value shown in an error: a longer one is cut, with its length.

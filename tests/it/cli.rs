@@ -178,6 +178,16 @@ fn run_dash_reads_the_scenario_from_stdin() {
     let from_stdin = json(&o);
     assert_eq!(from_stdin["trace_hash"], from_file["trace_hash"]);
     assert_eq!(from_stdin["file"], "<stdin>");
+    // Its reproduce line is a command that runs: the same scenario on standard input.
+    let again = format!("lockstep run - --seed {}", from_file["seed"]);
+    assert_eq!(from_stdin["reproduce"], again.as_str());
+    let args: Vec<&str> = again
+        .split(' ')
+        .skip(1)
+        .chain(["--format", "json"])
+        .collect();
+    let o = lockstep_with(&args, &[], &text);
+    assert_eq!(json(&o)["trace_hash"], from_file["trace_hash"]);
     let o = lockstep_with(&["run", "-"], &[], "[scenario]\nname = 3\n");
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).starts_with("<stdin>"), "{}", stderr(&o));

@@ -131,11 +131,29 @@ fn arguments(words: &[&str], tmp: &Path, outputs: &mut BTreeMap<String, PathBuf>
     args
 }
 
-/// Runs one `lockstep` example (a pipeline of `lockstep` commands, its last output perhaps
-/// redirected to a file) from the repository's root; returns the exit code of its last
-/// command and what its commands printed on stderr.
+/// Runs one `lockstep` example (commands joined by `&&`, each a pipeline of `lockstep`
+/// commands whose last output may be redirected to a file) from the repository's root;
+/// returns the exit code of the last command run and what the commands printed on stderr.
 fn run(line: &str, tmp: &Path, outputs: &mut BTreeMap<String, PathBuf>) -> (Option<i32>, String) {
     let line = line.split(" #").next().unwrap_or(line);
+    let mut errors = String::new();
+    let mut code = None;
+    for part in line.split(" && ") {
+        let (c, e) = run_pipeline(part, tmp, outputs);
+        errors.push_str(&e);
+        code = c;
+        if code != Some(0) {
+            break;
+        }
+    }
+    (code, errors)
+}
+
+fn run_pipeline(
+    line: &str,
+    tmp: &Path,
+    outputs: &mut BTreeMap<String, PathBuf>,
+) -> (Option<i32>, String) {
     let (line, redirect) = match line.split_once(" > ") {
         Some((l, file)) => (l, Some(file.trim())),
         None => (line, None),
