@@ -1,8 +1,8 @@
 //! Tidiness: every scenario file parses, every flag of the command line is documented, the
 //! documents name every crate, the README's sample output is what `lockstep run` prints, its
-//! commands parse and name paths that exist, its `check` summaries are what `check` counts,
-//! every path the docs and comments cite is in the repository (and none cites the design notes
-//! kept outside it), and no wheel, archive or binary is tracked.
+//! commands parse and name paths that exist, its `check` summaries are what `check` counts, it
+//! says what `.ci/run` runs, every path the docs and comments cite is in the repository (and
+//! none cites the design notes kept outside it), and no wheel, archive or binary is tracked.
 
 use std::io::Read;
 
@@ -654,5 +654,54 @@ fn every_cited_path_exists_and_nothing_cites_outside_the_repository() {
         "paths cited that are not in the repository ({} of {checked}):\n{}",
         wrong.len(),
         wrong.join("\n")
+    );
+}
+
+/// The README's paragraph on `.ci/run` names every step the script takes: each cargo command
+/// with the features, flags and target directory it runs with, and each script it calls.
+#[test]
+fn the_readme_says_what_ci_runs() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let paragraph = readme
+        .split("\n\n")
+        .find(|p| p.starts_with("`.ci/run`"))
+        .expect("README.md has a paragraph on `.ci/run`")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let script = std::fs::read_to_string(root().join(".ci/run")).expect(".ci/run");
+    let script = script.replace("\\\n", " ");
+    let mut steps = Vec::new();
+    for line in script.lines().map(str::trim) {
+        // A cargo command, perhaps after `RUSTFLAGS="..."`.
+        let (env, command) = match line.split_once("\" cargo ") {
+            Some((env, rest)) if env.starts_with("RUSTFLAGS=\"") => {
+                steps.push(format!("{env}\""));
+                (true, format!("cargo {rest}"))
+            }
+            _ => (false, line.to_string()),
+        };
+        let words: Vec<&str> = command.split_whitespace().collect();
+        match words.as_slice() {
+            ["cargo", sub, ..] => {
+                steps.push(format!("cargo {sub}"));
+                for w in words.windows(2) {
+                    if ["--features", "--target-dir"].contains(&w[0]) {
+                        steps.push(w.join(" "));
+                    }
+                }
+            }
+            // A script of the repository, with its arguments.
+            [first, ..] if !env && first.contains('/') && !first.starts_with(['$', '"', '#']) => {
+                steps.push(words.join(" "));
+            }
+            _ => {}
+        }
+    }
+    assert!(steps.len() >= 10, "{steps:?}");
+    let missing: Vec<&String> = steps.iter().filter(|s| !paragraph.contains(*s)).collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's paragraph on `.ci/run` does not say that it runs {missing:?}:\n{paragraph}"
     );
 }
