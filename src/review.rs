@@ -730,7 +730,8 @@ fn set_value(text: &str, key: &str, value: &Value) -> Result<String, String> {
 }
 
 /// `path` without `.` and with `dir/..` pairs folded, so a review's files read as the
-/// repository's (`reviews/../scenarios/x.toml` is `scenarios/x.toml`).
+/// repository's (`reviews/../scenarios/chaos/redis-unfenced.toml` is
+/// `scenarios/chaos/redis-unfenced.toml`).
 fn tidy(path: &Path) -> PathBuf {
     let mut out: Vec<Component> = Vec::new();
     for c in path.components() {

@@ -397,7 +397,7 @@ impl Plan {
     /// The plan of the run with `seed`: the file's faults and what the chaos profile draws
     /// for that seed (`Chaos::generate`, the draw of a native run with the same seed),
     /// numbered after the file's. A random partition shape (majority/minority, bridge,
-    /// ring) is resolved from the stream `bridge/chaos-shapes` of the seed, as the world
+    /// ring) is resolved from the stream `"bridge/chaos-shapes"` of the seed, as the world
     /// resolves it from its own fault stream when it applies one. Without a profile, the
     /// plan itself.
     pub fn at_seed(&self, seed: u64) -> Result<Plan, String> {

@@ -219,7 +219,7 @@ impl Family for Consul {
     }
 
     fn tokens(&self) -> Tokens {
-        // A new session's acquire increments the key's LockIndex (docs/semantics.md §6.2);
+        // A new session's acquire increments the key's LockIndex (`kvsLockTxn`, `state/kvs.go`);
         // with `behavior = "delete"` an invalidation deletes the key, and the key created
         // anew counts from 1 again: no promise of order then.
         if self.client.fencing {

@@ -1,6 +1,6 @@
 //! A Consul server: a Raft node whose state machine holds the sessions and the lock key
-//! (docs/semantics.md §6.1, §6.2; `agent/consul/state/session.go`, `state/kvs.go`,
-//! `agent/consul/session_ttl.go`, `state/delay.go`).
+//! (`agent/consul/state/session.go`, `state/kvs.go`, `agent/consul/session_ttl.go`,
+//! `state/delay.go`).
 //!
 //! - Session creation and destruction, `?acquire` and `?release` are raft entries; the server
 //!   that proposed one answers once it applied it. A server that is not the leader answers

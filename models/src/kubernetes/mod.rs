@@ -1,4 +1,4 @@
-//! Kubernetes Lease leader election (docs/semantics.md §5): client-go's `LeaderElector`
+//! Kubernetes Lease leader election (docs/families/kubernetes.md): client-go's `LeaderElector`
 //! (`tools/leaderelection/leaderelection.go`) over a `coordination.k8s.io/v1` Lease
 //! (`tools/leaderelection/resourcelock/leaselock.go`), served by API servers that keep it in
 //! an etcd cluster.

@@ -1,4 +1,4 @@
-//! PostgreSQL advisory locks (docs/semantics.md §7; docs/families/postgres.md).
+//! PostgreSQL advisory locks (docs/families/postgres.md).
 //!
 //! - The server ([`server`]) keeps one backend per client connection and the shared lock table:
 //!   session-level advisory locks (re-entrant with a count, not released by `ROLLBACK`,

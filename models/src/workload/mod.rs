@@ -7,15 +7,15 @@
 //! client at the worst moment: `granted` (the read is already sent), `read-done`, `work-done`
 //! (before the validity check) and `validity-checked` (only when it checks, right before the
 //! write). The steps after `work-done` and `validity-checked` run as separate events, the gaps
-//! a GC pause can fall into (failure catalogue K1).
+//! a GC pause can fall into (K1 in docs/catalogue.md).
 //!
 //! Against compare-and-set storage the client first claims the resource with its token, in a
-//! step of its own after `granted`, then reads, works and writes as above (failure catalogue
-//! K7).
+//! step of its own after `granted`, then reads, works and writes as above (K7 in
+//! docs/catalogue.md).
 //!
-//! When the resource lives in etcd (failure catalogue J4) the loop is the same; its operations
-//! go out through the lock client instead of to a storage node, and the etcd member answers
-//! with the same replies.
+//! When the resource lives in etcd (J4 in docs/catalogue.md) the loop is the same; its
+//! operations go out through the lock client instead of to a storage node, and the etcd member
+//! answers with the same replies.
 //!
 //! # Leader election as a workload (`kind = "leader"`)
 //!

@@ -189,7 +189,7 @@ impl Family for ZooKeeper {
     }
 
     fn tokens(&self) -> Tokens {
-        // The lock node's czxid increases with every grant (docs/semantics.md §4.4).
+        // The lock node's czxid, the zxid of its create, increases with every grant.
         if self.client.fencing {
             Tokens::Ordered { monotonic: true }
         } else {

@@ -1,4 +1,5 @@
-//! A ZooKeeper ensemble member (docs/semantics.md §4.1, §4.2).
+//! A ZooKeeper ensemble member (`ZooKeeperServer.java`, `SessionTrackerImpl.java`,
+//! `ExpiryQueue.java`; docs/families/zookeeper.md).
 //!
 //! - **Broadcast.** Writes (`createSession`, `closeSession`, `create`, `delete`) are proposals
 //!   of the atomic broadcast ([`crate::raft`], see the module page); a learner forwards them

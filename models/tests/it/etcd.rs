@@ -1,6 +1,6 @@
 //! etcd: the lease lock over raft. Baseline safety and liveness, the failover time and
-//! lease reset on a leader change against the formulas of docs/semantics.md §3.2, and the
-//! guards of a resource kept in etcd (failure catalogue J4).
+//! lease reset on a leader change against the formulas of `server/lease/lessor.go`, and the
+//! guards of a resource kept in etcd (J4 in docs/catalogue.md).
 
 use lockstep_check::{Event, OpOutcome, Options, Validity, check};
 use lockstep_models::Node;

@@ -1,6 +1,6 @@
-//! The PostgreSQL server's and pgbouncer's rules (docs/semantics.md §7), pinned with scripted
-//! clients: each sends statements at fixed times on connections it names and keeps every
-//! answer, in a world with no latency, so every answer's time is exact.
+//! The PostgreSQL server's and pgbouncer's rules (docs/families/postgres.md), pinned with
+//! scripted clients: each sends statements at fixed times on connections it names and keeps
+//! every answer, in a world with no latency, so every answer's time is exact.
 
 use lockstep_check::Event;
 use lockstep_check::{GrantId, NodeId as Who, OpId};

@@ -1,5 +1,5 @@
 //! ZooKeeper: the ensemble, sessions and the lock recipe. Baseline safety and liveness, the
-//! session expiry of a silent holder against docs/semantics.md §4.2, and the herd effect.
+//! session expiry of a silent holder against `SessionTrackerImpl`'s rule, and the herd effect.
 
 use lockstep_check::{Options, Validity, check};
 use lockstep_models::system::{SystemSpec, counters, history};
@@ -785,7 +785,7 @@ fn pings(w: &World<Node<ZooKeeper>>) -> Vec<Time> {
 }
 
 /// The real 3.8 client, idle, pinged every 2.0 / 5.0 / 13.3 s at T = 6 / 15 / 40 s
-/// (`readTimeout / 2 = T/3`, docs/semantics.md §4.3): within 5 % on every seed, over 50
+/// (`readTimeout / 2 = T/3`, docs/conformance.md): within 5 % on every seed, over 50
 /// seeds. The intervals are between deliveries, so they carry 1-5 ms of link jitter.
 #[test]
 fn an_idle_client_pings_every_third_of_the_session_timeout() {
