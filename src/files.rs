@@ -1,8 +1,265 @@
-//! The files the commands write: an [`Output`] is checked before anything runs and written
-//! whole at the end. Only the `lockstep` binary writes files, through this module.
+//! The files the commands read and write. Every input (a scenario, review, history or sweep
+//! summary, from a path or standard input) is read by [`read_text`], [`read_bytes`] or
+//! [`read_stdin`]: at most its kind's cap ([`Input`]), never waiting forever on a FIFO, a pipe
+//! or a device that gives nothing. An [`Output`] is checked before anything runs and written
+//! whole at the end; only the `lockstep` binary writes files, through it.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A kind of input: what it is called in errors and the most bytes it may have. The caps are
+/// far above any file lockstep writes or its catalogue holds (a scenario is a few KB, the
+/// history of a one-hour run about 14 MB), and keep `/dev/zero` or a runaway generator from
+/// filling memory; docs/scenarios.md, docs/review.md, docs/history.md and README.md state
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Input {
+    /// Its name in errors: "scenario file".
+    pub what: &'static str,
+    /// The most bytes it may have.
+    pub cap: u64,
+}
+
+impl Input {
+    /// A scenario file (also a sweep map's, and each design's of a review): 4 MiB.
+    pub const SCENARIO: Input = Input {
+        what: "scenario file",
+        cap: 4 << 20,
+    };
+    /// A review file: 4 MiB.
+    pub const REVIEW: Input = Input {
+        what: "review file",
+        cap: 4 << 20,
+    };
+    /// A history (JSON Lines) for `judge`: 256 MiB (`judge` of a 245 MiB history peaked at
+    /// 500 MB).
+    pub const HISTORY: Input = Input {
+        what: "history",
+        cap: 256 << 20,
+    };
+    /// A sweep summary (`sweep --format json`) for `merge` and `report`: 16 MiB.
+    pub const SUMMARY: Input = Input {
+        what: "sweep summary",
+        cap: 16 << 20,
+    };
+}
+
+/// How long a FIFO, a pipe or a device may give no data before its read is refused, unless
+/// the binary sets another wait ([`set_input_wait_ms`]).
+pub const INPUT_WAIT_MS: u64 = 10_000;
+
+static WAIT_MS: AtomicU64 = AtomicU64::new(INPUT_WAIT_MS);
+
+/// Sets how long a FIFO, a pipe or a device may give no data (the binary's
+/// `LOCKSTEP_INPUT_WAIT_MS`); at least 1 ms. It changes no run, only when a read gives up.
+pub fn set_input_wait_ms(ms: u64) {
+    WAIT_MS.store(ms.max(1), Ordering::Relaxed);
+}
+
+/// Why an input could not be read: the text after `FILE: cannot read the ...: `.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The system's error, in words.
+    #[error("{0}")]
+    Io(String),
+    /// The path names a directory.
+    #[error("it is a directory")]
+    Directory,
+    /// The path names a socket, which is no file to open.
+    #[error("it is a socket, not a file")]
+    Socket,
+    /// More bytes than the input's cap; no more than the cap and one byte were read.
+    #[error("it has more than {}, the most a {what} may have", size(*cap))]
+    TooLarge {
+        /// The kind of input.
+        what: &'static str,
+        /// Its cap in bytes.
+        cap: u64,
+    },
+    /// A FIFO, a pipe or a device gave no data for the wait.
+    #[error("gave no data for {} s (LOCKSTEP_INPUT_WAIT_MS sets the wait)", seconds(*wait_ms))]
+    NoData {
+        /// The wait, in milliseconds.
+        wait_ms: u64,
+    },
+    /// The text is not UTF-8.
+    #[error("it is not UTF-8 text (line {line})")]
+    NotUtf8 {
+        /// The line of the first byte that is not.
+        line: usize,
+    },
+}
+
+/// `4 MiB`, `256 MiB`, or bytes when not a whole number of MiB.
+fn size(bytes: u64) -> String {
+    if bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// `10`, `0.3`: milliseconds as seconds.
+fn seconds(ms: u64) -> String {
+    if ms % 1000 == 0 {
+        (ms / 1000).to_string()
+    } else {
+        format!("{}", ms as f64 / 1000.0)
+    }
+}
+
+/// The bytes of the file at `path`, as [`read_bytes`], as UTF-8 text.
+///
+/// # Errors
+/// As [`read_bytes`], or [`ReadError::NotUtf8`].
+pub fn read_text(path: &Path, input: Input) -> Result<String, ReadError> {
+    text(read_bytes(path, input)?)
+}
+
+/// The bytes of the file at `path` (symbolic links followed), at most `input.cap`. A regular file is read to its end; a FIFO, a pipe (`/dev/fd/N` of a shell's
+/// `<(...)`) or a device is read as long as it gives data within the wait
+/// ([`INPUT_WAIT_MS`]) and until its writer closes it.
+///
+/// # Errors
+/// A [`ReadError`]: the system's, a directory or a socket, more than the cap (no more than
+/// the cap and one byte are read), or no data for the wait.
+pub fn read_bytes(path: &Path, input: Input) -> Result<Vec<u8>, ReadError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let kind = std::fs::metadata(path).map_err(|e| io(&e))?.file_type();
+    if kind.is_dir() {
+        return Err(ReadError::Directory);
+    }
+    if kind.is_socket() {
+        return Err(ReadError::Socket);
+    }
+    // Without O_NONBLOCK, opening a FIFO waits for a writer, for ever if none comes.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| io(&e))?;
+    let meta = file.metadata().map_err(|e| io(&e))?;
+    if meta.is_file() {
+        if meta.len() > input.cap {
+            return Err(too_large(input));
+        }
+        capped(file, input, meta.len())
+    } else if meta.is_dir() {
+        Err(ReadError::Directory)
+    } else {
+        capped(
+            Waiting {
+                file,
+                wait_ms: WAIT_MS.load(Ordering::Relaxed),
+            },
+            input,
+            0,
+        )
+    }
+}
+
+/// Standard input, at most `input.cap`. It waits as long
+/// as standard input does: the caller's shell opened it, and a person may be typing.
+///
+/// # Errors
+/// A [`ReadError`]: the system's, or more than the cap.
+pub fn read_stdin(input: Input) -> Result<Vec<u8>, ReadError> {
+    capped(std::io::stdin().lock(), input, 0)
+}
+
+/// `bytes` as text, or the line of the first byte that is not UTF-8.
+///
+/// # Errors
+/// [`ReadError::NotUtf8`].
+pub fn text(bytes: Vec<u8>) -> Result<String, ReadError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bad = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..bad].iter().filter(|&&b| b == b'\n').count();
+        ReadError::NotUtf8 { line }
+    })
+}
+
+/// Reads `from` to its end, at most `input.cap` bytes (one more is read to know there are
+/// more). `hint` is the size expected (a regular
+/// file's), reserved at once; the buffer grows by doubling but never past the cap and one
+/// byte, so `/dev/zero` costs the cap, not twice it.
+fn capped(mut from: impl Read, input: Input, hint: u64) -> Result<Vec<u8>, ReadError> {
+    let limit = usize::try_from(input.cap.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0).min(limit));
+    let mut chunk = vec![0; 64 << 10];
+    loop {
+        let want = chunk.len().min(limit - bytes.len());
+        if want == 0 {
+            return Err(too_large(input));
+        }
+        let n = match from.read(&mut chunk[..want]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                return Err(ReadError::NoData {
+                    wait_ms: WAIT_MS.load(Ordering::Relaxed),
+                });
+            }
+            Err(e) => return Err(io(&e)),
+        };
+        if bytes.capacity() - bytes.len() < n {
+            let grown = (bytes.capacity() * 2).max(bytes.len() + n).min(limit);
+            bytes.reserve_exact(grown - bytes.len());
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    Ok(bytes)
+}
+
+fn too_large(input: Input) -> ReadError {
+    ReadError::TooLarge {
+        what: input.what,
+        cap: input.cap,
+    }
+}
+
+fn io(e: &std::io::Error) -> ReadError {
+    ReadError::Io(io_reason(e))
+}
+
+/// A FIFO, a pipe or a device opened without blocking, read by waiting for data at most
+/// `wait_ms` each time (`poll(2)`); a read that waited longer fails with `TimedOut`.
+struct Waiting {
+    file: std::fs::File,
+    wait_ms: u64,
+}
+
+impl Read for Waiting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        loop {
+            // Poll first: a FIFO that no writer has opened yet reads as its end, but polls as
+            // empty until one does.
+            let mut fd = libc::pollfd {
+                fd: self.file.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let wait = i32::try_from(self.wait_ms).unwrap_or(i32::MAX);
+            // SAFETY: `fd` is one valid `pollfd` for the duration of the call.
+            match unsafe { libc::poll(&mut fd, 1, wait) } {
+                0 => return Err(std::io::ErrorKind::TimedOut.into()),
+                n if n < 0 => {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+                _ => match self.file.read(buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    r => return r,
+                },
+            }
+        }
+    }
+}
 
 /// The directory of `file`; `.` for a bare file name.
 fn parent_dir(file: &Path) -> &Path {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use lockstep::files::{Output, io_reason};
+use lockstep::files::{self, Input, Output};
 use lockstep::suite::{self, WallTimes, run_report};
 use lockstep::sweep::{self, Shard, SweepConfig, SweepSummary, WallTime};
 use lockstep::{Loaded, MAX_SEEDS, load, run};
@@ -300,6 +300,14 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match input_wait_ms() {
+        Ok(Some(ms)) => files::set_input_wait_ms(ms),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
     match cli.command {
         Command::Run(args) => cmd_run(&args),
         Command::Judge(args) => cmd_judge(&args),
@@ -316,6 +324,26 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut cmd, "lockstep", &mut std::io::stdout());
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// `LOCKSTEP_INPUT_WAIT_MS`: how long an input that is a FIFO, a pipe or a device may give no
+/// data before it is refused (files::INPUT_WAIT_MS when unset).
+fn input_wait_ms() -> Result<Option<u64>, String> {
+    const MAX: u64 = i32::MAX as u64;
+    match std::env::var("LOCKSTEP_INPUT_WAIT_MS") {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(text)
+            if text
+                .trim()
+                .parse::<u64>()
+                .is_ok_and(|ms| (1..=MAX).contains(&ms)) =>
+        {
+            Ok(text.trim().parse().ok())
+        }
+        _ => Err(format!(
+            "LOCKSTEP_INPUT_WAIT_MS: not a wait: a whole number of milliseconds from 1 to {MAX}"
+        )),
     }
 }
 
@@ -349,10 +377,9 @@ fn load_run(file: &Path) -> Result<Loaded, String> {
         return load(file).map_err(|e| e.to_string());
     }
     let stdin = Path::new("<stdin>");
-    let mut text = String::new();
-    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
-        return Err(format!("<stdin>: cannot read the scenario: {e}"));
-    }
+    let text = files::read_stdin(Input::SCENARIO)
+        .and_then(files::text)
+        .map_err(|e| format!("<stdin>: cannot read the scenario: {e}"))?;
     let scenario = lockstep::parse(&text, stdin).map_err(|e| e.to_string())?;
     Ok(Loaded {
         path: stdin.to_path_buf(),
@@ -445,23 +472,17 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
 fn cmd_judge(args: &JudgeArgs) -> ExitCode {
     use lockstep::judge::{self, Overrides};
     use lockstep_check::{Property, Validity};
-    let (name, text) = if args.file == Path::new("-") {
-        let mut text = Vec::new();
-        match std::io::Read::read_to_end(&mut std::io::stdin(), &mut text) {
-            Ok(_) => ("<stdin>".to_string(), text),
-            Err(e) => {
-                eprintln!("<stdin>: cannot read the history: {}", io_reason(&e));
-                return ExitCode::from(2);
-            }
-        }
+    let (name, read) = if args.file == Path::new("-") {
+        ("<stdin>".to_string(), files::read_stdin(Input::HISTORY))
     } else {
         let name = args.file.display().to_string();
-        match std::fs::read(&args.file) {
-            Ok(t) => (name, t),
-            Err(e) => {
-                eprintln!("{name}: cannot read the history: {}", io_reason(&e));
-                return ExitCode::from(2);
-            }
+        (name, files::read_bytes(&args.file, Input::HISTORY))
+    };
+    let text = match read {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{name}: cannot read the history: {e}");
+            return ExitCode::from(2);
         }
     };
     let overrides = Overrides {
@@ -759,7 +780,7 @@ fn cmd_merge(args: &MergeArgs) -> ExitCode {
     let mut bad = false;
     for file in &args.files {
         let name = file.display().to_string();
-        let read = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"));
+        let read = files::read_text(file, Input::SUMMARY).map_err(|e| format!("cannot read: {e}"));
         match read.and_then(|text| SweepSummary::from_json(&text)) {
             Ok(s) => inputs.push((name, s)),
             Err(e) => {
@@ -948,7 +969,7 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
     if let Err(e) = &output {
         eprintln!("{e}");
     }
-    let text = match std::fs::read_to_string(file) {
+    let text = match files::read_text(file, Input::SCENARIO) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("{}: cannot read the file: {e}", file.display());
@@ -1183,7 +1204,7 @@ fn cmd_map(args: &MapArgs) -> ExitCode {
     if let Err(e) = &output {
         eprintln!("{e}");
     }
-    let grid = std::fs::read_to_string(&args.file)
+    let grid = files::read_text(&args.file, Input::SCENARIO)
         .map_err(|e| format!("{}: cannot read the file: {e}", args.file.display()))
         .and_then(|text| sweepmap::grid(&text, &args.file).map_err(|e| e.to_string()));
     let (grid, output) = match (grid, output) {

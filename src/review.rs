@@ -250,7 +250,7 @@ pub struct PlannedDesign {
 /// A [`ScenarioError`] naming the review file and the key path of every problem: the file,
 /// a design's scenario file or a key it sets, or a cell that does not load.
 pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_text(path, crate::files::Input::REVIEW)
         .map_err(|e| ScenarioError::one(path, "", None, format!("cannot read the file: {e}")))?;
     let file: ReviewFile =
         crate::scenario::deserialize(toml::Deserializer::parse(&text), &text, path)?;
@@ -323,7 +323,7 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
         }
         let set = settings(&d.set, &format!("design[{i}].set"), &mut problem);
         let scenario_path = tidy(&dir.join(&d.scenario));
-        let base = match std::fs::read_to_string(&scenario_path) {
+        let base = match crate::files::read_text(&scenario_path, crate::files::Input::SCENARIO) {
             Ok(t) => t,
             Err(e) => {
                 problem(

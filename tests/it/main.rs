@@ -11,6 +11,7 @@ mod deploy;
 mod fault_keys;
 mod fuzz;
 mod hunt;
+mod inputs;
 mod judge;
 mod kubernetes_keys;
 mod leadership;

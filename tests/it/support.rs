@@ -37,6 +37,33 @@ pub(crate) fn lockstep(args: &[&str]) -> Output {
         .expect("the lockstep binary runs")
 }
 
+/// A fresh, empty directory for one test, `lockstep-it-PID-NAME` in the temporary directory,
+/// removed with everything in it when dropped, even when the test panics.
+#[derive(Debug)]
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("lockstep-it-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Writes `text` to a fresh scenario file in a per-test temporary directory.
 pub(crate) fn temp_scenario(test: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lockstep-it-{}-{test}", std::process::id()));
