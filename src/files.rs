@@ -1,8 +1,9 @@
 //! The files the commands read and write. Every input (a scenario, review, history or sweep
 //! summary, from a path or standard input) is read by [`read_text`], [`read_bytes`] or
 //! [`read_stdin`]: at most its kind's cap ([`Input`]), never waiting forever on a FIFO, a pipe
-//! or a device that gives nothing. An [`Output`] is checked before anything runs and written
-//! whole at the end; only the `lockstep` binary writes files, through it.
+//! or a device that gives nothing, a leading UTF-8 byte-order mark skipped. An [`Output`] is
+//! checked before anything runs and written whole at the end; only the `lockstep` binary
+//! writes files, through it.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -117,8 +118,10 @@ pub fn read_text(path: &Path, input: Input) -> Result<String, ReadError> {
     text(read_bytes(path, input)?)
 }
 
-/// The bytes of the file at `path` (symbolic links followed), at most `input.cap`. A regular file is read to its end; a FIFO, a pipe (`/dev/fd/N` of a shell's
-/// `<(...)`) or a device is read as long as it gives data within the wait
+/// The bytes of the file at `path` (symbolic links followed), at most `input.cap`, without a
+/// leading UTF-8 byte-order mark (RFC 8259 lets a JSON reader skip it; editors on Windows
+/// write one; TOML allows it). A regular file is read to its end; a FIFO, a pipe (`/dev/fd/N`
+/// of a shell's `<(...)`) or a device is read as long as it gives data within the wait
 /// ([`INPUT_WAIT_MS`]) and until its writer closes it.
 ///
 /// # Errors
@@ -159,7 +162,7 @@ pub fn read_bytes(path: &Path, input: Input) -> Result<Vec<u8>, ReadError> {
     }
 }
 
-/// Standard input, at most `input.cap`. It waits as long
+/// Standard input, at most `input.cap`, without a leading byte-order mark. It waits as long
 /// as standard input does: the caller's shell opened it, and a person may be typing.
 ///
 /// # Errors
@@ -181,7 +184,7 @@ pub fn text(bytes: Vec<u8>) -> Result<String, ReadError> {
 }
 
 /// Reads `from` to its end, at most `input.cap` bytes (one more is read to know there are
-/// more). `hint` is the size expected (a regular
+/// more), and drops a leading byte-order mark. `hint` is the size expected (a regular
 /// file's), reserved at once; the buffer grows by doubling but never past the cap and one
 /// byte, so `/dev/zero` costs the cap, not twice it.
 fn capped(mut from: impl Read, input: Input, hint: u64) -> Result<Vec<u8>, ReadError> {
@@ -210,8 +213,14 @@ fn capped(mut from: impl Read, input: Input, hint: u64) -> Result<Vec<u8>, ReadE
         }
         bytes.extend_from_slice(&chunk[..n]);
     }
+    if bytes.starts_with(BOM) {
+        bytes.drain(..BOM.len());
+    }
     Ok(bytes)
 }
+
+/// The UTF-8 byte-order mark, U+FEFF.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 fn too_large(input: Input) -> ReadError {
     ReadError::TooLarge {

@@ -361,3 +361,65 @@ fn writer_of(fifo: &Path) -> std::fs::File {
         waited_ms += 10;
     }
 }
+
+#[test]
+fn a_leading_byte_order_mark_is_skipped_in_every_input() {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    let dir = TempDir::new("inputs-bom");
+    let with_bom = |name: &str, text: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, [BOM, text].concat()).expect("write");
+        path.to_str().expect("utf-8").to_string()
+    };
+    let history = k1_history(&dir);
+    let history_text = std::fs::read(&history).expect("history");
+    let sweep = crate::support::lockstep(&["sweep", K1, "--seeds", "2", "--format", "json"]);
+    let k1 = std::fs::read(root().join(K1)).expect("K1");
+    let scenario = with_bom("k1.toml", &k1);
+    let cases = [
+        ("judge", vec!["judge".to_string(), with_bom("h.jsonl", &history_text)]),
+        ("merge", vec!["merge".to_string(), with_bom("s.json", &sweep.stdout)]),
+        ("run", vec!["run".to_string(), scenario.clone()]),
+        (
+            "review",
+            vec![
+                "review".to_string(),
+                with_bom(
+                    "review.toml",
+                    b"[review]\nname = \"t\"\nseeds = 1\nclasses = [\"pauses\"]\n\n[[design]]\nname = \"a\"\nscenario = \"k1.toml\"\n",
+                ),
+            ],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (command, args) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = crate::support::lockstep(&args);
+        // Formerly `judge` and `merge` said only "expected value at (line 1) column 1".
+        if !matches!(o.status.code(), Some(0 | 1)) {
+            wrong.push(format!("{command}: {}", stderr(&o)));
+        }
+    }
+    // Standard input too, and the history format's own reader.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["judge", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&[BOM, &history_text].concat())
+        .expect("write");
+    let o = child.wait_with_output().expect("judge -");
+    if !matches!(o.status.code(), Some(0 | 1)) {
+        wrong.push(format!("judge -: {}", stderr(&o)));
+    }
+    if let Err(e) = lockstep_check::jsonl::parse(&[BOM, &history_text].concat()) {
+        wrong.push(format!("jsonl::parse: {:?}", e.first()));
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
