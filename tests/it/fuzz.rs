@@ -876,8 +876,7 @@ fn malformed_scenario_files_load_or_are_refused_clearly_and_never_panic() {
         takes("chaos", "faults_per_minute") && takes("fault.pause", "for_ms"),
         "the docs' keys are read: {documented:?}"
     );
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-fuzz", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = crate::support::TempDir::new("fuzz");
     let path = dir.join("fuzzed.toml");
 
     let mut seed_bytes = [0u8; 32];
@@ -915,7 +914,6 @@ fn malformed_scenario_files_load_or_are_refused_clearly_and_never_panic() {
             Ok(())
         })
         .expect("the cases never fail in the runner");
-    let _ = std::fs::remove_dir_all(&dir);
     let t = tally.into_inner();
     let file = path.display().to_string();
     eprintln!(

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::{root, stderr, stdout};
+use crate::support::{TempDir, root, stderr, stdout};
 
 const K1: &str = "scenarios/catalogue/k1-gc-pause-unfenced.toml";
 
@@ -25,24 +25,22 @@ seeds = 2
 x = { key = "model.ttl_ms", values = [1_000, 2_000] }
 "#;
 
-/// A fresh, empty directory for one test.
-fn fresh_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-out-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+/// A fresh, empty directory for one test, removed when dropped.
+fn fresh_dir(test: &str) -> TempDir {
+    TempDir::new(&format!("out-{test}"))
 }
 
 /// A directory in which no new file can be made, whoever runs the tests: a fresh one made
 /// read-only or, when the tests run as root (whom permissions do not stop), `/sys`, which
-/// takes no new file from anyone.
-fn read_only_dir(test: &str) -> PathBuf {
+/// takes no new file from anyone; with the fresh one, removed when dropped (an empty
+/// read-only directory is removed as any other).
+fn read_only_dir(test: &str) -> (PathBuf, TempDir) {
     use std::os::unix::fs::PermissionsExt;
     let dir = fresh_dir(test);
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
     let probe = dir.join("probe");
     if std::fs::write(&probe, "").is_err() {
-        return dir;
+        return (dir.to_path_buf(), dir);
     }
     std::fs::remove_file(&probe).expect("remove the probe");
     let sys = PathBuf::from("/sys");
@@ -50,7 +48,7 @@ fn read_only_dir(test: &str) -> PathBuf {
         std::fs::write(sys.join("lockstep-probe"), "").is_err(),
         "a directory that takes no new file, even from root"
     );
-    sys
+    (sys, dir)
 }
 
 fn s(p: &Path) -> &str {
@@ -96,7 +94,7 @@ fn an_output_in_a_directory_that_takes_no_file_is_refused_before_any_run() {
         CLEAN.replace("duration_ms = 5_000", "duration_ms = 0"),
     )
     .expect("write");
-    let ro = read_only_dir("read-only");
+    let (ro, _ro_dir) = read_only_dir("read-only");
     let says = "no new file can be made in";
 
     // check: formerly every seed ran, "all expectations hold" was printed, and then exit 2.
@@ -192,7 +190,6 @@ fn an_output_that_is_one_of_the_inputs_is_refused_and_the_input_kept() {
         std::fs::read(dir.join("clean.json")).expect("clean.json"),
         sweep.stdout
     );
-    std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
 /// A short chaos scenario for the review's one design.
@@ -339,7 +336,6 @@ fn an_output_through_a_symbolic_link_writes_its_target_and_keeps_the_link() {
     assert!(wrong.is_empty(), "{wrong:#?}");
     no_temporary_in(&dir);
     no_temporary_in(&dir.join("real"));
-    std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
 /// What a reader of a FIFO receives until the writer is done.
@@ -426,7 +422,6 @@ fn an_output_to_a_fifo_is_written_to_its_reader_and_the_fifo_kept() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
     no_temporary_in(&dir);
-    std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
 #[test]
@@ -455,5 +450,4 @@ fn an_output_to_a_character_device_is_written_to_it_and_the_device_kept() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
     no_temporary_in(&dir);
-    std::fs::remove_dir_all(&dir).expect("clean up");
 }

@@ -3,18 +3,15 @@
 //! printed for replay, the same review for any number of threads, and `lockstep review`'s
 //! outputs.
 
-use std::path::PathBuf;
-
 use lockstep::review::{self, CLASSES};
 use lockstep_reports::review::CostOrder;
 use lockstep_sim::Fault;
 
-use crate::support::{GOOD, lockstep, stderr, stdout};
+use crate::support::{GOOD, TempDir, lockstep, stderr, stdout};
 
 /// A directory of its own for a test, with `files` written in it.
-fn dir_with(test: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-review-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+fn dir_with(test: &str, files: &[(&str, &str)]) -> TempDir {
+    let dir = TempDir::new(&format!("review-{test}"));
     for (name, text) in files {
         std::fs::write(dir.join(name), text).expect("write");
     }
@@ -260,6 +257,7 @@ fn the_command_prints_a_cell_that_replays_its_seeds() {
     .expect("JSON");
     let examples = sample["examples"].as_array().expect("examples");
     assert!(!examples.is_empty());
+    let dir = TempDir::new("review-cells");
     for e in examples {
         let (d, c) = (e["design"].as_u64().unwrap(), e["class"].as_u64().unwrap());
         let class = sample["classes"][c as usize]["name"].as_str().unwrap();
@@ -268,10 +266,7 @@ fn the_command_prints_a_cell_that_replays_its_seeds() {
         let replay = format!("--scenario {cell_ref} | lockstep run - --seed {seed}");
         assert!(e["reproduce"].as_str().unwrap().contains(&replay), "{e}");
         let o = lockstep(&["review", file, "--scenario", &cell_ref]);
-        let cell = std::env::temp_dir().join(format!(
-            "lockstep-review-cell-{}-{d}.toml",
-            std::process::id()
-        ));
+        let cell = dir.join(format!("cell-{d}.toml"));
         std::fs::write(&cell, stdout(&o)).expect("write");
         let o = lockstep(&["run", cell.to_str().unwrap(), "--seed", &seed]);
         assert!(
