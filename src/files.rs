@@ -497,3 +497,64 @@ fn same_file(a: &Path, b: &Path) -> bool {
     };
     matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEN: Input = Input {
+        what: "test input",
+        cap: 10,
+    };
+
+    /// An input without end that counts the bytes it gave.
+    struct Endless(u64);
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            buf.fill(b'a');
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+    }
+
+    #[test]
+    fn an_endless_input_is_read_to_one_byte_past_its_cap_and_refused() {
+        let mut endless = Endless(0);
+        assert_eq!(
+            capped(&mut endless, TEN, 0),
+            Err(ReadError::TooLarge {
+                what: "test input",
+                cap: 10
+            })
+        );
+        assert_eq!(endless.0, 11);
+        assert_eq!(
+            capped(&mut Endless(0), TEN, 0).unwrap_err().to_string(),
+            "it has more than 10 bytes, the most a test input may have"
+        );
+    }
+
+    #[test]
+    fn an_input_of_its_cap_is_read_whole_without_a_byte_order_mark() {
+        assert_eq!(capped(&b"0123456789"[..], TEN, 10).unwrap(), b"0123456789");
+        assert!(capped(&b"0123456789x"[..], TEN, 0).is_err());
+        // The mark counts towards the cap: it is in the file.
+        assert_eq!(capped(&b"\xEF\xBB\xBF{}"[..], TEN, 0).unwrap(), b"{}");
+        assert_eq!(
+            capped(&b"{}\xEF\xBB\xBF"[..], TEN, 0).unwrap(),
+            b"{}\xEF\xBB\xBF"
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_named_by_its_line() {
+        assert_eq!(
+            text(b"a = 1\nb = 2\n\xFF\n".to_vec()),
+            Err(ReadError::NotUtf8 { line: 3 })
+        );
+        assert_eq!(seconds(300), "0.3");
+        assert_eq!(seconds(10_000), "10");
+        assert_eq!(size(4 << 20), "4 MiB");
+    }
+}

@@ -253,18 +253,25 @@ fn a_file_over_its_kind_s_cap_is_refused_naming_the_cap() {
 }
 
 #[test]
-fn a_directory_input_is_refused_as_one() {
+fn a_directory_or_a_socket_input_is_refused_as_one() {
     let dir = TempDir::new("inputs-dir");
-    let d = dir.to_str().expect("utf-8");
-    for (command, says) in [
-        ("run", "cannot read the file: it is a directory"),
-        ("judge", "cannot read the history: it is a directory"),
-        ("merge", "cannot read: it is a directory"),
-        ("review", "cannot read the file: it is a directory"),
+    let socket = dir.join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    for (path, is) in [
+        (&*dir, "it is a directory"),
+        (&socket, "it is a socket, not a file"),
     ] {
-        let o = crate::support::lockstep(&[command, d]);
-        assert_eq!(o.status.code(), Some(2), "{command}");
-        assert_eq!(stderr(&o).trim(), format!("{d}: {says}"), "{command}");
+        let p = path.to_str().expect("utf-8");
+        for (command, says) in [
+            ("run", "cannot read the file"),
+            ("judge", "cannot read the history"),
+            ("merge", "cannot read"),
+            ("review", "cannot read the file"),
+        ] {
+            let o = crate::support::lockstep(&[command, p]);
+            assert_eq!(o.status.code(), Some(2), "{command}");
+            assert_eq!(stderr(&o).trim(), format!("{p}: {says}: {is}"), "{command}");
+        }
     }
 }
 
