@@ -286,7 +286,9 @@ fn parent_dir(file: &Path) -> &Path {
 /// file beside it renamed over it, so a reader sees the old file or the whole new one, never
 /// a part; a symbolic link is followed, so the link stays and its target gets the text (the
 /// temporary file goes beside the target); a FIFO, a device or anything else that is not a
-/// regular file is written to directly, as a shell's `>` would, never replaced.
+/// regular file is written to directly, as a shell's `>` would, never replaced; one of the
+/// process's own descriptors (`/dev/stdout`, `/dev/fd/N`) is written through, whatever it is
+/// open on.
 #[derive(Debug)]
 pub struct Output {
     path: PathBuf,
@@ -303,6 +305,11 @@ enum Target {
     /// A FIFO, a device, anything else that exists and is no regular file: opened and
     /// written, never renamed over, since a rename would replace the node with a file.
     Stream,
+    /// One of this process's own open files (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`):
+    /// written through that descriptor, at its offset, whatever it is. Opened again by its
+    /// name, a regular file would be renamed over (the shell's `> out.txt` then keeps writing
+    /// to a file no longer there) or written from its start over what the command printed.
+    Descriptor(std::os::fd::RawFd),
 }
 
 /// How many symbolic links a path may go through, as Linux's `MAXSYMLINKS`.
@@ -337,6 +344,7 @@ impl Output {
         let file = match target {
             Target::File(f) => f,
             Target::Stream => return writable(&self.path).err().map(|e| io_reason(&e)),
+            Target::Descriptor(fd) => return open_to_write(fd).err(),
         };
         let dir = parent_dir(&file);
         if !dir.is_dir() {
@@ -367,6 +375,9 @@ impl Output {
 
     /// What the path names now, links followed.
     fn target(&self) -> Result<Target, String> {
+        if let Some(fd) = descriptor(&self.path) {
+            return Ok(Target::Descriptor(fd));
+        }
         match std::fs::metadata(&self.path) {
             Ok(m) if m.is_dir() => Err("it is a directory".to_string()),
             Ok(m) if m.is_file() => std::fs::canonicalize(&self.path)
@@ -404,6 +415,7 @@ impl Output {
                 .and_then(|mut f| f.write_all(text.as_bytes()))
                 .map_err(|e| self.error(io_reason(&e))),
             Target::File(file) => self.replace(&file, text),
+            Target::Descriptor(fd) => write_to(fd, text).map_err(|e| self.error(io_reason(&e))),
         }
     }
 
@@ -456,6 +468,57 @@ fn links_followed(path: &Path) -> Result<PathBuf, String> {
         }
     }
     Err("too many levels of symbolic links".to_string())
+}
+
+/// The descriptor `path` names when it, or a symbolic link it leads through, is one of this
+/// process's own: `/dev/fd/N`, `/proc/self/fd/N` or `/proc/PID/fd/N` (`/dev/stdout` is a
+/// link to `/proc/self/fd/1`).
+fn descriptor(path: &Path) -> Option<std::os::fd::RawFd> {
+    let own = format!("/proc/{}/fd/", std::process::id());
+    let mut at = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let name = at.to_str()?;
+        let n = ["/dev/fd/", "/proc/self/fd/", own.as_str()]
+            .iter()
+            .find_map(|dir| name.strip_prefix(dir));
+        if let Some(n) = n {
+            return n.parse().ok();
+        }
+        // Stop at anything that is no link, before reading what a descriptor's link names.
+        let to = std::fs::read_link(&at).ok()?;
+        at = parent_dir(&at).join(to);
+    }
+    None
+}
+
+/// Whether descriptor `fd` is open and open for writing.
+fn open_to_write(fd: std::os::fd::RawFd) -> Result<(), String> {
+    // SAFETY: F_GETFL reads the flags of any integer; a closed one fails.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io_reason(&std::io::Error::last_os_error()));
+    }
+    if flags & libc::O_ACCMODE == libc::O_RDONLY {
+        return Err(format!("descriptor {fd} is open for reading only"));
+    }
+    Ok(())
+}
+
+/// Writes `text` through a copy of descriptor `fd`, sharing its offset.
+fn write_to(fd: std::os::fd::RawFd, text: &str) -> std::io::Result<()> {
+    use std::os::fd::FromRawFd;
+    if fd == 1 {
+        // What the command printed before goes first.
+        std::io::stdout().flush()?;
+    }
+    // SAFETY: dup(2) takes any integer; a closed one fails.
+    let copy = unsafe { libc::dup(fd) };
+    if copy < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `copy` was just opened by this process, and nothing else owns it.
+    let mut file = unsafe { std::fs::File::from_raw_fd(copy) };
+    file.write_all(text.as_bytes())
 }
 
 /// Whether this process may write `path` (a FIFO or a device), asked without opening it: an

@@ -451,3 +451,32 @@ fn an_output_to_a_character_device_is_written_to_it_and_the_device_kept() {
     assert!(wrong.is_empty(), "{wrong:#?}");
     no_temporary_in(&dir);
 }
+
+#[test]
+fn an_output_to_dev_stdout_goes_through_the_commands_own_stdout() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = fresh_dir("stdout");
+    inputs_in(&dir);
+    // The shell's `> out.txt`: the command's stdout is a regular file.
+    let out = dir.join("out.txt");
+    let file = std::fs::File::create(&out).expect("create");
+    let inode = file.metadata().expect("metadata").ino();
+    let o = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["run", "k1.toml", "--history", "/dev/stdout"])
+        .current_dir(&dir)
+        .stdout(file)
+        .output()
+        .expect("the lockstep binary runs");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let meta = std::fs::metadata(&out).expect("out.txt");
+    let text = std::fs::read_to_string(&out).expect("out.txt");
+    // Formerly the history was renamed over out.txt and the table went to the file the shell
+    // had opened, no longer there.
+    assert_eq!(meta.ino(), inode, "out.txt was replaced");
+    assert!(
+        text.starts_with("{\"lockstep_history\"") && text.contains("\nscenario   k1-gc-pause"),
+        "the history, then the table: {}",
+        text.chars().rev().take(300).collect::<String>()
+    );
+    no_temporary_in(&dir);
+}
