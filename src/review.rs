@@ -354,7 +354,7 @@ fn design_list(designs: &[usize]) -> String {
 /// the file, a design's scenario file or a key it sets, a key the review sets for every
 /// design, or a cell that does not load.
 pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::files::read_text(path, crate::files::Input::REVIEW).map_err(|e| {
         ReviewError::from(ScenarioError::one(
             path,
             "",
@@ -460,7 +460,7 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
             problem(&mut problems, at, m);
         });
         let scenario_path = tidy(&dir.join(&d.scenario));
-        let base = match std::fs::read_to_string(&scenario_path) {
+        let base = match crate::files::read_text(&scenario_path, crate::files::Input::SCENARIO) {
             Ok(t) => t,
             Err(e) => {
                 problem(
@@ -672,6 +672,16 @@ fn settings(
     problem: &mut impl FnMut(String, String),
 ) -> Vec<(String, String, Value)> {
     let mut out = Vec::new();
+    // The TOML reader hands a date given for the whole table as a table of its own key.
+    if set.contains_key("$__toml_private_datetime") {
+        problem(
+            at.to_string(),
+            "a date or time is not a value this key takes: it takes a table of key paths and \
+             values"
+                .into(),
+        );
+        return out;
+    }
     for (key, value) in set {
         let key_at = format!("{at}.{}", toml_key(key));
         let v = match value {

@@ -218,7 +218,8 @@ impl Plan {
             problem,
         };
         let loaded = lockstep::load(path).map_err(|e| fail(e.to_string()))?;
-        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let text = lockstep::files::read_text(path, lockstep::files::Input::SCENARIO)
+            .map_err(|e| fail(e.to_string()))?;
         let table: toml::Table = text.parse().map_err(|e| fail(format!("{e}")))?;
         let plan = Plan::of(&loaded.scenario, &table, runtime).map_err(fail)?;
         Ok((loaded.scenario, plan))

@@ -226,7 +226,7 @@ pub struct Loaded {
 /// # Errors
 /// A [`ScenarioError`] listing every problem found, each with its key path.
 pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_text(path, crate::files::Input::SCENARIO)
         .map_err(|e| ScenarioError::one(path, "", None, format!("cannot read the file: {e}")))?;
     let scenario = parse(&text, path)?;
     Ok(Loaded {

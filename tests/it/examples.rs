@@ -224,30 +224,9 @@ fn ci_commands() -> Vec<String> {
     out
 }
 
-/// A temporary directory removed at the end, even when the test fails.
-struct Tmp(PathBuf);
-
-impl Tmp {
-    fn new() -> Tmp {
-        let dir = std::env::temp_dir().join(format!("lockstep-it-{}-examples", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
-        Tmp(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn every_command_example_of_the_docs_runs() {
-    let tmp = Tmp::new();
+    let tmp = crate::support::TempDir::new("examples");
     let ci = ci_commands();
     let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut ran = 0;
@@ -261,7 +240,7 @@ fn every_command_example_of_the_docs_runs() {
                 || line.starts_with("cargo run --release -- ")
                 || line.starts_with("cargo run -- ");
             if lockstep {
-                let (code, errors) = run(line, tmp.path(), &mut outputs);
+                let (code, errors) = run(line, &tmp, &mut outputs);
                 assert!(
                     !errors.contains("panicked"),
                     "{}: `{line}` panicked: {errors}",

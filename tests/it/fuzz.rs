@@ -877,8 +877,7 @@ fn malformed_scenario_files_load_or_are_refused_clearly_and_never_panic() {
         takes("chaos", "faults_per_minute") && takes("fault.pause", "for_ms"),
         "the docs' keys are read: {documented:?}"
     );
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-fuzz", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = crate::support::TempDir::new("fuzz");
     let path = dir.join("fuzzed.toml");
 
     let mut seed_bytes = [0u8; 32];
@@ -916,7 +915,6 @@ fn malformed_scenario_files_load_or_are_refused_clearly_and_never_panic() {
             Ok(())
         })
         .expect("the cases never fail in the runner");
-    let _ = std::fs::remove_dir_all(&dir);
     let t = tally.into_inner();
     let file = path.display().to_string();
     eprintln!(
@@ -1550,7 +1548,7 @@ fn malformed_review_files_load_or_are_refused_by_key_and_never_panic() {
     keys.sort();
     keys.dedup();
     let documented = Documented::new();
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-fuzz-review", std::process::id()));
+    let dir = crate::support::TempDir::new("fuzz-review");
     std::fs::create_dir_all(dir.join("reviews")).expect("temp dir");
     std::os::unix::fs::symlink(root().join("scenarios"), dir.join("scenarios"))
         .expect("a link to scenarios/");
@@ -1589,7 +1587,6 @@ fn malformed_review_files_load_or_are_refused_by_key_and_never_panic() {
             Ok(())
         })
         .expect("the cases never fail in the runner");
-    let _ = std::fs::remove_dir_all(&dir);
     let t = tally.into_inner();
     eprintln!(
         "fuzz: {cases} review files from seed {seed}: {} loaded and ran, {} refused, {} bad",

@@ -13,6 +13,7 @@ mod examples;
 mod fault_keys;
 mod fuzz;
 mod hunt;
+mod inputs;
 mod judge;
 mod kubernetes_keys;
 mod leadership;

@@ -3,30 +3,13 @@
 //! printed for replay, the same review for any number of threads, and `lockstep review`'s
 //! outputs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use lockstep::review::{self, CLASSES};
 use lockstep_reports::review::CostOrder;
 use lockstep_sim::Fault;
 
-use crate::support::{GOOD, lockstep, stderr, stdout};
-
-/// A directory of its own for a test, with `files` written in it, removed when dropped.
-struct Fresh(PathBuf);
-
-impl Fresh {
-    fn with(test: &str, files: &[(&str, &str)]) -> Fresh {
-        let dir = dir_with(test, &[]);
-        let _ = std::fs::remove_dir_all(&dir);
-        Fresh(dir_with(test, files))
-    }
-}
-
-impl Drop for Fresh {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::support::{GOOD, TempDir, lockstep, stderr, stdout};
 
 /// A scenario of the repository, as a review file outside it names it.
 fn shipped(path: &str) -> String {
@@ -54,9 +37,8 @@ fn shell(dir: &Path, command: &str) -> std::process::Output {
 }
 
 /// A directory of its own for a test, with `files` written in it.
-fn dir_with(test: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-review-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+fn dir_with(test: &str, files: &[(&str, &str)]) -> TempDir {
+    let dir = TempDir::new(&format!("review-{test}"));
     for (name, text) in files {
         std::fs::write(dir.join(name), text).expect("write");
     }
@@ -302,6 +284,7 @@ fn the_command_prints_a_cell_that_replays_its_seeds() {
     .expect("JSON");
     let examples = sample["examples"].as_array().expect("examples");
     assert!(!examples.is_empty());
+    let dir = TempDir::new("review-cells");
     for e in examples {
         let (d, c) = (e["design"].as_u64().unwrap(), e["class"].as_u64().unwrap());
         let class = sample["classes"][c as usize]["name"].as_str().unwrap();
@@ -314,10 +297,7 @@ fn the_command_prints_a_cell_that_replays_its_seeds() {
         );
         assert!(e["reproduce"].as_str().unwrap().contains(&replay), "{e}");
         let o = lockstep(&["review", file, "--scenario", &cell_ref]);
-        let cell = std::env::temp_dir().join(format!(
-            "lockstep-review-cell-{}-{d}.toml",
-            std::process::id()
-        ));
+        let cell = dir.join(format!("cell-{d}.toml"));
         std::fs::write(&cell, stdout(&o)).expect("write");
         let o = lockstep(&["run", cell.to_str().unwrap(), "--seed", &seed]);
         assert!(
@@ -375,7 +355,7 @@ fn clock_kinds_must_leave_a_kind_on_while_clock_faults_are() {
 fn a_design_whose_runs_all_end_unknown_is_not_recommended() {
     // Every run of "starved" stops at its event bound: no run is judged, so nothing says it
     // is safe, however cheap it looks.
-    let dir = Fresh::with(
+    let dir = dir_with(
         "unknown",
         &[
             ("chaos.toml", CHAOS),
@@ -391,7 +371,7 @@ fn a_design_whose_runs_all_end_unknown_is_not_recommended() {
             ),
         ],
     );
-    let plan = review::load(&dir.0.join("review.toml"), None).expect("loads");
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
     let r = review::run(&plan, 1, |_, _| {});
     let json: serde_json::Value = serde_json::from_str(&r.json()).expect("json");
     assert_eq!(json["cells"][0]["unknown"], 2, "{json}");
@@ -433,11 +413,11 @@ fn a_design_whose_runs_all_end_unknown_is_not_recommended() {
 #[test]
 fn errors_name_each_key_path_once_and_paths_whole() {
     let long = "a-directory-with-a-rather-long-name/and-another-one-inside-it";
-    let dir = Fresh::with("key-paths", &[]);
-    std::fs::create_dir_all(dir.0.join(long)).expect("dirs");
-    std::fs::write(dir.0.join(long).join("chaos.toml"), CHAOS).expect("write");
+    let dir = dir_with("key-paths", &[]);
+    std::fs::create_dir_all(dir.join(long)).expect("dirs");
+    std::fs::write(dir.join(long).join("chaos.toml"), CHAOS).expect("write");
     std::fs::write(
-        dir.0.join(long).join("zero-ttl.toml"),
+        dir.join(long).join("zero-ttl.toml"),
         CHAOS.replace("ttl_ms = 2_000", "ttl_ms = 0"),
     )
     .expect("write");
@@ -470,7 +450,7 @@ fn errors_name_each_key_path_once_and_paths_whole() {
             ),
             format!(
                 "design[0].scenario: cannot read {}",
-                dir.0.join(long).join("missing.toml").display()
+                dir.join(long).join("missing.toml").display()
             ),
         ),
         (
@@ -480,12 +460,12 @@ fn errors_name_each_key_path_once_and_paths_whole() {
             ),
             format!(
                 "design[0].scenario: {}: model.ttl_ms: ",
-                dir.0.join(long).join("zero-ttl.toml").display()
+                dir.join(long).join("zero-ttl.toml").display()
             ),
         ),
     ];
     for (i, (text, wanted)) in cases.iter().enumerate() {
-        let path = dir.0.join(format!("review-{i}.toml"));
+        let path = dir.join(format!("review-{i}.toml"));
         std::fs::write(&path, text).expect("write");
         let e = review::load(&path, None).expect_err(text).to_string();
         let lines: Vec<&str> = e.lines().collect();
@@ -503,7 +483,7 @@ fn errors_name_each_key_path_once_and_paths_whole() {
 
 #[test]
 fn empty_names_are_refused() {
-    let dir = Fresh::with("names", &[("chaos.toml", CHAOS)]);
+    let dir = dir_with("names", &[("chaos.toml", CHAOS)]);
     let cases = [
         (
             "[review]\nname = \"\"\n\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n",
@@ -525,7 +505,7 @@ fn empty_names_are_refused() {
         ),
     ];
     for (i, (text, wanted)) in cases.iter().enumerate() {
-        let path = dir.0.join(format!("review-{i}.toml"));
+        let path = dir.join(format!("review-{i}.toml"));
         std::fs::write(&path, text).expect("write");
         let e = review::load(&path, None).expect_err(text).to_string();
         assert_eq!(e.lines().count(), wanted.len(), "{e}");
@@ -555,8 +535,8 @@ fn advice_comes_from_what_each_family_offers() {
             shipped(&format!("scenarios/chaos/{file}.toml"))
         ));
     }
-    let dir = Fresh::with("advice", &[("review.toml", &text)]);
-    let plan = review::load(&dir.0.join("review.toml"), None).expect("loads");
+    let dir = dir_with("advice", &[("review.toml", &text)]);
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
     let r = review::run(&plan, 1, |_, _| {});
     let rec = r.recommendation();
     let sentence = |name: &str| {
@@ -599,7 +579,7 @@ fn advice_comes_from_what_each_family_offers() {
 #[test]
 fn every_command_the_review_prints_runs() {
     // Unfenced Redis breaks under partitions that hold at seed 12.
-    let dir = Fresh::with(
+    let dir = dir_with(
         "commands",
         &[(
             "review.toml",
@@ -610,7 +590,7 @@ fn every_command_the_review_prints_runs() {
             ),
         )],
     );
-    let file = dir.0.join("review.toml");
+    let file = dir.join("review.toml");
     let o = lockstep(&["review", file.to_str().unwrap(), "--seeds", "1"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let table = stdout(&o);
@@ -622,9 +602,9 @@ fn every_command_the_review_prints_runs() {
         .expect("the page command")
         .trim();
     assert!(page.contains(" --seeds 1 "), "{page}");
-    let o = shell(&dir.0, page);
+    let o = shell(&dir, page);
     assert_eq!(o.status.code(), Some(0), "{page}: {}", stderr(&o));
-    let html = std::fs::read_to_string(dir.0.join("review.html")).expect("the page");
+    let html = std::fs::read_to_string(dir.join("review.html")).expect("the page");
     assert!(html.contains("1 seed per cell (from seed 12)"), "{html}");
     // The replay, as the terminal prints it (two lines), then the run's own reproduce line.
     let replay: Vec<&str> = table
@@ -634,7 +614,7 @@ fn every_command_the_review_prints_runs() {
         .take_while(|l| l.starts_with("   "))
         .collect();
     assert_eq!(replay.len(), 2, "{table}");
-    let o = shell(&dir.0, &replay.join("\n"));
+    let o = shell(&dir, &replay.join("\n"));
     assert_eq!(o.status.code(), Some(0), "{replay:?}: {}", stderr(&o));
     let run = stdout(&o);
     assert!(run.contains("INVALID"), "{run}");
@@ -646,7 +626,7 @@ fn every_command_the_review_prints_runs() {
         again,
         "lockstep run review-1-partitions-hold.toml --seed 12"
     );
-    let o = shell(&dir.0, again);
+    let o = shell(&dir, again);
     let trace = |out: &str| {
         out.lines()
             .find(|l| l.starts_with("seed "))

@@ -306,8 +306,7 @@ fn readme_commands(readme: &str) -> Vec<(usize, Vec<String>)> {
 /// True when `lockstep` parses `args` (clap): run in an empty directory, where no input
 /// exists, a command that parses fails on its first file, never with clap's usage error.
 fn parses(args: &[String]) -> bool {
-    let empty = std::env::temp_dir().join(format!("lockstep-it-{}-readme", std::process::id()));
-    std::fs::create_dir_all(&empty).expect("temp dir");
+    let empty = crate::support::TempDir::new("readme");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
         .args(args)
         .current_dir(&empty)
