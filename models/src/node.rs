@@ -101,6 +101,8 @@ pub enum WorkTimer {
         /// The grant's sequence number.
         grant: u32,
     },
+    /// A client that starts late (`[workload.per_client]` `start_ms`) starts.
+    Start,
 }
 
 /// The message type of family `F`'s worlds.
@@ -146,7 +148,7 @@ impl<F: Family> Process for Node<F> {
     fn on_start(&mut self, env: &mut impl EnvOf<Self>) {
         match self {
             Node::Service(s) => s.on_start(&mut ServiceEnv::<_, F>::new(env)),
-            Node::Client(c) => c.on_start(env),
+            Node::Client(c) => c.on_first_start(env),
             Node::Storage(_) => {}
         }
     }
@@ -218,6 +220,14 @@ impl<F: Family> Process for Node<F> {
         match self {
             Node::Service(s) => s.held_bytes(),
             Node::Storage(_) | Node::Client(_) => 0,
+        }
+    }
+
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            Node::Service(s) => s.plays(role),
+            Node::Client(c) => role == crate::family::played::HOLDER && c.holds(),
+            Node::Storage(_) => false,
         }
     }
 

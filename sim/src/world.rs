@@ -17,6 +17,7 @@
 mod delivery;
 mod faults;
 mod queue;
+mod roles;
 
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fmt;
@@ -27,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{ClockKind, Clocks};
 use crate::env::{Env, EnvOf};
-use crate::fault::{AppliedFault, ScheduledFault, Unfired, When};
+use crate::fault::{AppliedFault, ScheduledFault, Unfired, Unreached, When};
 use crate::net::{LinkConfig, Links};
 use crate::rng::Rng;
 use crate::time::{LocalTime, Time};
@@ -93,6 +94,15 @@ pub trait Process: Sized {
     /// allocator. Its fixed-size state is not counted. By default nothing grows.
     fn held_bytes(&self) -> u64 {
         0
+    }
+
+    /// Whether the process plays `role` now, by its own state (a Raft leader, a Redis
+    /// primary, a client in its critical section): what a fault aimed at a role
+    /// ([`ScheduledFault::role`]) hits. The world asks only while such a fault is scheduled,
+    /// and only after one of the node's handlers ran or it crashed. By default, no role.
+    fn plays(&self, role: &str) -> bool {
+        let _ = role;
+        false
     }
 }
 
@@ -183,8 +193,8 @@ pub mod memory {
     /// A timer slot.
     pub const TIMER: u64 = 48;
     /// A fault: one scheduled and not yet applied (the host's schedule, the copy the world was
-    /// given, its slot), a fault waiting for its mark, a timed fault in force, or one in the
-    /// fault log (with its nodes, its description and its history event).
+    /// given, its slot), a fault waiting for its mark or aimed at a role, a timed fault in
+    /// force, or one in the fault log (with its nodes, its description and its history event).
     pub const FAULT: u64 = 512;
     /// A history record: the world's, the checker's copy and what the checker builds of it.
     pub const RECORD: u64 = 192;
@@ -456,6 +466,8 @@ impl<P: Process> World<P> {
             lapsed: Vec::new(),
             scheduled: 0,
             fired: Vec::new(),
+            roles: roles::Roles::default(),
+            aiming: None,
             fault_log: Vec::new(),
             history: Vec::with_capacity(history_hint::get()),
             observations: Vec::new(),
@@ -495,7 +507,16 @@ impl<P: Process> World<P> {
         }
         let index = self.core.scheduled;
         self.core.scheduled += 1;
+        let at = match &sf.when {
+            When::At(t) => Some(*t),
+            When::OnMark { .. } => None,
+        };
+        let aim = sf
+            .role
+            .as_deref()
+            .map(|role| self.add_aimed(index, role, sf.fault.clone(), at));
         match sf.when {
+            When::At(_) if aim.is_some() => {}
             When::At(t) => {
                 self.core.pending_faults += 1;
                 self.core
@@ -514,6 +535,7 @@ impl<P: Process> World<P> {
                     occurrence,
                     before,
                     fault: sf.fault,
+                    aim,
                 });
             }
         }
@@ -590,6 +612,10 @@ impl<P: Process> World<P> {
                 self.core.events += 1;
                 self.apply(fault);
             }
+            Action::Aim { id } => {
+                self.core.events += 1;
+                self.aim(id);
+            }
             Action::Step { id } => {
                 self.core.events += 1;
                 self.strobe_step(id);
@@ -614,10 +640,14 @@ impl<P: Process> World<P> {
             node,
         };
         f(&mut self.procs[node.index()], &mut ctx);
+        self.poll_roles(node);
         while !self.core.fired.is_empty() {
             let fired = std::mem::take(&mut self.core.fired);
-            for fault in fired {
-                self.apply(fault);
+            for (fault, aim) in fired {
+                match aim {
+                    Some(id) => self.aim(id),
+                    None => self.apply(fault),
+                }
             }
         }
     }
@@ -699,7 +729,8 @@ impl<P: Process> World<P> {
         let c = &self.core;
         let held: usize = c.held.values().map(VecDeque::len).sum::<usize>() + c.held_resets.len();
         let deferred: usize = c.nodes.iter().map(|n| n.deferred.len()).sum();
-        let faults = c.pending_faults + c.triggers.len() + c.timed.len() + c.fault_log.len();
+        let faults =
+            c.pending_faults + c.triggers.len() + c.roles.len() + c.timed.len() + c.fault_log.len();
         let n = |len: usize, bytes: u64| (len as u64).saturating_mul(bytes);
         let processes = self
             .procs
@@ -766,16 +797,19 @@ impl<P: Process> World<P> {
             .chain(&self.core.lapsed)
             .map(|t| Unfired {
                 index: t.index,
-                node: t.node,
-                mark: t.mark.clone(),
-                occurrence: t.occurrence,
-                reached: self.core.nodes[t.node.index()]
-                    .marks
-                    .iter()
-                    .find(|(m, _)| *m == t.mark)
-                    .map_or(0, |&(_, n)| n),
-                lapsed: t.before.filter(|&b| b <= self.core.now),
+                why: Unreached::Mark {
+                    node: t.node,
+                    mark: t.mark.clone(),
+                    occurrence: t.occurrence,
+                    reached: self.core.nodes[t.node.index()]
+                        .marks
+                        .iter()
+                        .find(|(m, _)| *m == t.mark)
+                        .map_or(0, |&(_, n)| n),
+                    lapsed: t.before.filter(|&b| b <= self.core.now),
+                },
             })
+            .chain(self.core.roles.unfired())
             .collect();
         unfired.sort_by_key(|u| u.index);
         unfired

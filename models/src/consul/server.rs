@@ -1,6 +1,6 @@
 //! A Consul server: a Raft node whose state machine holds the sessions and the lock key
-//! (docs/semantics.md §6.1, §6.2; `agent/consul/state/session.go`, `state/kvs.go`,
-//! `agent/consul/session_ttl.go`, `state/delay.go`).
+//! (`agent/consul/state/session.go`, `state/kvs.go`, `agent/consul/session_ttl.go`,
+//! `state/delay.go`).
 //!
 //! - Session creation and destruction, `?acquire` and `?release` are raft entries; the server
 //!   that proposed one answers once it applied it. A server that is not the leader answers
@@ -698,6 +698,10 @@ impl Service for ConsulServer {
         const ID: u64 = 48;
         held(self.raft.log_len(), ENTRY)
             .saturating_add(held(self.issued.len() + self.resource_ops.len(), ID))
+    }
+
+    fn plays(&self, role: &str) -> bool {
+        role == crate::family::played::LEADER && self.is_leader()
     }
 
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {

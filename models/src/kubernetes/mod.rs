@@ -1,4 +1,4 @@
-//! Kubernetes Lease leader election (docs/semantics.md §5): client-go's `LeaderElector`
+//! Kubernetes Lease leader election (docs/families/kubernetes.md): client-go's `LeaderElector`
 //! (`tools/leaderelection/leaderelection.go`) over a `coordination.k8s.io/v1` Lease
 //! (`tools/leaderelection/resourcelock/leaselock.go`), served by API servers that keep it in
 //! an etcd cluster.
@@ -160,6 +160,13 @@ impl Service for KubeNode {
         match self {
             KubeNode::Etcd(s) => s.held_bytes(),
             KubeNode::ApiServer(_) => 0,
+        }
+    }
+
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            KubeNode::Etcd(s) => s.plays(role),
+            KubeNode::ApiServer(_) => false,
         }
     }
 

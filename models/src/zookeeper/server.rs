@@ -1,4 +1,5 @@
-//! A ZooKeeper ensemble member (docs/semantics.md §4.1, §4.2).
+//! A ZooKeeper ensemble member (`ZooKeeperServer.java`, `SessionTrackerImpl.java`,
+//! `ExpiryQueue.java`; docs/families/zookeeper.md).
 //!
 //! - **Broadcast.** Writes (`createSession`, `closeSession`, `create`, `delete`) are proposals
 //!   of the atomic broadcast ([`crate::raft`], see the module page); a learner forwards them
@@ -978,6 +979,10 @@ impl Service for ZooKeeperServer {
         /// An audit record, with the path a created node was given.
         const AUDIT: u64 = 192;
         held(self.raft.log_len(), ENTRY).saturating_add(held(self.audit.len(), AUDIT))
+    }
+
+    fn plays(&self, role: &str) -> bool {
+        role == crate::family::played::LEADER && self.raft.role() == Role::Leader
     }
 
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {

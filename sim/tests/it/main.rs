@@ -6,4 +6,5 @@ mod connections;
 mod determinism;
 mod faults;
 mod network;
+mod roles;
 mod support;
