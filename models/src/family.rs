@@ -163,6 +163,13 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn groups(&self) -> &'static [&'static str] {
         &[]
     }
+    /// The nodes its settings name, each as `(key path, node name, role)`: a key keyed by a
+    /// node (a Kubernetes participant's own timing, `model.participants.client-2`) and the
+    /// role that node must have. The loader refuses a name that is no node of the system, or
+    /// a node of another role, at the key path. Empty, the default, when its keys name none.
+    fn named_nodes(&self) -> Vec<(String, String, Role)> {
+        Vec::new()
+    }
     /// Its service nodes (in [`Family::layout`]'s order, with ids from 0) and the lock client
     /// every workload client gets; `resource` when the service keeps the protected resource.
     fn build(&self, resource: Option<&ResourceOf<Self>>) -> (Vec<Self::Node>, Self::Lock);
