@@ -190,6 +190,14 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn expiry_wall_clocks(&self) -> &'static [Role] {
         &[]
     }
+    /// Why its grant lapses on its own under a holder that keeps it for as long as it runs (a
+    /// leader's term), with the keys that would keep it: `its key expires ttl_ms after the
+    /// grant, as nothing renews it: set model.renew = true`. `None`, the default, when the
+    /// holder keeps its grant while it lives (a renewed key, a session kept alive). A workload
+    /// that needs a held grant (`Needs::held`) is then refused with this reason.
+    fn lapses(&self) -> Option<&'static str> {
+        None
+    }
     /// Whether its clients' acquire is a job queue's dequeue ([`crate::LockSignal::Job`]): the
     /// workload must then be `kind = "queue"`, and only then.
     fn dequeues(&self) -> bool {

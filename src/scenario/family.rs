@@ -353,6 +353,16 @@ fn fits<F: Family>(
             ),
         );
     }
+    if let Some(why) = family.lapses().filter(|_| needs.held) {
+        check.problems.push(
+            "workload.kind",
+            format!(
+                "\"{kind}\" keeps its grant for as long as it runs, and {} as set lets it lapse: \
+                 {why}",
+                F::NAME
+            ),
+        );
+    }
     match resource {
         Resource::Service(_) if needs.storage_node => check.problems.push(
             "storage.mode",
