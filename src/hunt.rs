@@ -20,10 +20,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lockstep_check::Validity;
+use lockstep_sim::Fault;
 
 use crate::run::{RunResult, run, run_schedule};
 use crate::scenario::write::write_scenario;
-use crate::scenario::{Scenario, Schedule, parse};
+use crate::scenario::{Others, Pointless, Scenario, Schedule, parse, pointless};
 use crate::shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
 
 /// What to search and how hard.
@@ -127,6 +128,14 @@ pub fn hunt(
         place += 1;
         !unfired.iter().any(|u| u.index == place - 1)
     });
+    if leave_out_pointless(scenario, &mut shrunk.schedule)
+        && !violates(&run_schedule(scenario, seed, &shrunk.schedule, false))
+    {
+        return Err(format!(
+            "seed {seed}: the shrunk run needs a terminated node to come back, which a \
+             scenario file cannot say"
+        ));
+    }
     let names = scenario.node_names();
     let note = format!(
         "Written by `lockstep hunt` from {} (scenario {}), seed {seed}: {} of {} faults and {} of \
@@ -176,6 +185,48 @@ pub fn hunt(
         text: written,
         replay,
     })))
+}
+
+/// Leaves out of `schedule` what a scenario file may not say because it can never apply
+/// (`crate::scenario::pointless`: a resume of a node no pause holds, a restart of a node told
+/// to stop for good), which shrinking can make of a file's faults: an open pause bounded to
+/// end before its resume. The written file has no chaos profile. Whether anything changed.
+fn leave_out_pointless(scenario: &Scenario, schedule: &mut Schedule) -> bool {
+    let faults: Vec<_> = schedule.faults.iter().cloned().enumerate().collect();
+    let roles: Vec<_> = scenario
+        .system
+        .layout()
+        .nodes
+        .iter()
+        .map(|&(_, role)| role)
+        .collect();
+    let others = Others {
+        chaos: false,
+        watchdog: scenario.clocks.iter().any(|c| c.watchdog.is_some()),
+    };
+    let findings = pointless(&faults, &roles, others);
+    if findings.is_empty() {
+        return false;
+    }
+    let mut place = 0;
+    schedule.faults.retain_mut(|f| {
+        place += 1;
+        match findings
+            .iter()
+            .find(|x| x.at.index == place - 1)
+            .map(|x| x.why)
+        {
+            None => true,
+            Some(Pointless::CrashRestart { .. }) => {
+                if let Fault::Crash { restart_after, .. } = &mut f.fault {
+                    *restart_after = None;
+                }
+                true
+            }
+            Some(Pointless::Restart { .. } | Pointless::Resume { .. }) => false,
+        }
+    });
+    true
 }
 
 /// Shrinks `original` again and again until a pass changes nothing or `max_tries` runs are

@@ -164,3 +164,43 @@ fn what_hunt_found_stays_found_and_its_fix_stays_clean() {
         stdout(&o)
     );
 }
+
+#[test]
+fn a_resume_that_shrinking_left_without_its_pause_is_left_out_of_the_file() {
+    // An open pause ended by a resume: cut short at 5 runs, the shrink has bounded the pause
+    // to end before the resume, which then resumes nothing. A file may not say that, so the
+    // file hunt writes leaves the resume out, and loads.
+    let text = "[scenario]\nname = \"open-pause\"\nduration_ms = 10_000\n\n[model]\n\
+                kind = \"redis\"\nttl_ms = 1_000\n\n[workload]\nclients = 2\nwork_ms = 900\n\
+                think_ms = 10\ncheck_validity_before_write = false\n\n[[fault]]\nat_ms = 1_000\n\
+                pause = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 6_000\n\
+                resume = { node = \"client-1\" }\n";
+    let path = Path::new("open-pause.toml");
+    let scenario = parse(text, path).expect("parses");
+    let options = HuntOptions {
+        from: 1,
+        seeds: 5,
+        jobs: 1,
+        max_tries: 5,
+        candidates: 1,
+    };
+    let found = match hunt(text, path, &scenario, options) {
+        Ok(Hunted::Found(found)) => found,
+        other => panic!("{other:?}"),
+    };
+    assert!(!found.complete, "stopped at the bound");
+    let written = parse(&found.text, path).expect("the file loads");
+    assert_eq!(written.faults.len(), 1, "{:?}", written.faults);
+    assert!(
+        matches!(
+            written.faults[0].fault,
+            lockstep_sim::Fault::Pause {
+                duration: Some(d),
+                ..
+            } if d < lockstep_sim::Dur::from_millis(5_000)
+        ),
+        "{:?}",
+        written.faults
+    );
+    assert_eq!(run(&written, found.seed, false).judged, Validity::Invalid);
+}

@@ -6,6 +6,7 @@ mod expect;
 mod faults;
 mod network;
 mod seeds;
+mod sequence;
 mod sweep;
 mod system;
 
@@ -22,6 +23,8 @@ use self::expect::{check_options, expect};
 use self::faults::{Bounds, fault};
 use self::network::{clocks, network};
 use self::seeds::seeds;
+use self::sequence::sequence;
+pub(crate) use self::sequence::{Others, Pointless, pointless};
 use self::sweep::sweep;
 pub(crate) use self::system::workload;
 use super::Scenario;
@@ -168,12 +171,18 @@ pub(crate) fn resolve<M>(
         duration,
         max_events: s.max_events,
     };
-    let faults: Vec<ScheduledFault> = file
+    let faults: Vec<(usize, ScheduledFault)> = file
         .fault
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| fault(&mut r, &format!("fault[{i}]"), f, bounds))
+        .filter_map(|(i, f)| Some((i, fault(&mut r, &format!("fault[{i}]"), f, bounds)?)))
         .collect();
+    let others = Others {
+        chaos: file.chaos.is_some(),
+        watchdog: file.workload.watchdog.is_some(),
+    };
+    sequence(&mut r, &faults, others);
+    let faults: Vec<ScheduledFault> = faults.into_iter().map(|(_, f)| f).collect();
     // Every fault resolved when there is no problem, so the flags line up with `faults`.
     let optional = file
         .fault
