@@ -553,7 +553,7 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     times.total = now() - start;
     let mut out = std::io::stdout().lock();
     let written = match args.format {
-        Format::Table => write!(out, "{}", result.table_fitting(&times, Some(table_width()))),
+        Format::Table => write!(out, "{}", result.table_fitting(&times, table_width())),
         Format::Json => writeln!(out, "{}", result.json()),
     };
     // A closed pipe (`| head`) is not an error of the check.
@@ -591,22 +591,21 @@ fn progress(len: u64, unit: &str) -> indicatif::ProgressBar {
     bar
 }
 
-/// The width tables on stdout fit in: `COLUMNS` when it is a number, else the terminal's,
-/// else 100 (not a terminal).
-fn table_width() -> usize {
+/// The width tables on stdout fit in: `COLUMNS` when it is a number, else the terminal's;
+/// `None` off a terminal (a file, a pipe), where nothing wraps: a line there has no width
+/// to fit, and a word cut to fit one is a name no one can search for.
+fn table_width() -> Option<usize> {
     let columns = std::env::var("COLUMNS").ok();
     if let Some(n) = columns.and_then(|c| c.trim().parse::<usize>().ok()) {
         if n > 0 {
-            return n;
+            return Some(n);
         }
     }
     let term = console::Term::stdout();
     if term.is_term() {
-        if let Some((_, width)) = term.size_checked() {
-            return usize::from(width);
-        }
+        return term.size_checked().map(|(_, width)| usize::from(width));
     }
-    100
+    None
 }
 
 /// The items `--filter` keeps (all without it); `name_path` gives an item's scenario name and
@@ -900,7 +899,7 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
     let written = write!(
         out,
         "{}",
-        built.comparison.table_fitting(Some(table_width()))
+        built.comparison.table_fitting(table_width())
     )
     .and_then(|()| writeln!(out, "wrote {} ({} bytes)", output.display(), text.len()));
     // A closed pipe (`| head`) is not an error of the report.
