@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use lockstep::suite::{self, WallTimes, run_report};
 use lockstep::sweep::{self, Shard, SweepConfig, SweepSummary, WallTime};
-use lockstep::{Loaded, MAX_SEEDS, load, run};
+use lockstep::{Loaded, MAX_SEEDS, load};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -387,7 +387,16 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = run(scenario, seed, args.trace);
+    let bar = run_progress(scenario.duration);
+    let watched = bar.clone();
+    let watch = std::sync::Arc::new(move |now: lockstep_sim::Time| {
+        // A run over in a second needs no bar; a longer one shows how far it has got.
+        if watched.elapsed() >= std::time::Duration::from_secs(1) {
+            watched.set_position(now.as_nanos() / 1_000_000);
+        }
+    });
+    let result = lockstep::run::run_watched(scenario, seed, args.trace, watch);
+    bar.finish_and_clear();
     if let Some(out) = &history_out {
         let judging =
             lockstep_check::jsonl::Judging::of(&scenario.check_options, scenario.expect.property);
@@ -587,6 +596,17 @@ fn progress(len: u64, unit: &str) -> indicatif::ProgressBar {
     let template = format!("{{bar:40}} {{pos}}/{{len}} {unit}  {{per_sec}}  eta {{eta}}  {{msg}}");
     bar.set_style(
         indicatif::ProgressStyle::with_template(&template).expect("a valid progress template"),
+    );
+    bar
+}
+
+/// The progress bar of one run of `duration` of true time, in milliseconds of it, on stderr
+/// and hidden when stderr is not a terminal, as a sweep's is.
+fn run_progress(duration: lockstep_sim::Dur) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(duration.as_millis());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} ms of true time  eta {eta}")
+            .expect("a valid progress template"),
     );
     bar
 }
@@ -896,12 +916,8 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let mut out = std::io::stdout().lock();
-    let written = write!(
-        out,
-        "{}",
-        built.comparison.table_fitting(table_width())
-    )
-    .and_then(|()| writeln!(out, "wrote {} ({} bytes)", output.display(), text.len()));
+    let written = write!(out, "{}", built.comparison.table_fitting(table_width()))
+        .and_then(|()| writeln!(out, "wrote {} ({} bytes)", output.display(), text.len()));
     // A closed pipe (`| head`) is not an error of the report.
     drop(written);
     ExitCode::SUCCESS

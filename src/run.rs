@@ -69,6 +69,20 @@ pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
     run_schedule(scenario, seed, &scenario.schedule(seed), trace)
 }
 
+/// Where a run has got to, told to the host as it goes: called about every
+/// [`lockstep_sim::CHECK_EVERY`] events with the true time reached. Nothing in the run reads
+/// it, so a watched run is the same run (`lockstep run` draws its progress bar from it).
+pub type Watch = Arc<dyn Fn(Time) + Send + Sync>;
+
+/// [`run`], telling `watch` where the run has got to as it goes.
+///
+/// # Panics
+/// As [`run`].
+pub fn run_watched(scenario: &Scenario, seed: u64, trace: bool, watch: Watch) -> RunResult {
+    let schedule = scenario.schedule(seed);
+    kept(scenario, seed, &schedule, trace, Some(watch)).result
+}
+
 /// Runs `scenario` with `seed` under `schedule` instead of the schedule the scenario gives for
 /// that seed: how `hunt` tries a smaller schedule. Everything else (the system, the network,
 /// the clocks, every random stream) is as in [`run`].
@@ -101,11 +115,22 @@ pub struct KeptRun {
 /// # Panics
 /// As [`run`].
 pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool) -> KeptRun {
+    kept(scenario, seed, schedule, trace, None)
+}
+
+/// [`run_kept`], telling `watch`, if any, where the run has got to.
+fn kept(
+    scenario: &Scenario,
+    seed: u64,
+    schedule: &Schedule,
+    trace: bool,
+    watch: Option<Watch>,
+) -> KeptRun {
     let end = Time::ZERO + schedule.duration;
     let mut config = WorldConfig::new(seed, end, scenario.clocks.clone());
     config.max_events = scenario.max_events;
     config.memory_budget = scenario.memory_budget;
-    config.interrupt = Some(wall_deadline(scenario.wall_budget));
+    config.interrupt = Some(wall_deadline(scenario.wall_budget, watch));
     config.link = scenario.link.clone();
     config.links = scenario.links.clone();
     config.faults = schedule.faults.clone();
@@ -218,16 +243,22 @@ fn unfired_of(
 }
 
 /// The host's side of the wall-clock budget: an [`Interrupt`] that says stop once `budget`
-/// has passed since the run started. The world asks it between events and never lets it
-/// change an event, so a run it does not stop is the same run as without it.
-fn wall_deadline(budget: Dur) -> Interrupt {
+/// has passed since the run started, and tells `watch` the true time reached. The world asks
+/// it between events and never lets it change an event, so a run it does not stop is the same
+/// run as without it.
+fn wall_deadline(budget: Dur, watch: Option<Watch>) -> Interrupt {
     #[allow(
         clippy::disallowed_methods,
         reason = "the wall-clock budget of a run is read by the host between events, never by the run; a run it stops ends unknown and is reported as not reproducible"
     )]
     let start = std::time::Instant::now();
     let budget = std::time::Duration::from_nanos(budget.as_nanos());
-    Interrupt(Arc::new(move || start.elapsed() >= budget))
+    Interrupt(Arc::new(move |now| {
+        if let Some(watch) = &watch {
+            watch(now);
+        }
+        start.elapsed() >= budget
+    }))
 }
 
 /// Why a run stopped before its end, in words, or `None` when it reached it.
