@@ -204,3 +204,42 @@ fn a_resume_that_shrinking_left_without_its_pause_is_left_out_of_the_file() {
     );
     assert_eq!(run(&written, found.seed, false).judged, Validity::Invalid);
 }
+
+/// An open pause of client-1 that lets its late write through: invalid on some seeds.
+const OPEN_PAUSE: &str = "[scenario]\nname = \"open-pause\"\nduration_ms = 10_000\n\n[model]\n\
+    kind = \"redis\"\nttl_ms = 1_000\n\n[workload]\nclients = 2\nwork_ms = 900\nthink_ms = 10\n\
+    check_validity_before_write = false\n\n[[fault]]\nat_ms = 1_000\n\
+    pause = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 6_000\n\
+    resume = { node = \"client-1\" }\n";
+
+/// What `hunt` writes for `OPEN_PAUSE` with `expect` as its `[expect]` section.
+fn found_with(expect: &str) -> (u64, String) {
+    let text = format!("{OPEN_PAUSE}\n[expect]\n{expect}\n");
+    let path = Path::new("open-pause.toml");
+    let scenario = parse(&text, path).expect("parses");
+    match hunt(&text, path, &scenario, options(20, 1)) {
+        Ok(Hunted::Found(found)) => (found.seed, found.text),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_written_file_is_named_for_its_seed_and_expects_the_violation_it_shows() {
+    // `any` (or `valid`) would pass on any run, or never: the file expects what it found.
+    for expect in ["verdict = \"any\"", "verdict = \"valid\""] {
+        let (seed, text) = found_with(expect);
+        let written = parse(&text, Path::new("min.toml")).expect("the file loads");
+        assert_eq!(written.name, format!("open-pause-seed-{seed}"), "{text}");
+        assert_eq!(written.expect.verdict, Some(Validity::Invalid), "{text}");
+        assert!(run(&written, seed, false).expected(), "{text}");
+    }
+    // A bound the run meets stays; one it breaks goes, with every other bound.
+    let (_, text) = found_with("double_holders = { min = 1 }\nlost_updates = { max = 5 }");
+    assert!(text.contains("double_holders = { min = 1 }"), "{text}");
+    assert!(text.contains("lost_updates = { max = 5 }"), "{text}");
+    let (seed, text) = found_with("property = \"resource\"\ndouble_holders = { max = 0 }");
+    assert!(!text.contains("double_holders"), "{text}");
+    let written = parse(&text, Path::new("min.toml")).expect("the file loads");
+    assert_eq!(written.expect.verdict, Some(Validity::Invalid), "{text}");
+    assert!(run(&written, seed, false).expected(), "{text}");
+}
