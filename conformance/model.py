@@ -29,6 +29,12 @@ def trace(binary, scenario, seed):
     return lines
 
 
+def _dur_ms(number, unit):
+    """Whole milliseconds of a trace's `Dur(...)`: exact, in its largest unit (docs/trace.md)."""
+    scale = {"s": 1000, "ms": 1, "µs": 0.001, "ns": 0.000001}[unit]
+    return int(float(number) * scale)
+
+
 def _fault_time(lines, words):
     for t, _node, kind, text in lines:
         if kind == "FAULT" and text.startswith(words):
@@ -78,9 +84,9 @@ def zk_ping_intervals(binary, scenario, seeds, pings):
         lines = trace(binary, scenario, seed)
         pongs = [t for t, node, kind, text in lines if node == "client-1" and kind == "recv" and "reply: Pong" in text]
         for _t, node, kind, text in lines:
-            m = re.search(r"Connected \{ session: \d+, timeout: Dur\((\d+)\)", text)
+            m = re.search(r"Connected \{ session: \d+, timeout: Dur\(([\d.]+)(s|ms|µs|ns)\)", text)
             if node == "client-1" and m:
-                negotiated.append(int(m.group(1)) // 1_000_000)
+                negotiated.append(_dur_ms(m.group(1), m.group(2)))
                 break
         out.extend(b - a for a, b in list(zip(pongs, pongs[1:]))[:pings])
     return out, negotiated
@@ -132,7 +138,7 @@ def zk_disconnected(binary, scenario, seeds):
         )
         mark = next(
             t for t, node, kind, text in lines
-            if t > t0 and node == "client-1" and kind == "mark" and text == "mark suspended"
+            if t > t0 and node == "client-1" and kind == "mark" and text == "suspended"
         )
         out.append(mark - last)
     return out

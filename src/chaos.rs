@@ -9,9 +9,9 @@
 //! [`Chaos::quiet_from`] nothing is in force, and a live lock must be granted again within
 //! [`Chaos::liveness`].
 //!
-//! The ranges follow ../shared/docs/failure-catalogue.md §4: Jepsen's clock bumps of
-//! ±1.5^(6..31) ms and strobes, NTP slews at 500 ppm, crystal drift, VOPR's network ranges,
-//! and GC pauses with a Pareto tail.
+//! The ranges follow published fault models (docs/scenarios.md, `[chaos]`): Jepsen's clock
+//! nemesis (`jepsen.nemesis.time`: bumps of ±1.5^(6..31) ms, strobes), ntpd's slew of 500 ppm,
+//! crystal drift, TigerBeetle's VOPR network ranges, and GC pauses with a Pareto tail.
 
 use lockstep_models::Role;
 use lockstep_models::family::MarkSite;
@@ -229,7 +229,11 @@ impl Chaos {
                 },
                 None => When::At(t),
             };
-            faults.push(ScheduledFault { when, fault });
+            faults.push(ScheduledFault {
+                when,
+                fault,
+                role: None,
+            });
             t = t.saturating_add(gap.sample(&mut rng).max(Dur::from_nanos(1)));
         }
         faults

@@ -8,8 +8,8 @@
 //! on the worker threads of [`pool`]),
 //! a scenario over a grid of its parameters ([`sweepmap`]), designs compared side by side
 //! ([`report`]), shrinking a failing fault schedule ([`shrink`]) and hunting for one
-//! ([`hunt`]), judging a history file ([`judge`]), and the
-//! command line (the `lockstep` binary). The simulator, the models, the checker and the
+//! ([`hunt`]), judging a history file ([`judge`]), the files the commands write ([`files`]),
+//! and the command line (the `lockstep` binary). The simulator, the models, the checker and the
 //! reports are the crates `lockstep-sim`, `lockstep-models`, `lockstep-check` and
 //! `lockstep-reports`; the map and the rules between them are in ARCHITECTURE.md.
 #![deny(missing_docs)]
@@ -17,6 +17,7 @@
 pub mod chaos;
 pub mod expect;
 pub mod families;
+pub mod files;
 pub mod hunt;
 pub mod judge;
 pub mod junit;
@@ -31,6 +32,7 @@ pub mod suite;
 pub mod sweep;
 pub mod sweepmap;
 pub mod timeline;
+pub mod trace;
 
 pub use expect::{Count, Expect};
 pub use run::{RunResult, run, run_schedule};

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use lockstep::files::{self, Input, Output};
 use lockstep::suite::{self, WallTimes, run_report};
 use lockstep::sweep::{self, Shard, SweepConfig, SweepSummary, WallTime};
 use lockstep::{Loaded, MAX_SEEDS, load};
@@ -73,6 +74,7 @@ enum Command {
     /// Review candidate lock designs for one job: each design swept under each fault class
     /// alone, a matrix of violation rates, safety against cost, and a recommendation derived
     /// from the figures; a page (.html), Markdown or JSON with --out, and text on stdout.
+    #[command(after_help = REVIEW_EXIT_CODES)]
     Review(ReviewArgs),
     /// Print a completion script for a shell (`lockstep completions bash >
     /// ~/.local/share/bash-completion/completions/lockstep`).
@@ -299,6 +301,14 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match input_wait_ms() {
+        Ok(Some(ms)) => files::set_input_wait_ms(ms),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
     match cli.command {
         Command::Run(args) => cmd_run(&args),
         Command::Judge(args) => cmd_judge(&args),
@@ -315,6 +325,26 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut cmd, "lockstep", &mut std::io::stdout());
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// `LOCKSTEP_INPUT_WAIT_MS`: how long an input that is a FIFO, a pipe or a device may give no
+/// data before it is refused (files::INPUT_WAIT_MS when unset).
+fn input_wait_ms() -> Result<Option<u64>, String> {
+    const MAX: u64 = i32::MAX as u64;
+    match std::env::var("LOCKSTEP_INPUT_WAIT_MS") {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(text)
+            if text
+                .trim()
+                .parse::<u64>()
+                .is_ok_and(|ms| (1..=MAX).contains(&ms)) =>
+        {
+            Ok(text.trim().parse().ok())
+        }
+        _ => Err(format!(
+            "LOCKSTEP_INPUT_WAIT_MS: not a wait: a whole number of milliseconds from 1 to {MAX}"
+        )),
     }
 }
 
@@ -348,10 +378,9 @@ fn load_run(file: &Path) -> Result<Loaded, String> {
         return load(file).map_err(|e| e.to_string());
     }
     let stdin = Path::new("<stdin>");
-    let mut text = String::new();
-    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
-        return Err(format!("<stdin>: cannot read the scenario: {e}"));
-    }
+    let text = files::read_stdin(Input::SCENARIO)
+        .and_then(files::text)
+        .map_err(|e| format!("<stdin>: cannot read the scenario: {e}"))?;
     let scenario = lockstep::parse(&text, stdin).map_err(|e| e.to_string())?;
     Ok(Loaded {
         path: stdin.to_path_buf(),
@@ -409,10 +438,14 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
         .check_determinism
         .then(|| lockstep::run::rerun_matches(scenario, &result, args.trace));
     let mut report = run_report(&loaded.path.display().to_string(), &scenario.name, &result);
+    if args.file == Path::new("-") {
+        // `<stdin>` names no file: the same scenario on standard input runs it again.
+        report.reproduce = format!("lockstep run - --seed {seed}");
+    }
     let trace = result
         .trace
         .as_ref()
-        .map(|t| render_trace(t, &scenario.node_names()));
+        .map(|t| lockstep::trace::render(t, &scenario.node_names()));
     let mut out = std::io::stdout().lock();
     let written = match args.format {
         Format::Table => {
@@ -453,23 +486,17 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
 fn cmd_judge(args: &JudgeArgs) -> ExitCode {
     use lockstep::judge::{self, Overrides};
     use lockstep_check::{Property, Validity};
-    let (name, text) = if args.file == Path::new("-") {
-        let mut text = Vec::new();
-        match std::io::Read::read_to_end(&mut std::io::stdin(), &mut text) {
-            Ok(_) => ("<stdin>".to_string(), text),
-            Err(e) => {
-                eprintln!("<stdin>: cannot read the history: {}", io_reason(&e));
-                return ExitCode::from(2);
-            }
-        }
+    let (name, read) = if args.file == Path::new("-") {
+        ("<stdin>".to_string(), files::read_stdin(Input::HISTORY))
     } else {
         let name = args.file.display().to_string();
-        match std::fs::read(&args.file) {
-            Ok(t) => (name, t),
-            Err(e) => {
-                eprintln!("{name}: cannot read the history: {}", io_reason(&e));
-                return ExitCode::from(2);
-            }
+        (name, files::read_bytes(&args.file, Input::HISTORY))
+    };
+    let text = match read {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{name}: cannot read the history: {e}");
+            return ExitCode::from(2);
         }
     };
     let overrides = Overrides {
@@ -777,7 +804,7 @@ fn cmd_merge(args: &MergeArgs) -> ExitCode {
     let mut bad = false;
     for file in &args.files {
         let name = file.display().to_string();
-        let read = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"));
+        let read = files::read_text(file, Input::SUMMARY).map_err(|e| format!("cannot read: {e}"));
         match read.and_then(|text| SweepSummary::from_json(&text)) {
             Ok(s) => inputs.push((name, s)),
             Err(e) => {
@@ -962,7 +989,7 @@ fn cmd_hunt(args: &HuntArgs) -> ExitCode {
     if let Err(e) = &output {
         eprintln!("{e}");
     }
-    let text = match std::fs::read_to_string(file) {
+    let text = match files::read_text(file, Input::SCENARIO) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("{}: cannot read the file: {e}", file.display());
@@ -1133,168 +1160,6 @@ fn load_suite(args: &CheckArgs) -> Option<(Vec<Loaded>, Option<Output>)> {
     (!bad).then_some((loaded, junit))
 }
 
-/// The directory of `file`; `.` for a bare file name.
-fn parent_dir(file: &Path) -> &Path {
-    match file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// A file a command writes (`--out`, `--junit`): checked before anything runs, so a location
-/// that cannot take it or an input it would overwrite is found before the first run, and
-/// written whole at the end (a temporary file beside it renamed over it), never partly.
-struct Output {
-    path: PathBuf,
-    /// What the file is, in errors: "JUnit file", "report".
-    what: &'static str,
-}
-
-impl Output {
-    /// Checks that `path` can be written as the `what` without overwriting any of `inputs`
-    /// (the files the command reads, compared after resolving symbolic links and `..`): its
-    /// directory exists and takes a new file, and it is not a directory.
-    fn check(path: &Path, what: &'static str, inputs: &[&Path]) -> Result<Output, String> {
-        let out = Output {
-            path: path.to_path_buf(),
-            what,
-        };
-        out.problem(inputs).map_or(Ok(()), |p| Err(out.error(p)))?;
-        Ok(out)
-    }
-
-    fn problem(&self, inputs: &[&Path]) -> Option<String> {
-        let dir = parent_dir(&self.path);
-        if !dir.is_dir() {
-            return Some(format!("no directory {}", dir.display()));
-        }
-        if self.path.is_dir() {
-            return Some("it is a directory".to_string());
-        }
-        if let Some(input) = inputs.iter().find(|i| same_file(&self.path, i)) {
-            return Some(format!("it is the input file {}", input.display()));
-        }
-        let tmp = match self.temporary() {
-            Ok(t) => t,
-            Err(e) => return Some(e),
-        };
-        // The temporary file the write will use, made and removed again: the directory takes
-        // a new file.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(_) => {
-                let _ = std::fs::remove_file(&tmp);
-                None
-            }
-            Err(e) => Some(format!(
-                "no new file can be made in {} ({})",
-                dir.display(),
-                io_reason(&e)
-            )),
-        }
-    }
-
-    /// The temporary file beside the output: `.NAME.PID.tmp`.
-    fn temporary(&self) -> Result<PathBuf, String> {
-        let name = self.path.file_name().ok_or("not a file name")?;
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".{}.tmp", std::process::id()));
-        Ok(parent_dir(&self.path).join(tmp_name))
-    }
-
-    fn error(&self, problem: impl std::fmt::Display) -> String {
-        format!(
-            "{}: cannot write the {}: {problem}",
-            self.path.display(),
-            self.what
-        )
-    }
-
-    /// Writes `text` to the temporary file and renames it over the output, so that a reader
-    /// (a CI server collecting reports) sees the old file or the whole new one, never a part.
-    fn write(&self, text: &str) -> Result<(), String> {
-        let tmp = self.temporary().map_err(|e| self.error(e))?;
-        let written = std::fs::File::create(&tmp).and_then(|mut f| {
-            f.write_all(text.as_bytes())?;
-            f.sync_all()
-        });
-        written
-            .and_then(|()| std::fs::rename(&tmp, &self.path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                self.error(io_reason(&e))
-            })
-    }
-
-    fn display(&self) -> std::path::Display<'_> {
-        self.path.display()
-    }
-}
-
-/// An IO error in words, without Rust's "(os error 13)".
-fn io_reason(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
-}
-
-/// True when `a` and `b` name the same file: the same path once symbolic links, `.` and `..`
-/// are resolved (for a file that does not exist yet, its directory's), or, on Unix, the same
-/// file under two names (a hard link).
-fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-        use std::os::unix::fs::MetadataExt;
-        return (x.dev(), x.ino()) == (y.dev(), y.ino());
-    }
-    let resolved = |p: &Path| {
-        p.canonicalize().ok().or_else(|| {
-            let dir = parent_dir(p).canonicalize().ok()?;
-            Some(dir.join(p.file_name()?))
-        })
-    };
-    matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
-}
-
-/// One line per trace entry: true time, node, kind, text.
-fn render_trace(entries: &[lockstep_sim::TraceEntry], names: &[String]) -> Vec<String> {
-    let width = names.iter().map(String::len).max().unwrap_or(4);
-    entries
-        .iter()
-        .map(|e| {
-            let node = names.get(e.node.index()).map_or("?", String::as_str);
-            format!(
-                "{:>14}  {node:<width$}  {:<7}  {}",
-                e.time.to_string(),
-                kind(e.kind),
-                e.text
-            )
-        })
-        .collect()
-}
-
-fn kind(k: lockstep_sim::TraceKind) -> &'static str {
-    use lockstep_sim::TraceKind as K;
-    match k {
-        K::Deliver => "recv",
-        K::Drop => "lost",
-        K::Hold => "held",
-        K::Defer => "waits",
-        K::Timer => "timer",
-        K::Fault => "FAULT",
-        K::Mark => "mark",
-        K::Record => "history",
-        K::Start => "start",
-        K::Reset => "reset",
-    }
-}
-
 const MAP_EXIT_CODES: &str = "\
 Exit codes:
   0  every cell ran (a map has no expectation to meet)
@@ -1326,7 +1191,7 @@ fn cmd_map(args: &MapArgs) -> ExitCode {
     if let Err(e) = &output {
         eprintln!("{e}");
     }
-    let grid = std::fs::read_to_string(&args.file)
+    let grid = files::read_text(&args.file, Input::SCENARIO)
         .map_err(|e| format!("{}: cannot read the file: {e}", args.file.display()))
         .and_then(|text| sweepmap::grid(&text, &args.file).map_err(|e| e.to_string()));
     let (grid, output) = match (grid, output) {
@@ -1364,6 +1229,11 @@ fn cmd_map(args: &MapArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+const REVIEW_EXIT_CODES: &str = "\
+Exit codes:
+  0  the review ran (whatever its verdicts), or --scenario printed a cell
+  2  a bad review or scenario file, bad usage, or an output file that cannot be written";
+
 #[derive(Debug, clap::Args)]
 struct ReviewArgs {
     /// The review file (TOML; see docs/review.md).
@@ -1382,8 +1252,8 @@ struct ReviewArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Print the scenario of one cell (a design by number or name, and a fault class, as in
-    /// `2/pauses`) and run nothing: `... --scenario 2/pauses | lockstep run - --seed S`
-    /// replays a seed of it.
+    /// `2/pauses`) and run nothing: `... --scenario 2/pauses > cell.toml && lockstep run
+    /// cell.toml --seed S` replays a seed of it.
     #[arg(long, value_name = "DESIGN/CLASS")]
     scenario: Option<String>,
 }

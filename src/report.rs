@@ -130,7 +130,8 @@ fn load_sweep(path: &Path) -> Result<SweepInput, InputError> {
         path: path.to_path_buf(),
         error,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let text = crate::files::read_text(path, crate::files::Input::SUMMARY)
+        .map_err(|e| bad(format!("cannot read: {e}")))?;
     let summary = SweepSummary::from_json(&text).map_err(bad)?;
     // The scenario the summary names, for its description and to replay failing seeds. A
     // sweep under `--chaos` hashed its variant's text, so it describes but does not replay.

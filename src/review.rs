@@ -31,15 +31,20 @@
 //! set = { "workload.clients" = 3 }
 //! ```
 
+use std::fmt::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
 
 use lockstep_check::Validity;
+use lockstep_models::StorageMode;
+use lockstep_models::family::Tokens;
 use lockstep_reports::review::{
-    ClassInfo, CostOrder, DesignInfo, Example, FORMAT, Review, ReviewCell, ReviewSeeds, shell_word,
+    ClassInfo, CostOrder, DesignInfo, Example, FORMAT, FencingSupport, FencingValue, Review,
+    ReviewCell, ReviewSeeds, TokenKind, shell_word,
 };
 use serde::Deserialize;
 use toml_edit::{DocumentMut, InlineTable, Item, Table};
 
+use crate::scenario::error::{escaped, plain, shown, toml_key};
 use crate::scenario::{Problem, Scenario, ScenarioError, parse, with_chaos};
 use crate::stats::wilson;
 use crate::sweep::{SweepConfig, SweepTarget, sweep, text_hash};
@@ -243,19 +248,124 @@ pub struct PlannedDesign {
     pub cells: Vec<(String, Scenario)>,
 }
 
+/// Everything wrong with a review file: each problem once, with its key path in the review
+/// file (`design[2].set."model.ttl_ms"`, `review.classes[1]`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ReviewError {
+    /// The review file.
+    pub file: PathBuf,
+    /// The problems, in the file's order; never empty. A message is already fit for a
+    /// terminal: paths whole, values cut short, control characters escaped.
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for ReviewError {
+    /// One line per problem: `file[:line]: key.path: message`. Paths (the file's, the key's,
+    /// a scenario file's in the message) are never cut; only their control characters are
+    /// escaped.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = escaped(&self.file.display().to_string());
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{file}")?;
+            if let Some(line) = p.line {
+                write!(f, ":{line}")?;
+            }
+            if !p.path.is_empty() {
+                write!(f, ": {}", escaped(&p.path))?;
+            }
+            write!(f, ": {}", p.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl From<ScenarioError> for ReviewError {
+    /// The loader's problems of the review file itself (its syntax, its types).
+    fn from(e: ScenarioError) -> ReviewError {
+        ReviewError {
+            file: e.file,
+            problems: e
+                .problems
+                .into_iter()
+                .map(|p| Problem {
+                    message: said(&p.message),
+                    ..p
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A message of the loader or of the user, fit for a terminal: in the file's words, values
+/// cut short, control characters escaped.
+fn said(message: &str) -> String {
+    shown(&plain(message))
+}
+
+/// A path in a message: whole, its control characters escaped.
+fn path_said(path: &Path) -> String {
+    escaped(&path.display().to_string())
+}
+
+/// A problem met in a design's cells, before it is reported: whose key it is, what is wrong,
+/// and under which classes.
+struct Met {
+    /// The key path in the review file that owns it.
+    at: String,
+    /// What is wrong, fit for a terminal.
+    message: String,
+    /// The classes (indices into the review's) whose cell showed it.
+    classes: Vec<usize>,
+}
+
+fn meet(met: &mut Vec<Met>, at: String, message: String, class: usize) {
+    match met.iter_mut().find(|m| m.at == at && m.message == message) {
+        Some(m) => {
+            if !m.classes.contains(&class) {
+                m.classes.push(class);
+            }
+        }
+        None => met.push(Met {
+            at,
+            message,
+            classes: vec![class],
+        }),
+    }
+}
+
+/// `design[0]`, `design[0] and design[2]`, `design[0], design[1] and design[3]`.
+fn design_list(designs: &[usize]) -> String {
+    let names: Vec<String> = designs.iter().map(|d| format!("design[{d}]")).collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// Reads and checks a review file and builds every cell; `seeds` overrides its seeds per
 /// cell.
 ///
 /// # Errors
-/// A [`ScenarioError`] naming the review file and the key path of every problem: the file,
-/// a design's scenario file or a key it sets, or a cell that does not load.
-pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::one(path, "", None, format!("cannot read the file: {e}")))?;
+/// A [`ReviewError`] naming the review file and, once each, the key path of every problem:
+/// the file, a design's scenario file or a key it sets, a key the review sets for every
+/// design, or a cell that does not load.
+pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
+    let text = crate::files::read_text(path, crate::files::Input::REVIEW).map_err(|e| {
+        ReviewError::from(ScenarioError::one(
+            path,
+            "",
+            None,
+            format!("cannot read the file: {e}"),
+        ))
+    })?;
     let file: ReviewFile =
         crate::scenario::deserialize(toml::Deserializer::parse(&text), &text, path)?;
     let mut problems = Vec::new();
-    let mut problem = |at: String, message: String| {
+    let problem = |problems: &mut Vec<Problem>, at: String, message: String| {
         problems.push(Problem {
             path: at,
             line: None,
@@ -266,9 +376,13 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
     let seeds = seeds.or(r.seeds).unwrap_or(DEFAULT_REVIEW_SEEDS);
     if !(1..=MAX_MAP_SEEDS).contains(&seeds) {
         problem(
+            &mut problems,
             "review.seeds".into(),
             format!("must be from 1 to {MAX_MAP_SEEDS}, not {seeds}"),
         );
+    }
+    if let Some(why) = name_problem(&r.name) {
+        problem(&mut problems, "review.name".into(), why.into());
     }
     let classes: Vec<&'static FaultClass> = match &r.classes {
         None => CLASSES.iter().collect(),
@@ -278,28 +392,36 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
                 match FaultClass::named(n) {
                     Some(c) if found.contains(&c) => {
                         problem(
+                            &mut problems,
                             format!("review.classes[{i}]"),
-                            format!("`{n}` is named twice"),
+                            format!("`{}` is named twice", said(n)),
                         );
                     }
                     Some(c) => found.push(c),
                     None => problem(
+                        &mut problems,
                         format!("review.classes[{i}]"),
                         format!(
-                            "no fault class named `{n}` (classes: {})",
+                            "no fault class named `{}` (classes: {})",
+                            said(n),
                             CLASSES.map(|c| c.name).join(", ")
                         ),
                     ),
                 }
             }
             if names.is_empty() {
-                problem("review.classes".into(), "names no class".into());
+                problem(
+                    &mut problems,
+                    "review.classes".into(),
+                    "names no class".into(),
+                );
             }
             found
         }
     };
     if file.design.is_empty() {
         problem(
+            &mut problems,
             "design".into(),
             "the review has no design: add [[design]] entries with a name and a scenario file"
                 .into(),
@@ -307,81 +429,165 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
     }
     if file.design.len() > MAX_DESIGNS {
         problem(
+            &mut problems,
             "design".into(),
             format!("at most {MAX_DESIGNS} designs, not {}", file.design.len()),
         );
     }
-    let job_set = settings(&r.set, "review.set", &mut problem);
+    let job_set = settings(&r.set, "review.set", &mut |at, m| {
+        problem(&mut problems, at, m)
+    });
+    // The problems of the review's own `set` keys, met in the designs' cells: each reported
+    // once, at its key, naming the designs it was met in, before the designs' own.
+    let mut shared: Vec<(Met, Vec<usize>)> = Vec::new();
+    let review_end = problems.len();
     let dir = path.parent().unwrap_or(Path::new(""));
     let mut designs = Vec::new();
     for (i, d) in file.design.iter().enumerate() {
-        if let Some(j) = file.design[..i].iter().position(|e| e.name == d.name) {
+        if let Some(why) = name_problem(&d.name) {
+            problem(&mut problems, format!("design[{i}].name"), why.into());
+        } else if let Some(j) = file.design[..i]
+            .iter()
+            .position(|e| e.name.trim() == d.name.trim())
+        {
             problem(
+                &mut problems,
                 format!("design[{i}].name"),
-                format!("`{}` is the name of design[{j}] too", d.name),
+                format!("`{}` is the name of design[{j}] too", said(&d.name)),
             );
         }
-        let set = settings(&d.set, &format!("design[{i}].set"), &mut problem);
+        let set = settings(&d.set, &format!("design[{i}].set"), &mut |at, m| {
+            problem(&mut problems, at, m);
+        });
         let scenario_path = tidy(&dir.join(&d.scenario));
-        let base = match std::fs::read_to_string(&scenario_path) {
+        let base = match crate::files::read_text(&scenario_path, crate::files::Input::SCENARIO) {
             Ok(t) => t,
             Err(e) => {
                 problem(
+                    &mut problems,
                     format!("design[{i}].scenario"),
-                    format!("cannot read {}: {e}", scenario_path.display()),
+                    format!(
+                        "cannot read {}: {}",
+                        path_said(&scenario_path),
+                        said(&e.to_string())
+                    ),
                 );
                 continue;
             }
         };
-        let mut text = base;
-        let mut ok = true;
-        for (key_at, key, value) in job_set.iter().chain(&set) {
-            match set_value(&text, key, value) {
-                Ok(t) => text = t,
-                Err(why) => {
-                    problem(
-                        key_at.clone(),
-                        format!("in {}: {why}", scenario_path.display()),
-                    );
-                    ok = false;
-                }
-            }
-        }
-        if !ok {
+        if let Err(e) = base.parse::<DocumentMut>() {
+            let line = e.span().map(|s| base[..s.start].matches('\n').count() + 1);
+            problem(
+                &mut problems,
+                format!("design[{i}].scenario"),
+                format!(
+                    "{}{}: {}",
+                    path_said(&scenario_path),
+                    line.map_or(String::new(), |l| format!(":{l}")),
+                    said(e.message())
+                ),
+            );
             continue;
         }
+        // Every problem is met at most once per class; a key set by both the review and the
+        // design is the design's (set last).
+        let mut met: Vec<Met> = Vec::new();
+        let mut text = base;
+        for (key_at, key, value) in job_set.iter().chain(&set) {
+            // A key that cannot be set is left out, so that the cells still show the other
+            // problems.
+            match set_value(&text, key, value) {
+                Ok(t) => text = t,
+                Err(why) => meet(&mut met, key_at.clone(), said(&why), usize::MAX),
+            }
+        }
+        let mut cells = Vec::new();
         let has_chaos = text
             .parse::<DocumentMut>()
             .is_ok_and(|doc| doc.contains_key("chaos"));
+        let mut chaos_ok = true;
         if !has_chaos {
             match with_chaos(&text, &scenario_path, "default") {
                 Ok(t) => text = t,
                 Err(e) => {
-                    problem(format!("design[{i}].scenario"), e.to_string());
-                    continue;
+                    chaos_ok = false;
+                    for p in e.problems {
+                        meet(
+                            &mut met,
+                            format!("design[{i}].scenario"),
+                            in_scenario(&scenario_path, &p),
+                            usize::MAX,
+                        );
+                    }
                 }
             }
         }
-        let mut cells = Vec::new();
-        for class in &classes {
-            let cell = class
-                .apply(&text)
-                .and_then(|t| match parse(&t, &scenario_path) {
-                    Ok(s) => Ok((t, s)),
-                    Err(e) => Err(e.problems_in_one_line()),
-                });
-            match cell {
-                Ok(c) => cells.push(c),
-                Err(why) => {
-                    problem(
-                        format!("design[{i}]"),
-                        format!("{} under {}: {why}", scenario_path.display(), class.name),
-                    );
-                    break;
+        if chaos_ok {
+            for (c, class) in classes.iter().enumerate() {
+                let cell = class
+                    .apply(&text)
+                    .map_err(|why| {
+                        vec![Problem {
+                            path: String::new(),
+                            line: None,
+                            message: why,
+                        }]
+                    })
+                    .and_then(|t| match parse(&t, &scenario_path) {
+                        Ok(s) => Ok((t, s)),
+                        Err(e) => Err(e.problems),
+                    });
+                match cell {
+                    Ok(cell) => cells.push(cell),
+                    Err(found) => {
+                        for p in found {
+                            // The key the review or the design set that the problem is about,
+                            // if any: the last one set wins.
+                            let owner = job_set
+                                .iter()
+                                .chain(&set)
+                                .rev()
+                                .find(|(_, key, _)| covers(key, &p.path));
+                            let (at, message) = match owner {
+                                Some((key_at, key, _)) if *key == p.path => {
+                                    (key_at.clone(), said(&p.message))
+                                }
+                                Some((key_at, _, _)) => (
+                                    key_at.clone(),
+                                    format!("{}: {}", escaped(&p.path), said(&p.message)),
+                                ),
+                                None => (
+                                    format!("design[{i}].scenario"),
+                                    in_scenario(&scenario_path, &p),
+                                ),
+                            };
+                            meet(&mut met, at, message, c);
+                        }
+                    }
                 }
             }
         }
-        if cells.len() == classes.len() {
+        let failed = !met.is_empty();
+        for mut m in met {
+            // A problem met under some classes only says which.
+            if !m.classes.contains(&usize::MAX) && m.classes.len() < classes.len() {
+                m.classes.sort_unstable();
+                let names: Vec<&str> = m.classes.iter().map(|&c| classes[c].name).collect();
+                let _ = write!(m.message, " (under {})", names.join(", "));
+            }
+            if m.at.starts_with("review.") {
+                match shared
+                    .iter_mut()
+                    .find(|(s, _)| s.at == m.at && s.message == m.message)
+                {
+                    Some((_, designs)) => designs.push(i),
+                    None => shared.push((m, vec![i])),
+                }
+            } else {
+                problem(&mut problems, m.at, m.message);
+            }
+        }
+        if cells.len() == classes.len() && !failed {
             designs.push(PlannedDesign {
                 name: d.name.clone(),
                 file: scenario_path,
@@ -389,8 +595,21 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
             });
         }
     }
+    let shared = shared.into_iter().map(|(m, in_designs)| {
+        let which = if in_designs.len() == file.design.len() && in_designs.len() > 1 {
+            "every design".to_string()
+        } else {
+            design_list(&in_designs)
+        };
+        Problem {
+            path: m.at,
+            line: None,
+            message: format!("{} (in {which})", m.message),
+        }
+    });
+    problems.splice(review_end..review_end, shared);
     if !problems.is_empty() {
-        return Err(ScenarioError {
+        return Err(ReviewError {
             file: path.to_path_buf(),
             problems,
         });
@@ -407,15 +626,64 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ScenarioError> {
     })
 }
 
-/// The `set` table's keys and values, each with the key path that names it in errors.
+/// What is wrong with a review's or design's name, if anything: it names the review on every
+/// page and a design in every command and sentence.
+fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("must not be empty")
+    } else if name.trim().is_empty() {
+        Some("must not be only whitespace")
+    } else {
+        None
+    }
+}
+
+/// Whether the key path `set` (as a `set` table writes it) is the key at `found` (as the
+/// loader names it), or a table around it, or a key inside it.
+fn covers(set: &str, found: &str) -> bool {
+    let inside = |outer: &str, inner: &str| {
+        inner
+            .strip_prefix(outer)
+            .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+    };
+    !found.is_empty() && (set == found || inside(set, found) || inside(found, set))
+}
+
+/// A problem of a design's scenario file, as the review ran it: the file whole, then the key
+/// and what is wrong.
+fn in_scenario(file: &Path, p: &Problem) -> String {
+    if p.path.is_empty() {
+        format!("{}: {}", path_said(file), said(&p.message))
+    } else {
+        format!(
+            "{}: {}: {}",
+            path_said(file),
+            escaped(&p.path),
+            said(&p.message)
+        )
+    }
+}
+
+/// The `set` table's keys and values, each with the key path that names it in errors
+/// (`design[0].set."model.ttl_ms"`).
 fn settings(
     set: &toml::Table,
     at: &str,
     problem: &mut impl FnMut(String, String),
 ) -> Vec<(String, String, Value)> {
     let mut out = Vec::new();
+    // The TOML reader hands a date given for the whole table as a table of its own key.
+    if set.contains_key("$__toml_private_datetime") {
+        problem(
+            at.to_string(),
+            "a date or time is not a value this key takes: it takes a table of key paths and \
+             values"
+                .into(),
+        );
+        return out;
+    }
     for (key, value) in set {
-        let key_at = format!("{at}.\"{key}\"");
+        let key_at = format!("{at}.{}", toml_key(key));
         let v = match value {
             toml::Value::Integer(i) => Value::Integer(*i),
             toml::Value::Float(f) => Value::Float(*f),
@@ -427,7 +695,7 @@ fn settings(
             }
         };
         if let Err(why) = parse_key_path(key) {
-            problem(key_at, why);
+            problem(key_at, said(&why));
             continue;
         }
         out.push((key_at, key.clone(), v));
@@ -472,7 +740,8 @@ fn set_value(text: &str, key: &str, value: &Value) -> Result<String, String> {
 }
 
 /// `path` without `.` and with `dir/..` pairs folded, so a review's files read as the
-/// repository's (`reviews/../scenarios/x.toml` is `scenarios/x.toml`).
+/// repository's (`reviews/../scenarios/chaos/redis-unfenced.toml` is
+/// `scenarios/chaos/redis-unfenced.toml`).
 fn tidy(path: &Path) -> PathBuf {
     let mut out: Vec<Component> = Vec::new();
     for c in path.components() {
@@ -556,14 +825,16 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     first = Some((o.position, o.seed));
                 }
             });
-            let invalid = s.verdict_counts.invalid;
+            let (invalid, unknown) = (s.verdict_counts.invalid, s.verdict_counts.unknown);
             cells.push(ReviewCell {
                 design: d,
                 class: c,
                 runs: s.runs,
                 invalid,
-                unknown: s.verdict_counts.unknown,
-                ci95: wilson(invalid, s.runs).unwrap_or((0.0, 1.0)),
+                unknown,
+                // A run that ended unknown says nothing of the rate: the interval is over the
+                // runs judged.
+                ci95: wilson(invalid, s.runs.saturating_sub(unknown)).unwrap_or((0.0, 1.0)),
                 double_holders: s.violations.double_holders,
                 stale_accepted: s.violations.stale_accepted,
                 lost_updates: s.violations.lost_updates,
@@ -602,12 +873,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
             class: c,
             seed,
             explanations: report.explanations,
-            reproduce: format!(
-                "lockstep review {} --scenario {}/{} | lockstep run - --seed {seed}",
-                shell_word(&file),
-                d + 1,
-                plan.classes[c].name
-            ),
+            reproduce: replay(&file, d, plan.classes[c].name, seed),
         });
     }
     Review {
@@ -627,6 +893,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
             .map(|d| {
                 let s = &d.cells[0].1;
                 let label = s.system.describe();
+                let fencing = fencing_support(s, &label.storage);
                 DesignInfo {
                     name: d.name.clone(),
                     family: label.family.to_string(),
@@ -634,11 +901,62 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     storage: label.storage,
                     property: s.expect.property.to_string(),
                     file: d.file.display().to_string(),
+                    fencing,
                 }
             })
             .collect(),
         cells,
         examples,
+    }
+}
+
+/// The command that replays seed `seed` of design `d` (0-based) under class `class`: the
+/// cell's scenario written to a file by `review --scenario`, then run. The file is what the
+/// run names in its own reproduce line, so that line runs too (a scenario piped to `run -`
+/// could not be named again).
+pub fn replay(review_file: &str, d: usize, class: &str, seed: u64) -> String {
+    let cell = format!("review-{}-{class}.toml", d + 1);
+    format!(
+        "lockstep review {} --scenario {}/{class} > {cell} && lockstep run {cell} --seed {seed}",
+        shell_word(review_file),
+        d + 1,
+    )
+}
+
+/// What the family of scenario `s` offers against a holder that lost the lock, and what `s`
+/// uses, as the family declares them (`Family::FENCING`, `Family::tokens`, its resource
+/// mode's keys); `storage` is its label's storage: a storage node's mode, else the
+/// service's own.
+fn fencing_support(s: &Scenario, storage: &str) -> FencingSupport {
+    let kind = s.system.kind();
+    let family = crate::families::all().iter().find(|f| f.kind() == kind);
+    FencingSupport {
+        family_name: s.system.family_name().to_string(),
+        tokens: match s.system.tokens() {
+            Tokens::None => TokenKind::None,
+            Tokens::Ordered { .. } => TokenKind::Ordered,
+            Tokens::Random => TokenKind::Random,
+        },
+        storage_mode: StorageMode::ALL
+            .iter()
+            .any(|(name, _)| *name == storage)
+            .then(|| storage.to_string()),
+        offers: family
+            .map(|f| {
+                f.fencing()
+                    .iter()
+                    .map(|v| FencingValue {
+                        name: v.name.to_string(),
+                        what: v.what.to_string(),
+                        ordered: v.ordered,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        guard_keys: family
+            .filter(|f| f.resource_mode().is_some())
+            .map(|f| f.resource_keys().iter().map(|k| k.to_string()).collect())
+            .unwrap_or_default(),
     }
 }
 

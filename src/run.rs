@@ -8,7 +8,7 @@ use lockstep_reports::format::ms;
 use std::sync::Arc;
 
 use lockstep_sim::{
-    AppliedFault, Clocks, Dur, Interrupt, Outcome, Record, Time, TraceEntry, WorldConfig,
+    AppliedFault, Clocks, Dur, Interrupt, Outcome, Record, Time, TraceEntry, Unreached, WorldConfig,
 };
 
 /// A seed whose two runs differ (the reports crate's, as `check` and `sweep` report it).
@@ -224,19 +224,45 @@ fn unfired_of(
         .into_iter()
         .map(|u| {
             let (fault, optional) = match (own, u.index.checked_sub(n)) {
-                (true, None) => (format!("fault[{}]", u.index), scenario.optional[u.index]),
+                (true, None) => (
+                    format!("fault[{}]", scenario.origin[u.index]),
+                    scenario.optional[u.index],
+                ),
                 (true, Some(k)) => (format!("chaos[{k}]"), true),
                 (false, _) => (format!("schedule[{}]", u.index), true),
             };
-            Unfired {
+            let none = Unfired {
                 fault,
-                node: names[u.node.index()].clone(),
-                mark: u.mark,
-                occurrence: u.occurrence,
-                reached: u.reached,
-                lapsed_ms: u.lapsed.map(|t| ms(t.as_nanos())),
+                node: None,
+                mark: None,
+                occurrence: 0,
+                reached: 0,
+                lapsed_ms: None,
+                role: None,
+                due_ms: None,
                 optional,
                 index: u.index,
+            };
+            match u.why {
+                Unreached::Mark {
+                    node,
+                    mark,
+                    occurrence,
+                    reached,
+                    lapsed,
+                } => Unfired {
+                    node: Some(names[node.index()].clone()),
+                    mark: Some(mark),
+                    occurrence,
+                    reached,
+                    lapsed_ms: lapsed.map(|t| ms(t.as_nanos())),
+                    ..none
+                },
+                Unreached::Role { role, since } => Unfired {
+                    role: Some(role),
+                    due_ms: Some(ms(since.as_nanos())),
+                    ..none
+                },
             }
         })
         .collect()

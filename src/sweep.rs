@@ -53,7 +53,7 @@ pub struct SweepTarget {
 /// # Errors
 /// As [`crate::load`].
 pub fn load(path: &Path, chaos: Option<&str>) -> Result<SweepTarget, ScenarioError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_text(path, crate::files::Input::SCENARIO)
         .map_err(|e| ScenarioError::one(path, "", None, format!("cannot read the file: {e}")))?;
     // Under `--chaos` the sweep is of the variant: its text, its hash.
     let text = match chaos {

@@ -476,13 +476,15 @@ pub fn run_grid_observed(
 /// As [`run_grid`].
 pub fn run(loaded: &Loaded, jobs: usize) -> Result<SweepMap, ScenarioError> {
     let path = &loaded.path;
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-        file: path.clone(),
-        problems: vec![Problem {
-            path: String::new(),
-            line: None,
-            message: format!("cannot read the file: {e}"),
-        }],
+    let text = crate::files::read_text(path, crate::files::Input::SCENARIO).map_err(|e| {
+        ScenarioError {
+            file: path.clone(),
+            problems: vec![Problem {
+                path: String::new(),
+                line: None,
+                message: format!("cannot read the file: {e}"),
+            }],
+        }
     })?;
     Ok(run_grid(&grid(&text, path)?, jobs))
 }

@@ -1,7 +1,7 @@
 //! The example client: the seed's Go Redis lock (`TryAcquire` = `SET key value NX PX ttl`
 //! with a random value, `Release` = `EVAL` compare-and-delete, `Renew` = `EVAL`
 //! compare-and-pexpire) in async Rust over the runtime's `TcpStream`, and the workload loop
-//! lockstep's clients run (`models/src/workload.rs`: think, acquire, read storage, work,
+//! lockstep's clients run (`models/src/workload/mod.rs`: think, acquire, read storage, work,
 //! check validity, write value + 1 with the token, release), calling the recorder.
 //!
 //! Written once for every runtime ([`Sim`]). Nothing here knows it is under test except the

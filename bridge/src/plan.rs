@@ -218,7 +218,8 @@ impl Plan {
             problem,
         };
         let loaded = lockstep::load(path).map_err(|e| fail(e.to_string()))?;
-        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let text = lockstep::files::read_text(path, lockstep::files::Input::SCENARIO)
+            .map_err(|e| fail(e.to_string()))?;
         let table: toml::Table = text.parse().map_err(|e| fail(format!("{e}")))?;
         let plan = Plan::of(&loaded.scenario, &table, runtime).map_err(fail)?;
         Ok((loaded.scenario, plan))
@@ -388,7 +389,8 @@ impl Plan {
             return Err("workload.kind: the example client runs the counter workload".into());
         }
         for (index, sf) in scenario.faults.iter().enumerate() {
-            plan.add(index, sf, None)?;
+            let at = format!("fault[{}]", scenario.origin[index]);
+            plan.add(index, &at, sf, None)?;
         }
         Ok(plan)
     }
@@ -396,7 +398,7 @@ impl Plan {
     /// The plan of the run with `seed`: the file's faults and what the chaos profile draws
     /// for that seed (`Chaos::generate`, the draw of a native run with the same seed),
     /// numbered after the file's. A random partition shape (majority/minority, bridge,
-    /// ring) is resolved from the stream `bridge/chaos-shapes` of the seed, as the world
+    /// ring) is resolved from the stream `"bridge/chaos-shapes"` of the seed, as the world
     /// resolves it from its own fault stream when it applies one. Without a profile, the
     /// plan itself.
     pub fn at_seed(&self, seed: u64) -> Result<Plan, String> {
@@ -406,8 +408,13 @@ impl Plan {
         };
         let mut rng = Rng::fork(seed, "bridge/chaos-shapes");
         for (i, sf) in chaos.generate(seed).iter().enumerate() {
-            plan.add(self.file_faults + i, sf, Some(&mut rng))
-                .map_err(|e| format!("chaos (seed {seed}): {e}"))?;
+            plan.add(
+                self.file_faults + i,
+                &format!("chaos[{i}]"),
+                sf,
+                Some(&mut rng),
+            )
+            .map_err(|e| format!("chaos (seed {seed}): {e}"))?;
         }
         Ok(plan)
     }
@@ -416,16 +423,23 @@ impl Plan {
         self.names[node.0 as usize].clone()
     }
 
-    /// Plans one fault; `rng` (a chaos fault's) resolves a random partition shape.
+    /// Plans fault `index` of the schedule, `at` in errors (`fault[2]`, `chaos[0]`); `rng` (a
+    /// chaos fault's) resolves a random partition shape.
     fn add(
         &mut self,
         index: usize,
+        at: &str,
         sf: &ScheduledFault,
         rng: Option<&mut Rng>,
     ) -> Result<(), String> {
         let optional = rng.is_some();
-        let at = format!("fault[{index}]");
         let no = |why: &str| Err(format!("{at}: {why}"));
+        if let Some(role) = &sf.role {
+            return no(&format!(
+                "aimed at the {role}: the bridge's hosts do not say who plays a role; name \
+                 the node"
+            ));
+        }
         let pairs = |from: &[lockstep_sim::NodeId], to: &[lockstep_sim::NodeId]| {
             let mut v = Vec::new();
             for a in from {

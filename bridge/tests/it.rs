@@ -83,6 +83,15 @@ fn faults_turmoil_cannot_express_are_errors_naming_them() {
             "[[fault]]\non = { node = \"client-1\", mark = \"granted\" }\npause = { node = \"client-2\", for_ms = 5_000 }\n",
             "fault[0]: pause of client-2: turmoil cannot freeze a host",
         ),
+        (
+            "[[fault]]\nat_ms = 100\ncrash = { node = \"holder\" }\n",
+            "fault[0]: aimed at the holder: the bridge's hosts do not say who plays a role",
+        ),
+        (
+            // A group is one fault per node: the second names the same entry.
+            "[[fault]]\nat_ms = 100\nclock_step = { node = \"clients\", delta_ms = 5_000 }\n",
+            "fault[0]: clock fault on client-1",
+        ),
     ];
     common::refused(Runtime::Turmoil, &cases);
     // The catalogue's own clock-step scenario is refused the same way.

@@ -5,8 +5,8 @@
 //! simulator, so histories recorded from real systems can be judged by the same checker. Times
 //! are true time in integer nanoseconds since the start of the run.
 //!
-//! The exact meaning of every event is in `../shared/docs/checker.md`; where this module
-//! refines it, `docs/checker.md` of the project says so.
+//! The exact meaning of every event is in `docs/checker.md` ("Terms" and the checks), its
+//! written form in `docs/history.md`.
 
 use serde::{Deserialize, Serialize};
 
@@ -73,7 +73,7 @@ pub enum OpKind {
         base: u64,
     },
     /// The client installs its token as the resource's owner, so that its later write can be
-    /// a compare-and-set on it (antirez's alternative to fencing, failure catalogue K7).
+    /// a compare-and-set on it (antirez's alternative to fencing, K7 in docs/catalogue.md).
     Claim,
 }
 

@@ -321,13 +321,15 @@ const EVENT_KEYS: &[(&str, &[&str])] = &[
     ("nested", &["client"]),
 ];
 
-/// Reads a history from its text (UTF-8, one JSON object a line; blank lines are skipped).
+/// Reads a history from its text (UTF-8, one JSON object a line; blank lines are skipped; a
+/// leading byte-order mark is skipped, as RFC 8259 allows, since Windows editors write one).
 ///
 /// # Errors
 /// Every problem found, each with its line, in line order: a line that is not UTF-8 or not a
 /// JSON object, a missing header, a key missing, unknown or of the wrong type, a value out of
 /// range, a time before the previous event's or after the header's `end_ns`.
 pub fn parse(text: &[u8]) -> Result<Parsed, Vec<LineError>> {
+    let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
     let mut reader = Reader::default();
     let mut header_seen = false;
     for (i, raw) in text.split(|&b| b == b'\n').enumerate() {

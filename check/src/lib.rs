@@ -4,9 +4,8 @@
 //! systems as well as from the simulator. It must not depend on the simulator (`lockstep-sim`)
 //! nor on any lock model: the dependency direction is in ARCHITECTURE.md.
 //!
-//! Start reading at [`history`] (the events), then [`check`] (the definitions of
-//! `../shared/docs/checker.md` made exact; the project's `docs/checker.md` records every
-//! choice where that page is silent), then [`verdict`] (what a check returns; [`Verdict::explain`]
+//! Start reading at [`history`] (the events), then [`check`] (the definitions, as
+//! `docs/checker.md` states them), then [`verdict`] (what a check returns; [`Verdict::explain`]
 //! turns it into sentences).
 //!
 //! The checker decides with integers only (nanoseconds, parts per million) and iterates only

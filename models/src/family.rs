@@ -119,6 +119,30 @@ pub trait Service: Clone + Debug + Eq {
     fn on_reset(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>, peer: NodeId) {
         let _ = (env, peer);
     }
+    /// Whether this node plays `role` ([`played`]) now, by its own state: a fault aimed at
+    /// the role hits it (`lockstep_sim::Process::plays`). By default, none.
+    fn plays(&self, role: &str) -> bool {
+        let _ = role;
+        false
+    }
+}
+
+/// The roles a node plays at run time, by its own state, at which a scenario's fault may be
+/// aimed (`crash = { node = "leader" }`): the world resolves one to a node when the fault
+/// comes due (the newest claimant when several claim it). A family declares those its
+/// service nodes play ([`Family::played`]); every family's clients play [`played::HOLDER`].
+pub mod played {
+    /// The leader of a consensus group (a Raft leader: etcd, a ZooKeeper ensemble on the
+    /// shared Raft core, Consul's servers, the etcd behind Kubernetes' API servers).
+    pub const LEADER: &str = "leader";
+    /// A primary server: a Redis master (also a single instance), a PostgreSQL server not in
+    /// recovery.
+    pub const PRIMARY: &str = "primary";
+    /// A workload client in its critical section (from its grant to its exit, a leader's
+    /// whole term) or on a job.
+    pub const HOLDER: &str = "holder";
+    /// Every role any family's nodes play.
+    pub const ALL: &[&str] = &[LEADER, PRIMARY, HOLDER];
 }
 
 /// The resource kept by the lock service itself, for family `F`'s lock client.
@@ -158,6 +182,10 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     /// Its service nodes, named, with their roles, in node-id order: they come first in a
     /// world, before the storage and the clients.
     fn layout(&self) -> Vec<(String, Role)>;
+    /// The roles its service nodes play at run time ([`played`], [`Service::plays`]).
+    fn played(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// The names of its own node groups (its coordinators' `Role::Coordinator { group }`),
     /// which scenario files may name even when the group has no node.
     fn groups(&self) -> &'static [&'static str] {

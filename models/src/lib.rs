@@ -3,8 +3,8 @@
 //!
 //! A model reads only its own clocks through the context, draws only from its own stream and
 //! records history events of `lockstep-check`; it never reads true time, never does IO and
-//! never iterates a hash map. Each handler cites the behaviour of the real system it mirrors
-//! (`../shared/docs/semantics.md`).
+//! never iterates a hash map. Each handler cites the behaviour of the real system it mirrors:
+//! its source file, its documentation or the published report.
 //!
 //! Start reading at [`family`] (what a lock family is), then [`node`] (the process type of a
 //! family's world), [`workload`] (the client loop every family shares), [`lock`] (the

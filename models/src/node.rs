@@ -101,6 +101,8 @@ pub enum WorkTimer {
         /// The grant's sequence number.
         grant: u32,
     },
+    /// A client that starts late (`[workload.per_client]` `start_ms`) starts.
+    Start,
 }
 
 /// The message type of family `F`'s worlds.
@@ -146,7 +148,7 @@ impl<F: Family> Process for Node<F> {
     fn on_start(&mut self, env: &mut impl EnvOf<Self>) {
         match self {
             Node::Service(s) => s.on_start(&mut ServiceEnv::<_, F>::new(env)),
-            Node::Client(c) => c.on_start(env),
+            Node::Client(c) => c.on_first_start(env),
             Node::Storage(_) => {}
         }
     }
@@ -209,6 +211,14 @@ impl<F: Family> Process for Node<F> {
         // shutdowns are not modelled.
         if let Node::Client(c) = self {
             c.on_terminate(env);
+        }
+    }
+
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            Node::Service(s) => s.plays(role),
+            Node::Client(c) => role == crate::family::played::HOLDER && c.holds(),
+            Node::Storage(_) => false,
         }
     }
 

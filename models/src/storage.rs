@@ -8,8 +8,8 @@
 //!
 //! The compare-and-set mode is antirez's alternative for locks without ordered tokens: the
 //! holder first claims the resource with its random token, and its write is accepted only if
-//! that token is still the owner (failure catalogue K7). It orders writes by who claimed last,
-//! not by who was granted last.
+//! that token is still the owner (K7 in docs/catalogue.md). It orders writes by who claimed
+//! last, not by who was granted last.
 
 use std::collections::BTreeMap;
 

@@ -158,8 +158,9 @@ impl<F: Family> SystemSpec<F> {
         };
         let claim = self.resource == Resource::Storage(StorageMode::CasToken);
         for index in 1..=self.clients {
-            let mut client =
-                Client::new(self.workload.clone(), lock.clone(), place).claiming(claim);
+            let mut client = Client::new(self.workload.clone(), lock.clone(), place)
+                .claiming(claim)
+                .with_own(self.workload.client(index));
             if let Some(rw) = self.workload.read_write() {
                 client = client.accessing(rw.access_of(index));
             }
@@ -256,6 +257,9 @@ pub trait System: Debug + Send + Sync {
     fn layout(&self) -> Layout;
     /// Every mark its nodes reach.
     fn marks(&self) -> Vec<(&'static str, MarkSite)>;
+    /// The roles its nodes play at run time, which a fault may aim at: the family's
+    /// ([`Family::played`]) and the clients' [`crate::family::played::HOLDER`].
+    fn played(&self) -> Vec<&'static str>;
     /// The tokens its clients send.
     fn tokens(&self) -> Tokens;
     /// How long a grant lasts without renewal ([`Family::ttl`]).
@@ -287,6 +291,12 @@ impl<F: Family> System for SystemSpec<F> {
 
     fn marks(&self) -> Vec<(&'static str, MarkSite)> {
         SystemSpec::marks(self)
+    }
+
+    fn played(&self) -> Vec<&'static str> {
+        let mut roles = self.family.played().to_vec();
+        roles.push(crate::family::played::HOLDER);
+        roles
     }
 
     fn tokens(&self) -> Tokens {

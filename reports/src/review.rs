@@ -101,6 +101,51 @@ pub struct DesignInfo {
     pub property: String,
     /// The scenario file it starts from.
     pub file: String,
+    /// What its family offers against a holder that lost the lock, and what it uses: the
+    /// facts the advice for it comes from.
+    pub fencing: FencingSupport,
+}
+
+/// What a design's family offers against a holder that lost the lock, and what the design
+/// uses, as its family declares them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FencingSupport {
+    /// The family's name in sentences (`PostgreSQL`).
+    pub family_name: String,
+    /// What the design's clients send as tokens.
+    pub tokens: TokenKind,
+    /// The storage node's mode (`unfenced`, `fenced-writes`, `fenced-all`, `cas-token`), or
+    /// `None` when the family's service keeps the resource itself.
+    pub storage_mode: Option<String>,
+    /// The family's `model.fencing` values besides `none`.
+    pub offers: Vec<FencingValue>,
+    /// The `[storage]` keys of the family's own mode (`guard`): how its service checks a write
+    /// to the resource it keeps.
+    pub guard_keys: Vec<String>,
+}
+
+/// What a design's clients send as fencing tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenKind {
+    /// No token.
+    None,
+    /// Numbers storage may compare by size.
+    Ordered,
+    /// Random values, for compare-and-set storage only.
+    Random,
+}
+
+/// A value of a family's `model.fencing` key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FencingValue {
+    /// The value, as scenario files write it (`incr`).
+    pub name: String,
+    /// What the token is (`the lock key's create revision`).
+    pub what: String,
+    /// Storage can compare it by size (fenced storage); otherwise it is a random value, for
+    /// compare-and-set storage.
+    pub ordered: bool,
 }
 
 /// One design under one fault class, over the review's seeds.
@@ -114,9 +159,11 @@ pub struct ReviewCell {
     pub runs: u64,
     /// Runs whose property was violated.
     pub invalid: u64,
-    /// Runs the checker could not judge.
+    /// Runs the checker could not judge: they ended `unknown`, stopped by their event,
+    /// memory or wall-clock bound before their end. A cell with any is never called safe.
     pub unknown: u64,
-    /// The 95% Wilson interval of `invalid / runs`.
+    /// The 95% Wilson interval of `invalid` over the runs judged (`runs - unknown`); `(0, 1)`
+    /// when none was.
     pub ci95: (f64, f64),
     /// Runs with two holders at once.
     pub double_holders: u64,
@@ -155,6 +202,19 @@ pub struct Example {
     pub reproduce: String,
 }
 
+/// What the review may call a cell or a design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Standing {
+    /// Every run was judged and none violated the property.
+    Safe,
+    /// A run violated the property.
+    Violated,
+    /// No run judged violated the property, but some ended `unknown` (or none ran): not
+    /// enough data to call it safe.
+    Unknown,
+}
+
 /// A design's figures over every class.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DesignFigures {
@@ -162,6 +222,10 @@ pub struct DesignFigures {
     pub runs: u64,
     /// Violations over every class.
     pub invalid: u64,
+    /// Runs that ended `unknown` over every class: not judged.
+    pub unknown: u64,
+    /// The classes with a run that ended `unknown` or with no run, in column order.
+    pub unjudged: Vec<usize>,
     /// The classes with a violation, in column order.
     pub broken: Vec<usize>,
     /// The class with the highest violation rate, if any broke it.
@@ -183,21 +247,53 @@ pub struct DesignFigures {
 }
 
 impl ReviewCell {
-    /// The share of its runs whose property was violated (0 without runs).
+    /// The runs the checker judged: those that did not end `unknown`.
+    pub fn judged(&self) -> u64 {
+        self.runs.saturating_sub(self.unknown)
+    }
+
+    /// The share of its judged runs whose property was violated (0 without any).
     pub fn rate(&self) -> f64 {
-        self.invalid as f64 / self.runs.max(1) as f64
+        self.invalid as f64 / self.judged().max(1) as f64
+    }
+
+    /// Violated with any violation; else safe only when it ran and judged every run.
+    pub fn standing(&self) -> Standing {
+        if self.invalid > 0 {
+            Standing::Violated
+        } else if self.runs == 0 || self.unknown > 0 {
+            Standing::Unknown
+        } else {
+            Standing::Safe
+        }
     }
 }
 
 impl DesignFigures {
-    /// The share of its runs, over every class, whose property was violated.
-    pub fn rate(&self) -> f64 {
-        self.invalid as f64 / self.runs.max(1) as f64
+    /// The runs judged over every class.
+    pub fn judged(&self) -> u64 {
+        self.runs.saturating_sub(self.unknown)
     }
 
-    /// No violation in any class, and every class ran.
+    /// The share of its judged runs, over every class, whose property was violated.
+    pub fn rate(&self) -> f64 {
+        self.invalid as f64 / self.judged().max(1) as f64
+    }
+
+    /// No violation in any class, and every class ran and judged every run.
     pub fn safe(&self) -> bool {
-        self.invalid == 0 && self.runs > 0
+        self.standing() == Standing::Safe
+    }
+
+    /// Violated with any violation; else safe only when every class judged every run.
+    pub fn standing(&self) -> Standing {
+        if self.invalid > 0 {
+            Standing::Violated
+        } else if self.runs == 0 || !self.unjudged.is_empty() {
+            Standing::Unknown
+        } else {
+            Standing::Safe
+        }
     }
 }
 
@@ -243,6 +339,12 @@ impl Review {
         DesignFigures {
             runs: sum(|c| c.runs),
             invalid: sum(|c| c.invalid),
+            unknown: sum(|c| c.unknown),
+            unjudged: cells
+                .iter()
+                .filter(|c| c.runs == 0 || c.unknown > 0)
+                .map(|c| c.class)
+                .collect(),
             broken,
             worst,
             worst_ci_high: cells.iter().map(|c| c.ci95.1).fold(0.0, f64::max),
@@ -337,23 +439,39 @@ impl Review {
                 ));
             }
         } else {
+            // Only a design whose every run was judged is named: a rate over some of its runs
+            // says nothing of the others.
+            let some_unknown =
+                (0..self.designs.len()).any(|d| self.figures(d).standing() == Standing::Unknown);
             let least = (0..self.designs.len())
+                .filter(|&d| self.figures(d).unjudged.is_empty())
                 .min_by(|&a, &b| {
                     let (fa, fb) = (self.figures(a), self.figures(b));
                     fa.rate()
                         .total_cmp(&fb.rate())
                         .then(fa.broken.len().cmp(&fb.broken.len()))
                         .then(a.cmp(&b))
-                })
-                .expect("a design");
-            let f = self.figures(least);
-            out.push(format!(
-                "No design is safe under every fault class. The least bad is {}: violated in {} \
-                 of its runs, under {}.",
-                name(least),
-                percent(f.rate()),
-                self.class_list(&f.broken)
-            ));
+                });
+            let none = if some_unknown {
+                "No design is known to be safe under every fault class."
+            } else {
+                "No design is safe under every fault class."
+            };
+            match least {
+                Some(least) => {
+                    let f = self.figures(least);
+                    out.push(format!(
+                        "{none} The least bad is {}: violated in {} of its runs, under {}.",
+                        name(least),
+                        percent(f.rate()),
+                        self.class_list(&f.broken)
+                    ));
+                }
+                None => out.push(format!(
+                    "{none} None can be recommended: every design has runs that ended unknown, \
+                     which were not judged."
+                )),
+            }
         }
         for d in 0..self.designs.len() {
             let f = self.figures(d);
@@ -361,7 +479,7 @@ impl Review {
                 continue;
             }
             let Some(worst) = f.worst else {
-                out.push(format!("{} ran no seed.", name(d)));
+                out.push(self.unknown_sentence(d, &f));
                 continue;
             };
             let cell = self.cell(d, worst);
@@ -379,9 +497,71 @@ impl Review {
             }
             s.push_str(". ");
             s.push_str(&self.remedy(d, &f, &safe));
+            if f.unknown > 0 {
+                let _ = write!(
+                    s,
+                    " {} of its {} runs ended unknown and were not judged ({}).",
+                    f.unknown,
+                    f.runs,
+                    self.unknown_list(d, &f.unjudged)
+                );
+            }
             out.push(s);
         }
         out
+    }
+
+    /// Why design `d`, with no violation, is not called safe: the runs that ended unknown, or
+    /// none at all.
+    fn unknown_sentence(&self, d: usize, f: &DesignFigures) -> String {
+        let name = &self.designs[d].name;
+        if f.runs == 0 {
+            return format!("\u{201c}{name}\u{201d} ran no seed: it is unknown, not safe.");
+        }
+        let judged = match f.judged() {
+            0 => String::new(),
+            n => format!("; the {n} it judged had no violation"),
+        };
+        format!(
+            "\u{201c}{name}\u{201d} is unknown, not safe: {} of its {} runs ended unknown ({}), \
+             stopped by their event, memory or wall-clock bound before their end \
+             (scenario.max_events, scenario.memory_budget_mb, scenario.wall_budget_ms), so the \
+             checker could not judge them{judged}.",
+            f.unknown,
+            f.runs,
+            self.unknown_list(d, &f.unjudged),
+        )
+    }
+
+    /// `pause 3 of 3, crash 1 of 3`: the unknown runs of design `d` in `classes`, by the
+    /// matrix's column headings.
+    fn short_unknown_list(&self, d: usize, classes: &[usize]) -> String {
+        classes
+            .iter()
+            .map(|&c| {
+                let cell = self.cell(d, c);
+                format!(
+                    "{} {} of {}",
+                    self.classes[c].short, cell.unknown, cell.runs
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `process pauses: 3 of 3, crashes: 1 of 3`: the unknown runs of design `d` in `classes`.
+    fn unknown_list(&self, d: usize, classes: &[usize]) -> String {
+        classes
+            .iter()
+            .map(|&c| {
+                let cell = self.cell(d, c);
+                format!(
+                    "{}: {} of {}",
+                    self.classes[c].title, cell.unknown, cell.runs
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// What an unsafe design would need, from the kinds of its violations and the classes
@@ -396,10 +576,9 @@ impl Review {
                     self.designs[s].name
                 )
             });
+        let fx = &self.designs[d].fencing;
         let mut s = if f.stale_accepted > 0 || f.lost_updates > 0 {
-            let mut s = "Stale writes reached the data: it needs fencing tokens that the storage \
-                         checks, so a holder that lost the lock cannot write."
-                .to_string();
+            let mut s = format!("Stale writes reached the data{}", stale_remedy(fx, f));
             if let Some(t) = &same_family_safe {
                 s.push_str(t);
             }
@@ -409,9 +588,14 @@ impl Review {
              that survives the faults that broke it."
                 .to_string()
         } else if f.double_holders > 0 {
-            "Two clients held the lock at once: without fencing, any effect outside the storage \
-             can happen twice."
-                .to_string()
+            match fx.tokens {
+                TokenKind::None => "Two clients held the lock at once: without fencing, any \
+                                    effect outside the storage can happen twice."
+                    .to_string(),
+                TokenKind::Ordered | TokenKind::Random => "Two clients held the lock at once: \
+                    its tokens guard the storage, but any effect outside it can happen twice."
+                    .to_string(),
+            }
         } else {
             "Its runs were judged invalid.".to_string()
         };
@@ -452,11 +636,13 @@ impl Review {
         )
     }
 
-    /// The command that writes the HTML page.
+    /// The command that writes the HTML page: the review's file and seeds, whether they came
+    /// from the file or from `--seeds`.
     fn page_command(&self) -> String {
         format!(
-            "lockstep review {} --out review.html",
-            shell_word(&self.file)
+            "lockstep review {} --seeds {} --out review.html",
+            shell_word(&self.file),
+            self.seeds.count
         )
     }
 
@@ -466,10 +652,14 @@ impl Review {
         struct Json<'a> {
             #[serde(flatten)]
             review: &'a Review,
+            standing: Vec<Standing>,
             recommendation: Vec<String>,
         }
         serde_json::to_string_pretty(&Json {
             review: self,
+            standing: (0..self.designs.len())
+                .map(|d| self.figures(d).standing())
+                .collect(),
             recommendation: self.recommendation(),
         })
         .expect("a review serialises")
@@ -497,10 +687,32 @@ impl Review {
             let label = format!("{}. {}", d + 1, design.name);
             let _ = write!(out, "{:<name_width$}", one_line(&label, name_width - 1));
             for c in 0..self.classes.len() {
-                let cell = self.cell(d, c);
-                let _ = write!(out, " {:>9}", percent_at_a_glance(cell.invalid, cell.runs));
+                let _ = write!(out, " {:>9}", glance(self.cell(d, c)));
             }
             out.push('\n');
+        }
+        let unjudged: Vec<String> = (0..self.designs.len())
+            .filter_map(|d| {
+                let f = self.figures(d);
+                (f.unknown > 0).then(|| {
+                    format!(
+                        "{}. {}: {}",
+                        d + 1,
+                        one_line(&self.designs[d].name, 40),
+                        self.short_unknown_list(d, &f.unjudged)
+                    )
+                })
+            })
+            .collect();
+        if !unjudged.is_empty() {
+            out.push_str(
+                "? runs that ended unknown, not judged (a cell with any is never called safe):\n",
+            );
+            for u in unjudged {
+                for line in wrap(&u, WIDTH - 2) {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
         }
         out.push_str("\nrecommendation\n");
         for s in self.recommendation() {
@@ -519,7 +731,14 @@ impl Review {
                     self.classes[e.class].name,
                     e.seed
                 );
-                let _ = writeln!(out, "   {}", e.reproduce);
+                // A command of two steps on two lines, as a shell takes it (`&&` ends the first),
+                // so that it fits the width.
+                let steps: Vec<&str> = e.reproduce.split(" && ").collect();
+                for (i, step) in steps.iter().enumerate() {
+                    let indent = if i == 0 { "   " } else { "     " };
+                    let and = if i + 1 < steps.len() { " &&" } else { "" };
+                    let _ = writeln!(out, "{indent}{step}{and}");
+                }
             }
         }
         let _ = writeln!(
@@ -568,12 +787,13 @@ impl Review {
             let _ = write!(out, "| {}. {} |", d + 1, md(&design.name));
             for c in 0..self.classes.len() {
                 let cell = self.cell(d, c);
-                let mark = if cell.invalid > 0 { "🟥 " } else { "" };
-                let _ = write!(
-                    out,
-                    " {mark}{} |",
-                    md(&percent_at_a_glance(cell.invalid, cell.runs))
-                );
+                let mark = match cell.standing() {
+                    Standing::Violated => "🟥 ",
+                    Standing::Unknown => "❔ ",
+                    Standing::Safe => "",
+                };
+                let note = unknown_note(cell).map_or(String::new(), |n| format!(", {n}"));
+                let _ = write!(out, " {mark}{}{} |", md(&label(cell)), md(&note));
             }
             out.push('\n');
         }
@@ -585,7 +805,7 @@ impl Review {
                 "| {}. {} | {} | {} | {} |",
                 d + 1,
                 md(&self.designs[d].name),
-                md(&percent(f.rate())),
+                md(&violated(&f)),
                 md(&f.p99_ms.map_or("-".to_string(), ms)),
                 md(&f.availability.map_or("-".to_string(), percent)),
             );
@@ -608,7 +828,7 @@ impl Review {
                 let _ = writeln!(tail, "\n{}", markdown_code(&e.reproduce));
             }
         }
-        tail.push_str("\n## Details by family\n\n| design | family | system | storage | property | runs | violated | double holders | stale writes | lost updates | no recovery |\n|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+        tail.push_str("\n## Details by family\n\n| design | family | system | storage | property | runs | unknown | violated | double holders | stale writes | lost updates | no recovery |\n|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for d in self.by_family() {
             let design = &self.designs[d];
             let f = self.figures(d);
@@ -617,7 +837,7 @@ impl Review {
                 .sum();
             let _ = writeln!(
                 tail,
-                "| {}. {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {}. {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 d + 1,
                 md(&design.name),
                 md(&design.family),
@@ -625,6 +845,7 @@ impl Review {
                 md(&design.storage),
                 md(&design.property),
                 f.runs,
+                f.unknown,
                 f.invalid,
                 f.double_holders,
                 f.stale_accepted,
@@ -704,8 +925,10 @@ impl Review {
     fn html_matrix(&self, out: &mut String) {
         out.push_str("<section id=\"matrix\">\n<h2>Violation rate by fault class</h2>\n");
         out.push_str(
-            "<p class=\"meta\">The share of seeds whose property was violated, with its 95% \
-             Wilson interval beneath.</p>\n",
+            "<p class=\"meta\">The share of the seeds judged whose property was violated, with \
+             its 95% Wilson interval beneath. A run that ended unknown (stopped by its event, \
+             memory or wall-clock bound) is not judged: a cell with any is counted beneath, \
+             yellow when nothing judged was violated, and never called safe.</p>\n",
         );
         out.push_str("<table class=\"matrix\">\n<thead>\n<tr><th>design</th>");
         for c in &self.classes {
@@ -722,16 +945,27 @@ impl Review {
             );
             for c in 0..self.classes.len() {
                 let cell = self.cell(d, c);
+                let note = unknown_note(cell);
                 let _ = write!(
                     out,
-                    "<td class=\"rate\" style=\"background:{}\" title=\"{} of {} runs violated\">{}\
-                     <div class=\"ci\">{}</div></td>",
-                    colour(cell.rate(), cell.invalid),
+                    "<td class=\"rate\" style=\"background:{}\" title=\"{} of {} runs judged violated{}\">{}\
+                     <div class=\"ci\">{}</div>",
+                    colour(cell),
                     cell.invalid,
-                    cell.runs,
-                    esc(&percent_at_a_glance(cell.invalid, cell.runs)),
-                    esc(&interval(cell.ci95))
+                    cell.judged(),
+                    note.as_ref()
+                        .map_or(String::new(), |n| format!("; {n}, not judged")),
+                    esc(&label(cell)),
+                    if cell.judged() > 0 {
+                        esc(&interval(cell.ci95))
+                    } else {
+                        "–".to_string()
+                    }
                 );
+                if let Some(n) = note {
+                    let _ = write!(out, "<div class=\"unknown\">{}</div>", esc(&n));
+                }
+                out.push_str("</td>");
             }
             out.push_str("</tr>\n");
         }
@@ -777,7 +1011,7 @@ impl Review {
         out.push_str("<section id=\"details\">\n<h2>Details by family</h2>\n");
         out.push_str(
             "<table class=\"details\">\n<thead>\n<tr><th>design</th><th>family</th><th>system</th>\
-             <th>storage</th><th>property</th><th>runs</th><th>violated</th><th>double holders</th>\
+             <th>storage</th><th>property</th><th>runs</th><th>unknown</th><th>violated</th><th>double holders</th>\
              <th>stale writes</th><th>lost updates</th><th>no recovery</th><th>acquire p99</th>\
              <th>available</th><th>file</th></tr>\n</thead>\n<tbody>\n",
         );
@@ -790,7 +1024,8 @@ impl Review {
             let _ = writeln!(
                 out,
                 "<tr><td>{}. {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td>\
                  <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
                  <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"file\">{}</td></tr>",
                 d + 1,
@@ -800,6 +1035,7 @@ impl Review {
                 esc(&design.storage),
                 esc(&design.property),
                 f.runs,
+                f.unknown,
                 f.invalid,
                 f.double_holders,
                 f.stale_accepted,
@@ -919,16 +1155,23 @@ impl Review {
                 };
                 let Some(x) = x else { continue };
                 let r = f.rate();
-                let fill = if f.safe() { "#2da44e" } else { "#cf222e" };
+                let (fill, state) = match f.standing() {
+                    Standing::Safe => ("#2da44e", format!("{} violated", percent(r))),
+                    Standing::Violated => ("#cf222e", format!("{} violated", percent(r))),
+                    Standing::Unknown => (
+                        "#bf8700",
+                        format!("unknown, {} of {} runs not judged", f.unknown, f.runs),
+                    ),
+                };
                 let _ = write!(
                     out,
-                    "<g class=\"point\"><title>{}. {}: {} violated</title>\
+                    "<g class=\"point\"><title>{}. {}: {}</title>\
                      <circle cx=\"{x:.1}\" cy=\"{:.1}\" r=\"8\" fill=\"{fill}\" fill-opacity=\"0.8\"/>\
                      <text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#fff\" \
                      text-anchor=\"middle\">{}</text></g>",
                     d + 1,
                     esc(&self.designs[d].name),
-                    esc(&percent(r)),
+                    esc(&state),
                     y(r),
                     y(r) + 3.5,
                     d + 1
@@ -938,6 +1181,79 @@ impl Review {
         }
         out.push_str("</svg>\n");
         out
+    }
+}
+
+/// What a design whose stale writes reached the data would need, from what its family offers
+/// and what it uses: the rest of the sentence after "Stale writes reached the data".
+fn stale_remedy(fx: &FencingSupport, f: &DesignFigures) -> String {
+    let family = &fx.family_name;
+    let ordered: Vec<String> = fx
+        .offers
+        .iter()
+        .filter(|v| v.ordered)
+        .map(|v| format!("{} (model.fencing = \"{}\")", v.what, v.name))
+        .collect();
+    let random: Vec<String> = fx
+        .offers
+        .iter()
+        .filter(|v| !v.ordered)
+        .map(|v| format!("{} (model.fencing = \"{}\")", v.what, v.name))
+        .collect();
+    let Some(mode) = &fx.storage_mode else {
+        // The family's service keeps the resource: the check is its write's own.
+        let mut s = format!(
+            " {family} keeps itself: its write did not check that the writer still held the lock"
+        );
+        match fx.guard_keys.as_slice() {
+            [] => s.push('.'),
+            keys => {
+                let _ = write!(
+                    s,
+                    "; the [storage] key{} {} set{} that check.",
+                    plural(keys.len()),
+                    keys.join(", "),
+                    if keys.len() == 1 { "s" } else { "" }
+                );
+            }
+        }
+        if fx.offers.is_empty() {
+            let _ = write!(
+                s,
+                " {family} gives no fencing token for another storage to check."
+            );
+        }
+        return s;
+    };
+    match (mode.as_str(), fx.tokens) {
+        ("unfenced", TokenKind::None) if !ordered.is_empty() => format!(
+            ": it needs fencing tokens that the storage checks, so a holder that lost the lock \
+             cannot write. {family} gives {}, for [storage] mode = \"fenced-all\".",
+            ordered.join(" or ")
+        ),
+        ("unfenced", TokenKind::None) if !random.is_empty() => format!(
+            ": it needs a token that the storage checks, so a holder that lost the lock cannot \
+             write. {family} gives {}, which [storage] mode = \"cas-token\" checks.",
+            random.join(" or ")
+        ),
+        ("unfenced", TokenKind::None) => format!(
+            ": {family} gives no fencing token, so no storage can refuse a holder that lost the \
+             lock."
+        ),
+        ("unfenced", TokenKind::Ordered) => ": its clients send fencing tokens, but the storage \
+            does not check them; [storage] mode = \"fenced-all\" would."
+            .to_string(),
+        ("unfenced", TokenKind::Random) => ": its clients send a token, but the storage does \
+            not check it; [storage] mode = \"cas-token\" would."
+            .to_string(),
+        ("fenced-writes", _) if f.stale_accepted == 0 => ": the storage checks tokens on \
+            writes only, so a stale read led to a lost update; [storage] mode = \"fenced-all\" \
+            checks reads too."
+            .to_string(),
+        (mode, _) => format!(
+            " although the storage checks tokens (mode = \"{mode}\"): a holder that lost the \
+             lock still wrote."
+        ),
     }
 }
 
@@ -969,14 +1285,56 @@ fn ms(v: f64) -> String {
     }
 }
 
-/// A cell's colour: green without violation, from light to deep red with the rate.
-fn colour(rate: f64, invalid: u64) -> &'static str {
-    match (invalid, rate) {
-        (0, _) => "#dafbe1",
+/// A cell's colour: green when safe, yellow when unknown, from light to deep red with the
+/// rate when violated.
+fn colour(cell: &ReviewCell) -> &'static str {
+    match (cell.standing(), cell.rate()) {
+        (Standing::Safe, _) => "#dafbe1",
+        (Standing::Unknown, _) => "#fff8c5",
         (_, r) if r < 0.01 => "#ffebe9",
         (_, r) if r < 0.05 => "#ffcecb",
         (_, r) if r < 0.2 => "#ff8182",
         _ => "#fa4549",
+    }
+}
+
+/// A cell's share of judged runs violated, at a glance: `unknown` when none was judged, `–`
+/// without runs.
+fn label(cell: &ReviewCell) -> String {
+    if cell.runs > 0 && cell.judged() == 0 {
+        "unknown".to_string()
+    } else {
+        percent_at_a_glance(cell.invalid, cell.judged())
+    }
+}
+
+/// A cell in the terminal's matrix: its [`label`], with `?` when some of its runs ended
+/// unknown.
+fn glance(cell: &ReviewCell) -> String {
+    let l = label(cell);
+    if cell.unknown > 0 && cell.judged() > 0 {
+        format!("{l}?")
+    } else {
+        l
+    }
+}
+
+/// `3 of 40 runs unknown`, for a cell with runs that ended unknown.
+fn unknown_note(cell: &ReviewCell) -> Option<String> {
+    (cell.unknown > 0).then(|| format!("{} of {} runs unknown", cell.unknown, cell.runs))
+}
+
+/// A design's share of judged runs violated, with its unknown runs: `1.8%`, `0.0%, 3 of 120
+/// runs unknown`, `unknown` when none was judged.
+fn violated(f: &DesignFigures) -> String {
+    if f.runs > 0 && f.judged() == 0 {
+        return "unknown".to_string();
+    }
+    let p = percent(f.rate());
+    if f.unknown > 0 {
+        format!("{p}, {} of {} runs unknown", f.unknown, f.runs)
+    } else {
+        p
     }
 }
 
@@ -1045,7 +1403,7 @@ th, td { border: 1px solid #d0d7de; padding: 0.3em 0.5em; text-align: left; vert
 th { background: #f6f8fa; }
 td.rate, td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.rate { min-width: 5em; font-weight: 600; }
-td.rate .ci { font-weight: 400; font-size: 0.75em; color: #57606a; }
+td.rate .ci, td.rate .unknown { font-weight: 400; font-size: 0.75em; color: #57606a; }
 section.example { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5em 1em 1em; margin: 1em 0; }
 .timeline { overflow-x: auto; margin-top: 0.5em; }
 ";
@@ -1070,6 +1428,17 @@ mod tests {
             storage: "unfenced".into(),
             property: "resource".into(),
             file: format!("scenarios/{family}.toml"),
+            fencing: FencingSupport {
+                family_name: family.to_uppercase(),
+                tokens: TokenKind::None,
+                storage_mode: Some("unfenced".into()),
+                offers: vec![FencingValue {
+                    name: "seq".into(),
+                    what: "a sequence number".into(),
+                    ordered: true,
+                }],
+                guard_keys: vec![],
+            },
         }
     }
 
@@ -1223,13 +1592,82 @@ mod tests {
             assert!(line.chars().count() <= WIDTH, "{line}");
         }
         assert!(
-            table.contains("'reviews/ledger review.toml' --out review.html"),
+            table.contains("'reviews/ledger review.toml' --seeds 100 --out review.html"),
             "{table}"
         );
         let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
         assert_eq!(
             json["recommendation"][0].as_str().unwrap(),
             r.recommendation()[0]
+        );
+    }
+
+    #[test]
+    fn a_design_with_unknown_runs_is_never_called_safe() {
+        // B (the cheapest) has no violation, but under clock steps 30 of its 100 runs ended
+        // unknown; A's fence judged every run.
+        let mut r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 9.0, 5.0], true);
+        r.cells[5].unknown = 30;
+        r.cells[5].ci95 = (0.0, 0.052);
+        assert_eq!(r.cells[5].standing(), Standing::Unknown);
+        assert_eq!(r.figures(2).standing(), Standing::Unknown);
+        assert_eq!(r.safe_by_cost(), [1]);
+        let rec = r.recommendation();
+        assert!(rec[0].starts_with("Use “Lock A + fence”"), "{rec:?}");
+        let b = rec.iter().find(|s| s.starts_with("“Lock B”")).expect("b");
+        assert!(
+            b.starts_with(
+                "“Lock B” is unknown, not safe: 30 of its 200 runs ended unknown (clock steps: \
+                 30 of 100)"
+            ),
+            "{b}"
+        );
+        assert!(!rec.iter().any(|s| s.contains("Also safe")), "{rec:?}");
+        // Every output says how many runs were unknown.
+        let table = r.table();
+        assert!(table.contains("3. Lock B"), "{table}");
+        assert!(table.contains("0%?"), "{table}");
+        assert!(table.contains("3. Lock B: clock-ste 30 of 100"), "{table}");
+        let md = r.markdown();
+        assert!(md.contains("❔ 0%, 30 of 100 runs unknown"), "{md}");
+        let html = r.html(&[]);
+        assert!(html.contains("<div class=\"unknown\">30 of 100 runs unknown</div>"));
+        let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(json["cells"][5]["unknown"], 30);
+        assert_eq!(
+            json["standing"],
+            serde_json::json!(["violated", "safe", "unknown"])
+        );
+        // With every run of B unknown, the cell says so rather than 0%.
+        r.cells[5].unknown = 100;
+        assert!(r.table().contains("unknown"), "{}", r.table());
+        assert!(r.markdown().contains("❔ unknown, 100 of 100 runs unknown"));
+        // A violated design with unknown runs is never named the least bad: only designs
+        // whose every run was judged are.
+        let mut r = review(&[[12, 1], [0, 2], [0, 3]], &[3.0, 9.0, 5.0], true);
+        r.cells[2].unknown = 50;
+        r.cells[3].unknown = 50;
+        let rec = r.recommendation();
+        assert!(
+            rec[0].starts_with(
+                "No design is safe under every fault class. The least bad is “Lock B”"
+            ),
+            "{rec:?}"
+        );
+        assert!(
+            rec.iter().any(
+                |s| s.starts_with("“Lock A + fence” breaks under clock steps")
+                    && s.contains("100 of its 200 runs ended unknown and were not judged")
+            ),
+            "{rec:?}"
+        );
+        for cell in &mut r.cells {
+            cell.unknown = 10;
+        }
+        assert!(
+            r.recommendation()[0].contains("None can be recommended"),
+            "{:?}",
+            r.recommendation()
         );
     }
 

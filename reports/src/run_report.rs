@@ -169,22 +169,28 @@ impl Counter {
     }
 }
 
-/// A fault placed on a mark that did not fire in the run.
+/// A fault that did not fire in the run: placed on a mark that was not reached, or aimed at
+/// a role nobody played once it came due.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Unfired {
     /// Which fault: `fault[i]` for the file's `i`-th `[[fault]]`, `chaos[k]` for the `k`-th
     /// fault the chaos profile drew, `schedule[i]` in a schedule of another origin (a shrink).
     pub fault: String,
-    /// The node whose mark it waited for.
-    pub node: String,
-    /// The mark.
-    pub mark: String,
-    /// The occurrence it waited for.
+    /// The node whose mark it waited for; null for a fault aimed at a role.
+    pub node: Option<String>,
+    /// The mark; null for a fault aimed at a role.
+    pub mark: Option<String>,
+    /// The occurrence it waited for (0 for a fault aimed at a role).
     pub occurrence: u32,
-    /// How many times the node reached the mark in the run.
+    /// How many times the node reached the mark in the run (0 for a fault aimed at a role).
     pub reached: u32,
     /// When the trigger lapsed (`before_ms`), if the run got that far; null otherwise.
     pub lapsed_ms: Option<f64>,
+    /// The role it was aimed at, which no node played from `due_ms` to the end of the run;
+    /// null for a mark's trigger that was not reached.
+    pub role: Option<String>,
+    /// When it came due, for a fault aimed at a role; null otherwise.
+    pub due_ms: Option<f64>,
     /// True when the file lets it not fire (`optional = true`), and for the chaos profile's.
     pub optional: bool,
     /// Its place in the run's schedule, from 0.
@@ -195,7 +201,13 @@ pub struct Unfired {
 impl Unfired {
     /// Why it did not fire, in a few words: `client-1 reached `granted` 3 times, not 5`.
     pub fn why(&self) -> String {
-        let (node, mark, occurrence) = (&self.node, &self.mark, self.occurrence);
+        if let Some(role) = &self.role {
+            let due = self.due_ms.unwrap_or(0.0);
+            return format!("no node was the {role} from {due} ms, when it came due, to the end");
+        }
+        let node = self.node.as_deref().unwrap_or("?");
+        let mark = self.mark.as_deref().unwrap_or("?");
+        let occurrence = self.occurrence;
         match (self.lapsed_ms, self.reached) {
             (Some(at), _) => {
                 format!(

@@ -8,7 +8,7 @@
 //! (when will the clock read `x`?) rounds up, so a timer never fires before its deadline.
 //!
 //! The world re-arms a node's pending timers whenever one of these changes, because the true
-//! time at which a local deadline falls has moved (docs/semantics.md, clock legend).
+//! time at which a local deadline falls has moved.
 
 use serde::{Deserialize, Serialize};
 

@@ -137,6 +137,32 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// The same fault on `node` instead of the node it names: a fault on one process or its
+    /// clocks, or a partition that isolates one node. `None` for the others, which cannot be
+    /// aimed at a role.
+    pub fn aimed_at(&self, node: NodeId) -> Option<Fault> {
+        let mut f = self.clone();
+        match &mut f {
+            Fault::Pause { node: n, .. }
+            | Fault::Resume { node: n }
+            | Fault::Crash { node: n, .. }
+            | Fault::Terminate { node: n, .. }
+            | Fault::Restart { node: n }
+            | Fault::ClockStep { node: n, .. }
+            | Fault::ClockSlew { node: n, .. }
+            | Fault::ClockDrift { node: n, .. }
+            | Fault::ClockStrobe { node: n, .. }
+            | Fault::Partition {
+                shape: Shape::Isolate { node: n },
+                ..
+            } => *n = node,
+            Fault::Partition { .. } | Fault::Heal | Fault::Delay { .. } | Fault::Degrade { .. } => {
+                return None;
+            }
+        }
+        Some(f)
+    }
+
     /// The nodes this fault names.
     pub fn nodes(&self) -> Vec<NodeId> {
         match self {
@@ -184,22 +210,40 @@ pub enum When {
     },
 }
 
-/// A fault scheduled on a mark that did not fire in a run: its node never reached the mark's
-/// `occurrence`-th time, or the trigger lapsed first.
+/// A scheduled fault that did not fire in a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unfired {
     /// Its place among the faults the world was given, from 0, in the order given.
     pub index: usize,
-    /// The node whose code was to reach the mark.
-    pub node: NodeId,
-    /// The mark.
-    pub mark: String,
-    /// The occurrence that was to fire it.
-    pub occurrence: u32,
-    /// How many times the node reached the mark in the run.
-    pub reached: u32,
-    /// The trigger's lapse time, when the run got that far.
-    pub lapsed: Option<Time>,
+    /// Why it did not fire.
+    pub why: Unreached,
+}
+
+/// Why a scheduled fault did not fire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unreached {
+    /// Scheduled on a mark: its node never reached the mark's `occurrence`-th time, or the
+    /// trigger lapsed first.
+    Mark {
+        /// The node whose code was to reach the mark.
+        node: NodeId,
+        /// The mark.
+        mark: String,
+        /// The occurrence that was to fire it.
+        occurrence: u32,
+        /// How many times the node reached the mark in the run.
+        reached: u32,
+        /// The trigger's lapse time, when the run got that far.
+        lapsed: Option<Time>,
+    },
+    /// Aimed at a role ([`ScheduledFault::role`]): it came due at `since` and no node played
+    /// the role from then to the end of the run.
+    Role {
+        /// The role.
+        role: String,
+        /// When it came due.
+        since: Time,
+    },
 }
 
 /// A fault and when it happens.
@@ -209,6 +253,39 @@ pub struct ScheduledFault {
     pub when: When,
     /// What.
     pub fault: Fault,
+    /// Aimed at a role rather than a node: when the fault comes due, it hits whichever node
+    /// plays `role` then ([`crate::Process::plays`]; the newest claimant when several do),
+    /// in place of the node the fault names ([`Fault::aimed_at`]); when none does, it waits
+    /// until one does. Only faults on one node and partitions that isolate one can be aimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
+impl ScheduledFault {
+    /// `fault` at `when`, on the node it names.
+    pub fn new(when: When, fault: Fault) -> ScheduledFault {
+        ScheduledFault {
+            when,
+            fault,
+            role: None,
+        }
+    }
+
+    /// `fault` at `when`, aimed at whichever node plays `role` when it comes due.
+    ///
+    /// # Panics
+    /// When `fault` cannot be aimed ([`Fault::aimed_at`]).
+    pub fn aimed(when: When, fault: Fault, role: &str) -> ScheduledFault {
+        assert!(
+            fault.aimed_at(NodeId(0)).is_some(),
+            "{fault:?} cannot be aimed at a role"
+        );
+        ScheduledFault {
+            when,
+            fault,
+            role: Some(role.to_string()),
+        }
+    }
 }
 
 /// A fault as the world applied it, for the history and reports.

@@ -26,7 +26,7 @@ pub mod world;
 pub use clock::{ClockKind, Clocks};
 pub use dist::Distribution;
 pub use env::{Env, EnvOf};
-pub use fault::{AppliedFault, Fault, ScheduledFault, Unfired, When};
+pub use fault::{AppliedFault, Fault, ScheduledFault, Unfired, Unreached, When};
 pub use net::{LinkConfig, PartitionMode, Shape};
 pub use rng::Rng;
 pub use time::{Dur, LocalTime, Time};

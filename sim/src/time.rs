@@ -87,10 +87,32 @@ impl fmt::Display for Time {
 }
 
 /// A non-negative length of time in nanoseconds.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Dur(u64);
+
+impl fmt::Debug for Dur {
+    /// Exact, in the largest unit it reaches: `Dur(10s)`, `Dur(1.000000001s)`, `Dur(250ms)`,
+    /// `Dur(800ns)` (a trace line reads `ttl: Dur(10s)`, not `Dur(10000000000)`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        let (unit, digits, suffix) = if n >= NANOS_PER_SEC {
+            (NANOS_PER_SEC, 9, "s")
+        } else if n >= NANOS_PER_MILLI {
+            (NANOS_PER_MILLI, 6, "ms")
+        } else if n >= NANOS_PER_MICRO {
+            (NANOS_PER_MICRO, 3, "µs")
+        } else {
+            return write!(f, "Dur({n}ns)");
+        };
+        let frac = n % unit;
+        if frac == 0 {
+            write!(f, "Dur({}{suffix})", n / unit)
+        } else {
+            let s = format!("{frac:0digits$}");
+            write!(f, "Dur({}.{}{suffix})", n / unit, s.trim_end_matches('0'))
+        }
+    }
+}
 
 impl Dur {
     /// No time at all.
@@ -264,6 +286,20 @@ mod tests {
         assert_eq!(Dur::from_millis(250).to_string(), "250ms");
         assert_eq!(Dur::from_micros(1250).to_string(), "1.25ms");
         assert_eq!(Dur::from_nanos(800).to_string(), "800ns");
+    }
+
+    #[test]
+    fn durations_debug_exactly_in_their_largest_unit() {
+        assert_eq!(format!("{:?}", Dur::from_secs(10)), "Dur(10s)");
+        assert_eq!(
+            format!("{:?}", Dur::from_nanos(1_000_000_001)),
+            "Dur(1.000000001s)"
+        );
+        assert_eq!(format!("{:?}", Dur::from_micros(1250)), "Dur(1.25ms)");
+        assert_eq!(format!("{:?}", Dur::from_nanos(1_001)), "Dur(1.001µs)");
+        assert_eq!(format!("{:?}", Dur::from_nanos(800)), "Dur(800ns)");
+        assert_eq!(format!("{:?}", Dur::ZERO), "Dur(0ns)");
+        assert_eq!(format!("{:?}", Dur::MAX), "Dur(18446744073.709551615s)");
     }
 
     #[test]

@@ -17,6 +17,7 @@
 mod delivery;
 mod faults;
 mod queue;
+mod roles;
 
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::fmt;
@@ -27,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{ClockKind, Clocks};
 use crate::env::{Env, EnvOf};
-use crate::fault::{AppliedFault, ScheduledFault, Unfired, When};
+use crate::fault::{AppliedFault, ScheduledFault, Unfired, Unreached, When};
 use crate::net::{LinkConfig, Links};
 use crate::rng::Rng;
 use crate::time::{LocalTime, Time};
@@ -86,6 +87,14 @@ pub trait Process: Sized {
     /// nothing happens: the node learns only from its own timeouts.
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         let _ = (env, peer);
+    }
+    /// Whether the process plays `role` now, by its own state (a Raft leader, a Redis
+    /// primary, a client in its critical section): what a fault aimed at a role
+    /// ([`ScheduledFault::role`]) hits. The world asks only while such a fault is scheduled,
+    /// and only after one of the node's handlers ran or it crashed. By default, no role.
+    fn plays(&self, role: &str) -> bool {
+        let _ = role;
+        false
     }
 }
 
@@ -173,7 +182,7 @@ pub mod memory {
     pub const EVENT: u64 = 128;
     /// A timer slot.
     pub const TIMER: u64 = 48;
-    /// A fault waiting for its mark, or one in the fault log.
+    /// A fault waiting for its mark or aimed at a role, or one in the fault log.
     pub const FAULT: u64 = 128;
     /// A history record or an observation.
     pub const RECORD: u64 = 96;
@@ -439,6 +448,8 @@ impl<P: Process> World<P> {
             lapsed: Vec::new(),
             scheduled: 0,
             fired: Vec::new(),
+            roles: roles::Roles::default(),
+            aiming: None,
             fault_log: Vec::new(),
             history: Vec::with_capacity(history_hint::get()),
             observations: Vec::new(),
@@ -476,7 +487,16 @@ impl<P: Process> World<P> {
         }
         let index = self.core.scheduled;
         self.core.scheduled += 1;
+        let at = match &sf.when {
+            When::At(t) => Some(*t),
+            When::OnMark { .. } => None,
+        };
+        let aim = sf
+            .role
+            .as_deref()
+            .map(|role| self.add_aimed(index, role, sf.fault.clone(), at));
         match sf.when {
+            When::At(_) if aim.is_some() => {}
             When::At(t) => self
                 .core
                 .push(t.max(self.core.now), Action::Fault(sf.fault)),
@@ -493,6 +513,7 @@ impl<P: Process> World<P> {
                     occurrence,
                     before,
                     fault: sf.fault,
+                    aim,
                 });
             }
         }
@@ -573,6 +594,10 @@ impl<P: Process> World<P> {
                 self.core.events += 1;
                 self.apply(fault);
             }
+            Action::Aim { id } => {
+                self.core.events += 1;
+                self.aim(id);
+            }
             Action::Step { id } => {
                 self.core.events += 1;
                 self.strobe_step(id);
@@ -597,10 +622,14 @@ impl<P: Process> World<P> {
             node,
         };
         f(&mut self.procs[node.index()], &mut ctx);
+        self.poll_roles(node);
         while !self.core.fired.is_empty() {
             let fired = std::mem::take(&mut self.core.fired);
-            for fault in fired {
-                self.apply(fault);
+            for (fault, aim) in fired {
+                match aim {
+                    Some(id) => self.aim(id),
+                    None => self.apply(fault),
+                }
             }
         }
     }
@@ -685,7 +714,7 @@ impl<P: Process> World<P> {
         n(c.queue.len(), memory::EVENT)
             .saturating_add(n(c.timers.len(), memory::TIMER))
             .saturating_add(n(held + deferred, memory::EVENT))
-            .saturating_add(n(c.triggers.len(), memory::FAULT))
+            .saturating_add(n(c.triggers.len() + c.roles.len(), memory::FAULT))
             .saturating_add(n(c.history.len(), memory::RECORD))
             .saturating_add(n(c.observations.len(), memory::RECORD))
             .saturating_add(n(c.fault_log.len(), memory::FAULT))
@@ -733,16 +762,19 @@ impl<P: Process> World<P> {
             .chain(&self.core.lapsed)
             .map(|t| Unfired {
                 index: t.index,
-                node: t.node,
-                mark: t.mark.clone(),
-                occurrence: t.occurrence,
-                reached: self.core.nodes[t.node.index()]
-                    .marks
-                    .iter()
-                    .find(|(m, _)| *m == t.mark)
-                    .map_or(0, |&(_, n)| n),
-                lapsed: t.before.filter(|&b| b <= self.core.now),
+                why: Unreached::Mark {
+                    node: t.node,
+                    mark: t.mark.clone(),
+                    occurrence: t.occurrence,
+                    reached: self.core.nodes[t.node.index()]
+                        .marks
+                        .iter()
+                        .find(|(m, _)| *m == t.mark)
+                        .map_or(0, |&(_, n)| n),
+                    lapsed: t.before.filter(|&b| b <= self.core.now),
+                },
             })
+            .chain(self.core.roles.unfired())
             .collect();
         unfired.sort_by_key(|u| u.index);
         unfired

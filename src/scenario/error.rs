@@ -111,6 +111,12 @@ pub(crate) fn key_path(path: &serde_path_to_error::Path) -> String {
     if key == "." { String::new() } else { key }
 }
 
+/// A key as a TOML key path writes it: bare when it can be (`client-2`), else quoted
+/// (`"model.nonsense"`), so that a key with a dot in it reads as one key.
+pub(crate) fn toml_key(key: &str) -> String {
+    toml_edit::Key::new(key).display_repr().into_owned()
+}
+
 /// The longest stretch of a value shown in an error: a longer one is cut, with its length.
 const SHOWN: usize = 40;
 

@@ -53,8 +53,11 @@ pub struct Scenario {
     pub link: LinkConfig,
     /// Per directed link overrides.
     pub links: Vec<(NodeId, NodeId, LinkConfig)>,
-    /// The fault schedule.
+    /// The fault schedule: the file's `[[fault]]` entries, one fault per node of an entry
+    /// that names several.
     pub faults: Vec<ScheduledFault>,
+    /// For each of `faults`: the `[[fault]]` entry it came from, from 0.
+    pub origin: Vec<usize>,
     /// For each of `faults`: true when it is triggered by a mark and may not fire
     /// (`on.optional`); a run where any other trigger does not fire falls short of its
     /// expectation.
@@ -224,7 +227,7 @@ pub struct Loaded {
 /// # Errors
 /// A [`ScenarioError`] listing every problem found, each with its key path.
 pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_text(path, crate::files::Input::SCENARIO)
         .map_err(|e| ScenarioError::one(path, "", None, format!("cannot read the file: {e}")))?;
     let scenario = parse(&text, path)?;
     Ok(Loaded {

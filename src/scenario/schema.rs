@@ -198,6 +198,8 @@ pub(crate) struct WorkloadSection {
     /// Take the lock again inside each critical section (a nested call), and leave it.
     #[serde(default)]
     pub(crate) reenter: bool,
+    /// What sets clients apart, by client name.
+    pub(crate) per_client: Option<std::collections::BTreeMap<String, PerClientSection>>,
     /// The other keys: the kind's own, another kind's, or unknown.
     #[serde(flatten)]
     pub(crate) own: toml::Table,
@@ -214,7 +216,18 @@ pub(crate) const SHARED_WORKLOAD_KEYS: &[&str] = &[
     "watchdog",
     "acquire",
     "reenter",
+    "per_client",
 ];
+
+/// `[workload.per_client.client-N]`: one client's own settings.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PerClientSection {
+    /// It starts this long after the run does.
+    pub(crate) start_ms: Option<f64>,
+    /// The rows it picks from (`kind = "keys"`).
+    pub(crate) rows: Option<Vec<u32>>,
+}
 
 /// `workload.acquire`.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -244,6 +257,7 @@ impl Default for WorkloadSection {
             watchdog: None,
             acquire: None,
             reenter: false,
+            per_client: None,
             own: toml::Table::new(),
         }
     }
@@ -332,7 +346,7 @@ pub(crate) struct LinkSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     #[serde(default)]
     pub(crate) drift_ppm: i64,
     #[serde(default)]
@@ -379,27 +393,27 @@ fn default_occurrence() -> u32 {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NodeSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PauseSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) for_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CrashSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) restart_after_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TerminateSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) grace_ms: Option<f64>,
 }
 
@@ -429,14 +443,14 @@ pub(crate) enum ModeName {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockStepSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) delta_ms: f64,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockSlewSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) delta_ms: f64,
     #[serde(default = "default_slew_rate")]
     pub(crate) rate_ppm: u32,
@@ -449,7 +463,7 @@ fn default_slew_rate() -> u32 {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockDriftSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) drift_ppm: i64,
 }
 
@@ -477,7 +491,7 @@ pub(crate) struct DegradeSection {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClockStrobeSection {
-    pub(crate) node: String,
+    pub(crate) node: Names,
     pub(crate) delta_ms: f64,
     pub(crate) period_ms: f64,
     pub(crate) for_ms: f64,

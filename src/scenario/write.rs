@@ -241,7 +241,20 @@ impl FaultWriter<'_> {
                 table.insert("on", toml_edit::value(on));
             }
         }
-        let (key, action) = self.action(&f.fault)?;
+        let (key, mut action) = self.action(&f.fault)?;
+        if let Some(role) = &f.role {
+            // An aimed fault names its role where its node would be (the node the fault
+            // carries is a placeholder).
+            let t = action
+                .as_inline_table_mut()
+                .expect("an action is an inline table");
+            let slot = if t.contains_key("isolate") {
+                "isolate"
+            } else {
+                "node"
+            };
+            t.insert(slot, role.as_str().into());
+        }
         table.insert(key, action);
         Ok(table)
     }

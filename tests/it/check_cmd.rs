@@ -3,17 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{CLEAN, lockstep, root, stderr, stdout};
+use crate::support::{CLEAN, TempDir, lockstep, root, stderr, stdout};
 
 const CATALOGUE: &str = "scenarios/catalogue";
 const K1: &str = "scenarios/catalogue/k1-gc-pause-unfenced.toml";
 
-/// A fresh, empty directory for one test.
-fn suite_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-check-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+/// A fresh, empty directory for one test, removed when dropped.
+fn suite_dir(test: &str) -> TempDir {
+    TempDir::new(&format!("check-{test}"))
 }
 
 /// Writes `text` to `dir/rel`, creating directories.
@@ -574,7 +571,7 @@ fn lockstep_columns(args: &[&str], columns: Option<&str>) -> std::process::Outpu
 }
 
 /// A few scenarios, one failing on every seed (so failures are kept and explained).
-fn small_suite(test: &str) -> PathBuf {
+fn small_suite(test: &str) -> TempDir {
     let dir = suite_dir(test);
     write(&dir, "a-clean.toml", CLEAN);
     write(&dir, "b-k1-wrong.toml", &k1_expecting_valid());

@@ -79,8 +79,15 @@ fn trace_prints_every_event_before_the_verdict() {
     let out = lockstep(&["run", K1, "--trace"]);
     let text = stdout(&out);
     assert!(text.contains("FAULT"), "the pause is in the trace");
-    assert!(text.contains("mark     mark validity-checked"));
+    assert!(text.contains("mark     validity-checked"));
     assert!(text.contains("client-1 -> storage"));
+    // Nodes by the names the scenario and the history use, durations readable (docs/trace.md).
+    assert!(!text.contains("NodeId("), "a node id in the trace");
+    assert!(
+        text.contains("history  Request { client: client-1 }"),
+        "{text}"
+    );
+    assert!(text.contains("ttl: Dur(10s)"));
     let (_, v) = json_of(&["run", K1, "--trace", "--format", "json"]);
     assert!(v["trace"].as_array().is_some_and(|t| t.len() > 1000));
 }
@@ -171,6 +178,16 @@ fn run_dash_reads_the_scenario_from_stdin() {
     let from_stdin = json(&o);
     assert_eq!(from_stdin["trace_hash"], from_file["trace_hash"]);
     assert_eq!(from_stdin["file"], "<stdin>");
+    // Its reproduce line is a command that runs: the same scenario on standard input.
+    let again = format!("lockstep run - --seed {}", from_file["seed"]);
+    assert_eq!(from_stdin["reproduce"], again.as_str());
+    let args: Vec<&str> = again
+        .split(' ')
+        .skip(1)
+        .chain(["--format", "json"])
+        .collect();
+    let o = lockstep_with(&args, &[], &text);
+    assert_eq!(json(&o)["trace_hash"], from_file["trace_hash"]);
     let o = lockstep_with(&["run", "-"], &[], "[scenario]\nname = 3\n");
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).starts_with("<stdin>"), "{}", stderr(&o));

@@ -69,8 +69,7 @@ fn the_indexed_job_has_what_kubernetes_requires_and_its_shards_merge_into_the_wh
     // The Job's own script, as its pods run it: N processes, each told only its index (from
     // 0) and the count, writing to /results, here a temporary directory. A smaller sweep of a
     // scenario with failing seeds (so a shard exits 1 and the script keeps its summary).
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-deploy", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = crate::support::TempDir::new("deploy");
     let results = dir.to_str().expect("UTF-8 path");
     let script = script.replace("/results", results);
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_lockstep"))

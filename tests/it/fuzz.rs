@@ -30,7 +30,8 @@
 //! escaped) with what was wrong.
 //!
 //! `judge`'s history parser has a target of its own here, after the scenario loader's:
-//! `malformed_histories_are_read_or_refused_by_line_and_never_panic` (the same variables).
+//! `malformed_histories_are_read_or_refused_by_line_and_never_panic` (the same variables);
+//! so do review files (`malformed_review_files_load_or_are_refused_by_key_and_never_panic`).
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -876,8 +877,7 @@ fn malformed_scenario_files_load_or_are_refused_clearly_and_never_panic() {
         takes("chaos", "faults_per_minute") && takes("fault.pause", "for_ms"),
         "the docs' keys are read: {documented:?}"
     );
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-fuzz", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = crate::support::TempDir::new("fuzz");
     let path = dir.join("fuzzed.toml");
 
     let mut seed_bytes = [0u8; 32];
@@ -915,7 +915,6 @@ fn malformed_scenario_files_load_or_are_refused_clearly_and_never_panic() {
             Ok(())
         })
         .expect("the cases never fail in the runner");
-    let _ = std::fs::remove_dir_all(&dir);
     let t = tally.into_inner();
     let file = path.display().to_string();
     eprintln!(
@@ -1367,5 +1366,244 @@ fn malformed_histories_are_read_or_refused_by_line_and_never_panic() {
         "{} of {cases} cases went wrong; the first:\n{}",
         bad.len(),
         bad.iter().take(3).cloned().collect::<Vec<_>>().join("\n\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Review files
+//
+// `lockstep review`'s loader has a target of its own: review files made from the shipped one
+// (its first designs) and from the one docs/review.md shows with every key, with one to three
+// of the scenario target's key and value changes and sometimes a change to the text, written
+// beside a link to `scenarios/` so that their designs' relative paths resolve. Each is given to
+// `review::load`:
+//
+// - nothing panics;
+// - a refusal has one line per problem, each naming the file and a key path or a line, with no
+//   control character and no Rust type name;
+// - a review that loads has a cell for every design and class, and its first cell runs one
+//   seed with the event bound lowered (the cell's semantics unchanged) and finishes.
+//
+// Loading builds and checks every cell of every design, so a case costs more than a scenario
+// file's: `cargo test` runs `REVIEW_CASES`; `LOCKSTEP_FUZZ_CASES` and `LOCKSTEP_FUZZ_SEED` work
+// as for the other targets.
+
+/// Review cases `cargo test` runs.
+const REVIEW_CASES: u32 = 500;
+
+/// The review file docs/review.md shows, every key given, over two shipped designs.
+const REVIEW_WITH_EVERY_KEY: &str = r#"
+[review]
+name = "a lock for one writer at a time"
+job = "what the lock protects, for people"
+seeds = 200
+from = 1
+classes = ["pauses", "partitions-drop", "partitions-hold", "crashes",
+           "clock-steps", "drift-slew", "slow-links"]
+cost = "latency"
+set = { "model.ttl_ms" = 10_000 }
+
+[[design]]
+name = "Redis, unfenced"
+scenario = "../scenarios/chaos/redis-unfenced.toml"
+set = { "workload.clients" = 3 }
+
+[[design]]
+name = "etcd Mutex + revision fencing"
+scenario = "../scenarios/chaos/etcd-revision-fenced.toml"
+set = { "workload.work_ms" = { uniform = [10, 50] }, "clock[1].drift_ppm" = 20 }
+"#;
+
+/// What is wrong with the refusal `e` of the review file `file`, if anything.
+fn review_error_problem(
+    e: &lockstep::review::ReviewError,
+    file: &Path,
+    input: &str,
+) -> Option<String> {
+    let text = e.to_string();
+    let name = file.display().to_string();
+    let lines: Vec<&str> = text.split('\n').collect();
+    if e.problems.is_empty() || lines.len() != e.problems.len() {
+        return Some(format!(
+            "{} lines for {} problems",
+            lines.len(),
+            e.problems.len()
+        ));
+    }
+    for (line, p) in lines.iter().zip(&e.problems) {
+        if !line.starts_with(&name) {
+            return Some(format!("a line does not name the file: {line}"));
+        }
+        if let Some(c) = line.chars().find(|c| c.is_control()) {
+            return Some(format!(
+                "control character {c:?} in: {}",
+                line.escape_debug()
+            ));
+        }
+        let internal = |w: &&&str| line.contains(**w) && !input.contains(**w);
+        if let Some(w) = TYPE_NAMES.iter().find(internal) {
+            return Some(format!("Rust type name `{w}` in: {line}"));
+        }
+        let whole_file = p.message.starts_with("cannot read")
+            || p.message.starts_with("missing field `")
+            || p.message.contains("bytes, more than");
+        if p.path.is_empty() && p.line.is_none() && !whole_file {
+            return Some(format!("neither key path nor line: {line}"));
+        }
+    }
+    None
+}
+
+/// Loads `bytes` as the review file `path` and runs one seed of what loads.
+fn check_review(path: &Path, bytes: &[u8]) -> Outcome {
+    std::fs::write(path, bytes).expect("write the case's file");
+    let plan = match caught(|| lockstep::review::load(path, Some(1))) {
+        Err(panic) => return Outcome::Bad(format!("load panicked: {panic}")),
+        Ok(Err(e)) => {
+            let input = String::from_utf8_lossy(bytes);
+            return match review_error_problem(&e, path, &input) {
+                Some(problem) => Outcome::Bad(problem),
+                None => Outcome::Refused,
+            };
+        }
+        Ok(Ok(plan)) => plan,
+    };
+    if plan.designs.is_empty() {
+        return Outcome::Bad("loads with no design".to_string());
+    }
+    if let Some(d) = plan
+        .designs
+        .iter()
+        .find(|d| d.cells.len() != plan.classes.len())
+    {
+        return Outcome::Bad(format!(
+            "{} has {} cells for {} classes",
+            d.name,
+            d.cells.len(),
+            plan.classes.len()
+        ));
+    }
+    let Some((_, cell)) = plan.designs[0].cells.first() else {
+        return Outcome::Bad("loads with no class".to_string());
+    };
+    let mut scenario = cell.clone();
+    scenario.max_events = scenario.max_events.min(MAX_EVENTS);
+    if let Some(c) = &mut scenario.chaos {
+        c.max_faults = c.max_faults.min(MAX_EVENTS);
+    }
+    match caught(|| lockstep::run(&scenario, plan.from, false)) {
+        Err(panic) => Outcome::Bad(format!("the first cell's run panicked: {panic}")),
+        Ok(r) if r.events > MAX_EVENTS => {
+            Outcome::Bad(format!("the run handled {} events", r.events))
+        }
+        Ok(_) => Outcome::Ran,
+    }
+}
+
+#[test]
+fn malformed_review_files_load_or_are_refused_by_key_and_never_panic() {
+    quiet_panics_of_cases();
+    let cases = env_u64("LOCKSTEP_FUZZ_CASES").map_or(REVIEW_CASES, |n| n as u32);
+    let seed = env_u64("LOCKSTEP_FUZZ_SEED").unwrap_or(17);
+    let shipped = std::fs::read_to_string(root().join("reviews/designs.toml")).expect("the review");
+    let mut shipped: Table = toml::from_str(&shipped).expect("the shipped review is TOML");
+    if let Some(Value::Array(designs)) = shipped.get_mut("design") {
+        designs.truncate(3);
+    }
+    let every: Table = toml::from_str(REVIEW_WITH_EVERY_KEY).expect("TOML");
+    let bases = [shipped, every];
+    // The strings and keys of the reviews, and of the scenario files their `set` keys reach.
+    let mut tables: Vec<Table> = bases.to_vec();
+    for p in scenario_files("scenarios/chaos") {
+        let text = std::fs::read_to_string(&p).expect("a shipped scenario");
+        tables.push(toml::from_str(&text).expect("TOML"));
+    }
+    let (mut strings, mut keys) = pools(&tables);
+    for class in [
+        "pauses",
+        "partitions-drop",
+        "partitions-hold",
+        "crashes",
+        "clock-steps",
+        "drift-slew",
+        "slow-links",
+        "latency",
+        "availability",
+        "model.ttl_ms",
+        "workload.clients",
+        "clock[1].drift_ppm",
+        "fault[0].pause.for_ms",
+        "chaos.weights.pause",
+    ] {
+        strings.push(class.to_string());
+        keys.push(class.to_string());
+    }
+    for k in [
+        "review", "design", "name", "job", "seeds", "from", "classes", "cost", "set", "scenario",
+    ] {
+        keys.push(k.to_string());
+    }
+    strings.sort();
+    strings.dedup();
+    keys.sort();
+    keys.dedup();
+    let documented = Documented::new();
+    let dir = crate::support::TempDir::new("fuzz-review");
+    std::fs::create_dir_all(dir.join("reviews")).expect("temp dir");
+    std::os::unix::fs::symlink(root().join("scenarios"), dir.join("scenarios"))
+        .expect("a link to scenarios/");
+    let path = dir.join("reviews/fuzzed.toml");
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    let tally = RefCell::new(Tally::default());
+    runner
+        .run(&case(strings, keys), |case| {
+            let i = case.file.index(bases.len());
+            let bytes = render(&bases[i], &case, &documented);
+            let mut t = tally.borrow_mut();
+            match check_review(&path, &bytes) {
+                Outcome::Ran => t.ran += 1,
+                Outcome::Refused => t.refused += 1,
+                Outcome::Bad(what) => {
+                    let text: String = String::from_utf8_lossy(&bytes)
+                        .chars()
+                        .take(3_000)
+                        .collect();
+                    t.bad.push((
+                        what,
+                        format!("\n  {case:?}\n  file: {}", text.escape_debug()),
+                    ));
+                }
+            }
+            Ok(())
+        })
+        .expect("the cases never fail in the runner");
+    let t = tally.into_inner();
+    eprintln!(
+        "fuzz: {cases} review files from seed {seed}: {} loaded and ran, {} refused, {} bad",
+        t.ran,
+        t.refused,
+        t.bad.len(),
+    );
+    assert!(
+        t.ran > 0 && t.refused > 0,
+        "both kinds: {} ran, {} refused",
+        t.ran,
+        t.refused
+    );
+    assert!(
+        t.bad.is_empty(),
+        "{} of {cases} cases went wrong: {}",
+        t.bad.len(),
+        summary(&t.bad, &path.display().to_string())
     );
 }

@@ -82,8 +82,7 @@ fn the_seed_found_does_not_depend_on_the_number_of_threads() {
 
 #[test]
 fn the_command_writes_a_file_that_run_replays_and_exits_1() {
-    let dir = std::env::temp_dir().join(format!("lockstep-hunt-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = crate::support::TempDir::new("hunt");
     let out = dir.join("min-k1.toml");
     let k1 = root().join("scenarios/catalogue/k1-gc-pause-unfenced.toml");
     let k1 = k1.to_str().expect("utf-8");
@@ -149,7 +148,6 @@ fn the_command_writes_a_file_that_run_replays_and_exits_1() {
         "{}",
         stderr(&o)
     );
-    std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
 #[test]

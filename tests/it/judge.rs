@@ -3,20 +3,16 @@
 //! are refused line by line; histories from elsewhere (names no scenario has) are judged; the
 //! JSON Schema of docs/history.schema.json holds every line the writer gives.
 
-use std::path::PathBuf;
-
 use lockstep::judge::{self, Overrides};
 use lockstep::{load, run};
 use lockstep_check::Validity;
 use lockstep_check::jsonl::{self, Judging};
 use serde_json::Value;
 
-use crate::support::{lockstep, root, scenario_files, stderr, stdout};
+use crate::support::{TempDir, lockstep, root, scenario_files, stderr, stdout};
 
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-judge-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+fn temp_dir(test: &str) -> TempDir {
+    TempDir::new(&format!("judge-{test}"))
 }
 
 #[test]
@@ -183,7 +179,8 @@ const HEADER: &str = r#"{"lockstep_history": 1, "nodes": ["storage", "client-1",
 /// Writes `lines` as a history and judges it on the command line, expecting exit 2: the
 /// error lines, each checked to name the file.
 fn refused(test: &str, lines: &[&str]) -> Vec<String> {
-    let path = temp_dir(test).join("bad.jsonl");
+    let dir = temp_dir(test);
+    let path = dir.join("bad.jsonl");
     std::fs::write(&path, lines.join("\n")).expect("write");
     let file = path.to_str().expect("utf-8");
     let out = lockstep(&["judge", file]);
@@ -272,7 +269,8 @@ fn a_bad_header_is_named_and_a_missing_one_too() {
         errors[0].starts_with(":1: the first line must be the header"),
         "{errors:?}"
     );
-    let path = temp_dir("empty").join("empty.jsonl");
+    let dir = temp_dir("empty");
+    let path = dir.join("empty.jsonl");
     std::fs::write(&path, "\n\n").expect("write");
     let out = lockstep(&["judge", path.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2));
@@ -282,7 +280,8 @@ fn a_bad_header_is_named_and_a_missing_one_too() {
         stderr(&out)
     );
     // Bytes that are not UTF-8.
-    let path = temp_dir("binary").join("h.jsonl");
+    let dir = temp_dir("binary");
+    let path = dir.join("h.jsonl");
     std::fs::write(
         &path,
         [HEADER.as_bytes(), b"\n{\"time_ns\": \xff}"].concat(),
@@ -353,7 +352,8 @@ fn a_history_of_a_real_system_with_its_own_names_is_judged() {
         r#""value": 1, "base": 0, "token": 33, "outcome": "rejected""#,
     );
     assert_ne!(fenced, FOREIGN);
-    let path = temp_dir("foreign").join("fenced.jsonl");
+    let dir = temp_dir("foreign");
+    let path = dir.join("fenced.jsonl");
     std::fs::write(&path, &fenced).expect("write");
     let p = path.to_str().expect("utf-8");
     let out = lockstep(&["judge", p, "--format", "json"]);
@@ -595,7 +595,8 @@ fn an_incomplete_history_is_unknown_at_best() {
     let judged = judge::judge(text.as_bytes(), &Overrides::default()).expect("reads");
     assert!(!judged.parsed.history.complete);
     assert_eq!(judged.judged, Validity::Unknown, "{:?}", judged.verdict);
-    let path = temp_dir("incomplete").join("h.jsonl");
+    let dir = temp_dir("incomplete");
+    let path = dir.join("h.jsonl");
     std::fs::write(&path, &text).expect("write");
     let p = path.to_str().expect("utf-8");
     let out = lockstep(&["judge", p, "--format", "json"]);

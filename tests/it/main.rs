@@ -1,5 +1,6 @@
 //! Integration tests of the `lockstep` package: one binary, one module per subject.
 
+mod aimed;
 mod architecture;
 mod bounds;
 mod catalogue;
@@ -8,13 +9,16 @@ mod check_cmd;
 mod cli;
 mod consul_timing;
 mod deploy;
+mod examples;
 mod fault_keys;
 mod fuzz;
 mod hunt;
+mod inputs;
 mod judge;
 mod kubernetes_keys;
 mod leadership;
 mod outputs;
+mod per_client;
 mod report;
 mod review;
 mod scenario_errors;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use lockstep::report::{self, ReportFormat, ReportOptions};
 use lockstep_reports::Comparison;
 
-use crate::support::{lockstep, root, scenario_files, stderr, stdout};
+use crate::support::{TempDir, lockstep, root, scenario_files, stderr, stdout};
 
 const CATALOGUE: &str = "scenarios/catalogue";
 const CHAOS: &str = "scenarios/chaos/redis-unfenced.toml";
@@ -16,12 +16,8 @@ const K1: &str = "scenarios/catalogue/k1-gc-pause-unfenced.toml";
 const HOSTILE: &str = r#"<script>alert(1)</script> & "q""#;
 
 /// A fresh, empty directory for one test.
-fn temp_dir(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("lockstep-it-{}-report-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+fn temp_dir(test: &str) -> TempDir {
+    TempDir::new(&format!("report-{test}"))
 }
 
 fn s(p: &Path) -> &str {
@@ -546,7 +542,8 @@ x = { key = "fault[0].pause.for_ms", values = [1_000, 5_000] }
 seeds = 2
 "#,
     );
-    let out = std::env::temp_dir().join(format!("lockstep-map-{}.html", std::process::id()));
+    let dir = temp_dir("map-page");
+    let out = dir.join("map.html");
     let o = lockstep(&[
         "report",
         path.to_str().expect("utf-8"),
@@ -557,7 +554,6 @@ seeds = 2
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let html = std::fs::read_to_string(&out).expect("the page");
-    std::fs::remove_file(&out).expect("clean up");
     let doc = parse_html(&html);
     let section = doc
         .descendants()

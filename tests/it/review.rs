@@ -3,18 +3,42 @@
 //! printed for replay, the same review for any number of threads, and `lockstep review`'s
 //! outputs.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use lockstep::review::{self, CLASSES};
 use lockstep_reports::review::CostOrder;
 use lockstep_sim::Fault;
 
-use crate::support::{GOOD, lockstep, stderr, stdout};
+use crate::support::{GOOD, TempDir, lockstep, stderr, stdout};
+
+/// A scenario of the repository, as a review file outside it names it.
+fn shipped(path: &str) -> String {
+    crate::support::root().join(path).display().to_string()
+}
+
+/// Runs `command` in `sh` from `dir`, with the `lockstep` binary first on the PATH: a
+/// command as the review prints it for people to paste.
+fn shell(dir: &Path, command: &str) -> std::process::Output {
+    let bin = Path::new(env!("CARGO_BIN_EXE_lockstep"))
+        .parent()
+        .expect("the binary's directory");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .expect("sh runs")
+}
 
 /// A directory of its own for a test, with `files` written in it.
-fn dir_with(test: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-review-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+fn dir_with(test: &str, files: &[(&str, &str)]) -> TempDir {
+    let dir = TempDir::new(&format!("review-{test}"));
     for (name, text) in files {
         std::fs::write(dir.join(name), text).expect("write");
     }
@@ -128,8 +152,8 @@ fn problems_name_the_review_file_and_key() {
             vec![
                 "design[0].scenario: cannot read",
                 "design[1].name: `a` is the name of design[0] too",
-                "design[1].set.\"x\": must be a number, a boolean or a string",
-                "design[1].set.\"model\": in ",
+                "design[1].set.x: must be a number, a boolean or a string",
+                "design[1].set.model: `model` is a table, not a value",
             ],
         ),
         (
@@ -152,7 +176,7 @@ fn problems_name_the_review_file_and_key() {
         ),
         (
             "[review]\nname = \"t\"\n\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\nset = { \"model.ttl\" = 5 }\n",
-            vec!["design[0]: ", "under pauses: model.ttl"],
+            vec!["design[0].set.\"model.ttl\": unknown field `ttl`"],
         ),
     ];
     for (i, (text, wanted)) in cases.iter().enumerate() {
@@ -260,18 +284,20 @@ fn the_command_prints_a_cell_that_replays_its_seeds() {
     .expect("JSON");
     let examples = sample["examples"].as_array().expect("examples");
     assert!(!examples.is_empty());
+    let dir = TempDir::new("review-cells");
     for e in examples {
         let (d, c) = (e["design"].as_u64().unwrap(), e["class"].as_u64().unwrap());
         let class = sample["classes"][c as usize]["name"].as_str().unwrap();
         let seed = e["seed"].as_u64().unwrap().to_string();
         let cell_ref = format!("{}/{class}", d + 1);
-        let replay = format!("--scenario {cell_ref} | lockstep run - --seed {seed}");
+        let replay = format!(
+            "--scenario {cell_ref} > review-{}-{class}.toml && lockstep run review-{}-{class}.toml --seed {seed}",
+            d + 1,
+            d + 1
+        );
         assert!(e["reproduce"].as_str().unwrap().contains(&replay), "{e}");
         let o = lockstep(&["review", file, "--scenario", &cell_ref]);
-        let cell = std::env::temp_dir().join(format!(
-            "lockstep-review-cell-{}-{d}.toml",
-            std::process::id()
-        ));
+        let cell = dir.join(format!("cell-{d}.toml"));
         std::fs::write(&cell, stdout(&o)).expect("write");
         let o = lockstep(&["run", cell.to_str().unwrap(), "--seed", &seed]);
         assert!(
@@ -323,4 +349,288 @@ fn clock_kinds_must_leave_a_kind_on_while_clock_faults_are() {
     let off = text.replace("clock_kinds", "weights = { clock = 0 }\nclock_kinds");
     let path = crate::support::temp_scenario("clock-kinds-off", &off);
     assert!(lockstep::load(&path).is_ok());
+}
+
+#[test]
+fn a_design_whose_runs_all_end_unknown_is_not_recommended() {
+    // Every run of "starved" stops at its event bound: no run is judged, so nothing says it
+    // is safe, however cheap it looks.
+    let dir = dir_with(
+        "unknown",
+        &[
+            ("chaos.toml", CHAOS),
+            (
+                "review.toml",
+                &format!(
+                    "[review]\nname = \"t\"\nseeds = 2\nclasses = [\"pauses\"]\n\n\
+                     [[design]]\nname = \"starved\"\nscenario = \"chaos.toml\"\n\
+                     set = {{ \"scenario.max_events\" = 50 }}\n\n\
+                     [[design]]\nname = \"healthy\"\nscenario = \"{}\"\n",
+                    shipped("scenarios/chaos/redis-incr-atomic-fenced.toml")
+                ),
+            ),
+        ],
+    );
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
+    let r = review::run(&plan, 1, |_, _| {});
+    let json: serde_json::Value = serde_json::from_str(&r.json()).expect("json");
+    assert_eq!(json["cells"][0]["unknown"], 2, "{json}");
+    assert_eq!(json["cells"][1]["unknown"], 0, "{json}");
+    assert_eq!(json["standing"], serde_json::json!(["unknown", "safe"]));
+    let rec: Vec<&str> = json["recommendation"]
+        .as_array()
+        .expect("sentences")
+        .iter()
+        .map(|s| s.as_str().expect("a sentence"))
+        .collect();
+    assert!(rec[0].starts_with("Use “healthy”"), "{rec:?}");
+    assert!(
+        rec.iter().any(|s| s
+            .starts_with("“starved” is unknown, not safe: 2 of its 2 runs ended unknown")),
+        "{rec:?}"
+    );
+    assert!(!rec.iter().any(|s| s.contains("Also safe")), "{rec:?}");
+    let table = r.table();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("1. starved") && l.ends_with("unknown")),
+        "{table}"
+    );
+    assert!(table.contains("1. starved: pause 2 of 2"), "{table}");
+    assert!(
+        r.markdown()
+            .contains("| 1. starved | ❔ unknown, 2 of 2 runs unknown |"),
+        "{}",
+        r.markdown()
+    );
+    assert!(
+        r.html(&[])
+            .contains("<div class=\"unknown\">2 of 2 runs unknown</div>")
+    );
+}
+
+#[test]
+fn errors_name_each_key_path_once_and_paths_whole() {
+    let long = "a-directory-with-a-rather-long-name/and-another-one-inside-it";
+    let dir = dir_with("key-paths", &[]);
+    std::fs::create_dir_all(dir.join(long)).expect("dirs");
+    std::fs::write(dir.join(long).join("chaos.toml"), CHAOS).expect("write");
+    std::fs::write(
+        dir.join(long).join("zero-ttl.toml"),
+        CHAOS.replace("ttl_ms = 2_000", "ttl_ms = 0"),
+    )
+    .expect("write");
+    let design = |name: &str, file: &str, set: &str| {
+        format!("[[design]]\nname = \"{name}\"\nscenario = \"{long}/{file}\"\n{set}\n")
+    };
+    let cases = [
+        // A key the review sets for every design: once, at its key.
+        (
+            format!(
+                "[review]\nname = \"t\"\nset = {{ \"model.bogus\" = 1 }}\n\n{}{}",
+                design("a", "chaos.toml", ""),
+                design("b", "chaos.toml", "")
+            ),
+            "review.set.\"model.bogus\": unknown field `bogus`".to_string(),
+        ),
+        // A design's key: at its key path, once for all the classes that met it.
+        (
+            format!(
+                "[review]\nname = \"t\"\n\n{}",
+                design("a", "chaos.toml", "set = { \"model.nonsense\" = 1 }")
+            ),
+            "design[0].set.\"model.nonsense\": unknown field `nonsense`".to_string(),
+        ),
+        // A file that cannot be read, and one with a bad value of its own: the path whole.
+        (
+            format!(
+                "[review]\nname = \"t\"\n\n{}",
+                design("a", "missing.toml", "")
+            ),
+            format!(
+                "design[0].scenario: cannot read {}",
+                dir.join(long).join("missing.toml").display()
+            ),
+        ),
+        (
+            format!(
+                "[review]\nname = \"t\"\n\n{}",
+                design("a", "zero-ttl.toml", "")
+            ),
+            format!(
+                "design[0].scenario: {}: model.ttl_ms: ",
+                dir.join(long).join("zero-ttl.toml").display()
+            ),
+        ),
+    ];
+    for (i, (text, wanted)) in cases.iter().enumerate() {
+        let path = dir.join(format!("review-{i}.toml"));
+        std::fs::write(&path, text).expect("write");
+        let e = review::load(&path, None).expect_err(text).to_string();
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 1, "one problem, once:\n{e}");
+        assert!(
+            lines[0].starts_with(&format!("{}: {wanted}", path.display())),
+            "`{wanted}` is not the problem of:\n{e}"
+        );
+        assert!(!e.contains('…'), "nothing cut:\n{e}");
+        let o = lockstep(&["review", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end(), e);
+    }
+}
+
+#[test]
+fn empty_names_are_refused() {
+    let dir = dir_with("names", &[("chaos.toml", CHAOS)]);
+    let cases = [
+        (
+            "[review]\nname = \"\"\n\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n",
+            vec!["review.name: must not be empty"],
+        ),
+        (
+            "[review]\nname = \" \\t\"\n\n[[design]]\nname = \"\"\nscenario = \"chaos.toml\"\n\n\
+             [[design]]\nname = \"  \"\nscenario = \"chaos.toml\"\n",
+            vec![
+                "review.name: must not be only whitespace",
+                "design[0].name: must not be empty",
+                "design[1].name: must not be only whitespace",
+            ],
+        ),
+        (
+            "[review]\nname = \"t\"\n\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n\n\
+             [[design]]\nname = \"a \"\nscenario = \"chaos.toml\"\n",
+            vec!["design[1].name: `a ` is the name of design[0] too"],
+        ),
+    ];
+    for (i, (text, wanted)) in cases.iter().enumerate() {
+        let path = dir.join(format!("review-{i}.toml"));
+        std::fs::write(&path, text).expect("write");
+        let e = review::load(&path, None).expect_err(text).to_string();
+        assert_eq!(e.lines().count(), wanted.len(), "{e}");
+        for w in wanted {
+            assert!(
+                e.contains(&format!("{}: {w}", path.display())),
+                "`{w}` not in:\n{e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn advice_comes_from_what_each_family_offers() {
+    // Over seeds 9 to 12: PostgreSQL's session lock breaks under pauses (seed 9), unfenced
+    // Redis and Redlock under partitions that hold (seed 12); the transaction lock does not.
+    let designs = [
+        ("Redis", "redis-unfenced"),
+        ("Redlock", "redlock-unfenced"),
+        ("PostgreSQL session", "postgres-session"),
+        ("PostgreSQL transaction", "postgres-xact"),
+    ];
+    let mut text = "[review]\nname = \"t\"\nfrom = 9\nseeds = 4\nclasses = [\"pauses\", \"partitions-hold\"]\n".to_string();
+    for (name, file) in designs {
+        text.push_str(&format!(
+            "\n[[design]]\nname = \"{name}\"\nscenario = \"{}\"\n",
+            shipped(&format!("scenarios/chaos/{file}.toml"))
+        ));
+    }
+    let dir = dir_with("advice", &[("review.toml", &text)]);
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
+    let r = review::run(&plan, 1, |_, _| {});
+    let rec = r.recommendation();
+    let sentence = |name: &str| {
+        rec.iter()
+            .find(|s| s.starts_with(&format!("“{name}” breaks")))
+            .unwrap_or_else(|| panic!("no sentence for {name}: {rec:?}"))
+    };
+    for (name, kind) in [
+        ("Redis", "redis"),
+        ("Redlock", "redlock"),
+        ("PostgreSQL session", "postgres"),
+    ] {
+        let s = sentence(name);
+        let family = lockstep::families::all()
+            .iter()
+            .find(|f| f.kind() == kind)
+            .expect("a family");
+        // Every token the family offers is named with the storage that checks it, and no
+        // other.
+        for v in family.fencing() {
+            assert!(
+                s.contains(&format!("model.fencing = \"{}\"", v.name)),
+                "{s}"
+            );
+            let mode = if v.ordered { "fenced-all" } else { "cas-token" };
+            assert!(s.contains(&format!("mode = \"{mode}\"")), "{s}");
+        }
+        if family.fencing().is_empty() {
+            assert!(!s.contains("model.fencing"), "{s}");
+            assert!(!s.contains("needs fencing tokens"), "{s}");
+            assert!(s.contains("PostgreSQL gives no fencing token"), "{s}");
+            assert!(
+                s.contains("Of its family, “PostgreSQL transaction” stays safe"),
+                "{s}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_command_the_review_prints_runs() {
+    // Unfenced Redis breaks under partitions that hold at seed 12.
+    let dir = dir_with(
+        "commands",
+        &[(
+            "review.toml",
+            &format!(
+                "[review]\nname = \"t\"\nfrom = 12\nseeds = 4\nclasses = [\"partitions-hold\"]\n\n\
+                 [[design]]\nname = \"Redis\"\nscenario = \"{}\"\n",
+                shipped("scenarios/chaos/redis-unfenced.toml")
+            ),
+        )],
+    );
+    let file = dir.join("review.toml");
+    let o = lockstep(&["review", file.to_str().unwrap(), "--seeds", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let table = stdout(&o);
+    // The page command: the same file and seeds.
+    let page = table
+        .lines()
+        .skip_while(|l| !l.starts_with("the page"))
+        .nth(1)
+        .expect("the page command")
+        .trim();
+    assert!(page.contains(" --seeds 1 "), "{page}");
+    let o = shell(&dir, page);
+    assert_eq!(o.status.code(), Some(0), "{page}: {}", stderr(&o));
+    let html = std::fs::read_to_string(dir.join("review.html")).expect("the page");
+    assert!(html.contains("1 seed per cell (from seed 12)"), "{html}");
+    // The replay, as the terminal prints it (two lines), then the run's own reproduce line.
+    let replay: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.ends_with("under partitions-hold, seed 12:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("   "))
+        .collect();
+    assert_eq!(replay.len(), 2, "{table}");
+    let o = shell(&dir, &replay.join("\n"));
+    assert_eq!(o.status.code(), Some(0), "{replay:?}: {}", stderr(&o));
+    let run = stdout(&o);
+    assert!(run.contains("INVALID"), "{run}");
+    let again = run
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce  "))
+        .expect("a reproduce line");
+    assert_eq!(
+        again,
+        "lockstep run review-1-partitions-hold.toml --seed 12"
+    );
+    let o = shell(&dir, again);
+    let trace = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("seed "))
+            .map(str::to_string)
+    };
+    assert_eq!(trace(&stdout(&o)), trace(&run), "{}", stdout(&o));
 }

@@ -859,6 +859,12 @@ fn a_restart_after_a_terminate_of_the_node_is_refused_naming_both() {
              restart = { node = \"client-1\" }\n",
         ),
         (
+            "a crash aimed at the holder first (the terminate may find client-1 down)",
+            "[[fault]]\nat_ms = 500\ncrash = { node = \"holder\" }\n\n[[fault]]\n\
+             at_ms = 1_000\nterminate = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 3_000\n\
+             restart = { node = \"client-1\" }\n",
+        ),
+        (
             "crash for good",
             "[[fault]]\nat_ms = 1_000\nterminate = { node = \"client-1\" }\n\n[[fault]]\n\
              at_ms = 1_200\ncrash = { node = \"client-1\" }\n",
@@ -921,6 +927,16 @@ fn a_resume_of_a_node_no_pause_holds_is_refused() {
             "chaos",
             "[chaos]\nstart_ms = 0\nquiet_tail_ms = 5_000\nliveness_ms = 5_000\n\n[[fault]]\nat_ms = 2_000\n\
              resume = { node = \"client-2\" }\n",
+        ),
+        (
+            "a pause aimed at the holder (any client may be it)",
+            "[[fault]]\nat_ms = 1_000\npause = { node = \"holder\" }\n\n[[fault]]\n\
+             at_ms = 2_000\nresume = { node = \"client-2\" }\n",
+        ),
+        (
+            "a resume aimed at the holder, whoever it is",
+            "[[fault]]\nat_ms = 1_000\npause = { node = \"client-2\", for_ms = 100 }\n\n\
+             [[fault]]\nat_ms = 2_000\nresume = { node = \"holder\" }\n",
         ),
     ] {
         let text = format!("{GOOD}\n{faults}");

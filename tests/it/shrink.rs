@@ -25,22 +25,19 @@ fn at(ms: u64, fault: Fault) -> ScheduledFault {
 }
 
 fn at_ns(ns: u64, fault: Fault) -> ScheduledFault {
-    ScheduledFault {
-        when: When::At(Time::from_nanos(ns)),
-        fault,
-    }
+    ScheduledFault::new(When::At(Time::from_nanos(ns)), fault)
 }
 
 fn on(node: u32, mark: &str, occurrence: u32, fault: Fault) -> ScheduledFault {
-    ScheduledFault {
-        when: When::OnMark {
+    ScheduledFault::new(
+        When::OnMark {
             node: n(node),
             mark: mark.to_string(),
             occurrence,
             before: None,
         },
         fault,
-    }
+    )
 }
 
 fn ms(v: u64) -> Dur {
@@ -847,7 +844,20 @@ fn every_fault_kind_and_shape_is_written_and_read_back() {
                     before: Some(Time::from_nanos(98_765_432_101)),
                 },
                 fault: Fault::Heal,
+                role: None,
             },
+            // Aimed at a role: written with the role where the node goes (the fault's own
+            // node is the loader's placeholder, node 0).
+            ScheduledFault::aimed(
+                When::At(Time::from_millis(30)),
+                pause(0, Some(ms(5))),
+                "holder",
+            ),
+            ScheduledFault::aimed(
+                When::At(Time::from_millis(31)),
+                partition(Shape::Isolate { node: n(0) }, Hold, None),
+                "holder",
+            ),
         ],
         duration: Dur::from_nanos(123_456_789_123),
     };
@@ -874,6 +884,8 @@ fn every_fault_kind_and_shape_is_written_and_read_back() {
     for line in [
         "duration_ms = 123456.789123",
         "pause = { node = \"client-2\", for_ms = 0.000001 }",
+        "pause = { node = \"holder\", for_ms = 5 }",
+        "partition = { isolate = \"holder\", mode = \"hold\" }",
         "crash = { node = \"redis-3\", restart_after_ms = 123456.789123 }",
         "clock_step = { node = \"redis-4\", delta_ms = -123456.789123 }",
         "clock_slew = { node = \"client-1\", delta_ms = -0.999999, rate_ppm = 1 }",

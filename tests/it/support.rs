@@ -37,13 +37,70 @@ pub(crate) fn lockstep(args: &[&str]) -> Output {
         .expect("the lockstep binary runs")
 }
 
-/// Writes `text` to a fresh scenario file in a per-test temporary directory.
-pub(crate) fn temp_scenario(test: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+/// A fresh, empty directory for one test, `lockstep-it-PID-N-NAME` in the temporary directory
+/// (`N` counts the directories of the process, so two tests giving the same name never share
+/// one), removed with everything in it when dropped, even when the test panics.
+#[derive(Debug)]
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(name: &str) -> TempDir {
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("lockstep-it-{}-{n}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A scenario file alone in a [`TempDir`], removed with it when dropped.
+#[derive(Debug)]
+pub(crate) struct TempScenario {
+    path: PathBuf,
+    _dir: TempDir,
+}
+
+impl std::ops::Deref for TempScenario {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempScenario {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Writes `text` to a fresh scenario file in a per-test temporary directory, removed when the
+/// returned file is dropped.
+pub(crate) fn temp_scenario(test: &str, text: &str) -> TempScenario {
+    let dir = TempDir::new(test);
     let path = dir.join("scenario.toml");
     std::fs::write(&path, text).expect("write scenario");
-    path
+    TempScenario { path, _dir: dir }
 }
 
 /// The smallest good scenario: one Redis lock, 10 s, no faults.

@@ -2,12 +2,12 @@
 //! shards equal to one sweep byte for byte, counts and first failing seeds checked against
 //! single runs, bad input, and `--check-determinism` on every command that runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use lockstep::sweep::{self, SweepConfig, SweepSummary};
 use lockstep_check::Validity;
 
-use crate::support::{lockstep, root, stderr, stdout, temp_scenario};
+use crate::support::{TempDir, lockstep, root, stderr, stdout, temp_scenario};
 
 const K1: &str = "scenarios/catalogue/k1-gc-pause-unfenced.toml";
 /// Invalid on most seeds, valid on seeds 7, 15 and 22 of 1-24 (its file says why): it
@@ -119,11 +119,8 @@ fn only_the_first_ten_failing_seeds_by_position_are_kept_whatever_the_threads() 
 }
 
 /// A fresh, empty directory for one test's files.
-fn out_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-it-{}-sweep-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+fn out_dir(test: &str) -> TempDir {
+    TempDir::new(&format!("sweep-{test}"))
 }
 
 /// Runs the binary, expects `code`, and returns stdout.

@@ -1,7 +1,8 @@
 //! Tidiness: every scenario file parses, every flag of the command line is documented, the
 //! documents name every crate, the README's sample output is what `lockstep run` prints, its
-//! commands parse and name paths that exist, its `check` summaries are what `check` counts, and
-//! no wheel, archive or binary is tracked.
+//! commands parse and name paths that exist, its `check` summaries are what `check` counts, it
+//! says what `.ci/run` runs, every path the docs and comments cite is in the repository (and
+//! none cites the design notes kept outside it), and no wheel, archive or binary is tracked.
 
 use std::io::Read;
 
@@ -305,8 +306,7 @@ fn readme_commands(readme: &str) -> Vec<(usize, Vec<String>)> {
 /// True when `lockstep` parses `args` (clap): run in an empty directory, where no input
 /// exists, a command that parses fails on its first file, never with clap's usage error.
 fn parses(args: &[String]) -> bool {
-    let empty = std::env::temp_dir().join(format!("lockstep-it-{}-readme", std::process::id()));
-    std::fs::create_dir_all(&empty).expect("temp dir");
+    let empty = crate::support::TempDir::new("readme");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
         .args(args)
         .current_dir(&empty)
@@ -424,4 +424,283 @@ fn the_readme_check_summaries_are_what_check_counts() {
         );
     }
     assert!(quoted > 0, "README.md quotes a summary of `lockstep check`");
+}
+
+/// The repository's top directories: a word of prose that starts with one (at the start of a
+/// word) cites a path of the repository.
+const TOP_DIRS: &[&str] = &[
+    "docs/",
+    "src/",
+    "models/",
+    "sim/",
+    "check/",
+    "reports/",
+    "bridge/",
+    "scenarios/",
+    "tests/",
+    "benches/",
+    "conformance/",
+    "deploy/",
+    "reviews/",
+    ".ci/",
+];
+
+/// The files whose prose may cite paths: Markdown, Rust, TOML, shell, Python and YAML files
+/// and scripts (a `#!` first line) under `dir`, outside `target/` and hidden directories
+/// other than `.ci/`, sorted.
+fn prose_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if path.is_dir() {
+            if name != "target" && (!name.starts_with('.') || name == ".ci") {
+                prose_files(&path, out);
+            }
+            continue;
+        }
+        let ext = path.extension().unwrap_or_default().to_string_lossy();
+        let script =
+            ext.is_empty() && std::fs::read(&path).is_ok_and(|bytes| bytes.starts_with(b"#!"));
+        if script || ["md", "rs", "toml", "sh", "py", "yml", "yaml"].contains(&ext.as_ref()) {
+            out.push(path);
+        }
+    }
+}
+
+/// The comment of a TOML, shell, Python or YAML line: from its first `#` outside a string.
+fn hash_comment(line: &str) -> Option<&str> {
+    let mut quote = None;
+    let mut escaped = false;
+    for (at, c) in line.char_indices() {
+        match (quote, c) {
+            (Some('"'), '\\') if !escaped => {
+                escaped = true;
+                continue;
+            }
+            (Some(q), _) if c == q && !escaped => quote = None,
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '#') => return Some(&line[at..]),
+            _ => {}
+        }
+        escaped = false;
+    }
+    None
+}
+
+/// The lines of `text` (of the file `path`) that a reader reads as prose, with their numbers
+/// from 1: a Markdown file whole, a Rust file's comment lines (`//`, `///`, `//!`), the
+/// comments of the others.
+fn prose_lines<'a>(path: &std::path::Path, text: &'a str) -> Vec<(usize, &'a str)> {
+    let ext = path.extension().unwrap_or_default().to_string_lossy();
+    let lines = text.lines().enumerate().map(|(at, line)| (at + 1, line));
+    match ext.as_ref() {
+        "md" => lines.collect(),
+        "rs" => lines
+            .filter(|(_, l)| l.trim_start().starts_with("//"))
+            .collect(),
+        _ => lines
+            .filter_map(|(n, l)| Some((n, hash_comment(l)?)))
+            .collect(),
+    }
+}
+
+/// The words of `line` that cite a path of the repository (they start with a top directory
+/// where a word starts), each with whether it opens a double-quoted string. A placeholder
+/// (`<kind>`, `{file}`, `*`, `…`) stays in the word; a full stop that ends a sentence does not.
+fn cited_paths(line: &str) -> Vec<(String, bool)> {
+    let is_path_char = |c: char| c.is_ascii_alphanumeric() || "/._-<>{}*…".contains(c);
+    let mut cited = Vec::new();
+    for (at, _) in line.char_indices() {
+        let before = line[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || "/._-".contains(c)) {
+            continue;
+        }
+        let rest = &line[at..];
+        if !TOP_DIRS.iter().any(|dir| rest.starts_with(dir)) {
+            continue;
+        }
+        let end = rest.find(|c: char| !is_path_char(c)).unwrap_or(rest.len());
+        let word = rest[..end].trim_end_matches('.');
+        // `scenarios/...` is a placeholder: keep the dots that make it one.
+        let word = if rest[..end].ends_with("...") {
+            &rest[..end]
+        } else {
+            word
+        };
+        cited.push((word.to_string(), before == Some('"')));
+    }
+    cited
+}
+
+/// The extensions of the files under the top directory `dir`, whatever their depth.
+fn extensions_under(dir: &std::path::Path, out: &mut std::collections::BTreeSet<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                extensions_under(&path, out);
+            }
+        } else if let Some(ext) = path.extension() {
+            out.insert(ext.to_string_lossy().into_owned());
+        }
+    }
+}
+
+/// Why the cited `path` is not in the repository, or `None` when it is, or is not a path of
+/// the repository at all. The rules:
+/// - a placeholder (`<kind>`, `{file}`, `*`, `…`, `...`) stands for any name: the directory
+///   it is in must exist (`scenarios/found/<name>.toml` asks for `scenarios/found/`);
+/// - a file whose extension no file under its top directory has is another project's
+///   (Redis's `src/sentinel.c`: the root crate's `src/` holds only Rust);
+/// - a quoted word with no extension and no trailing `/` is a name, not a path (the seed's
+///   stream `"bridge/chaos-shapes"`);
+/// - anything else must exist, relative to the repository's root.
+fn why_missing(
+    path: &str,
+    quoted: bool,
+    extensions: &mut std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Option<String> {
+    let placeholder = path.find(['<', '{', '*', '…']).or_else(|| path.find("..."));
+    if let Some(at) = placeholder {
+        let dir = &path[..path[..at].rfind('/').map_or(0, |slash| slash + 1)];
+        return (!root().join(dir).is_dir())
+            .then(|| format!("{path}: its directory {dir} does not exist"));
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, ext)| ext)
+        .filter(|e| !e.is_empty());
+    if let Some(ext) = ext {
+        let top = path.split_inclusive('/').next().unwrap_or(path).to_string();
+        let known = extensions.entry(top.clone()).or_insert_with(|| {
+            let mut found = std::collections::BTreeSet::new();
+            extensions_under(&root().join(&top), &mut found);
+            found
+        });
+        if !known.contains(ext) {
+            return None;
+        }
+    } else if quoted && !path.ends_with('/') {
+        return None;
+    }
+    (!root().join(path).exists()).then(|| format!("{path} does not exist"))
+}
+
+/// Every path the project's prose cites is in the repository: the README, ARCHITECTURE.md,
+/// `docs/`, the comments of scenario files and of the code (a path of the repository starts
+/// with one of `TOP_DIRS`; the rules for placeholders and other projects' files are at
+/// `why_missing`), and every relative link of a Markdown page. Nothing cites the design notes
+/// kept outside the repository: the project's documents stand alone.
+#[test]
+fn every_cited_path_exists_and_nothing_cites_outside_the_repository() {
+    let outside = [concat!("..", "/shared"), concat!("shared", "/docs")];
+    let mut files = Vec::new();
+    prose_files(&root(), &mut files);
+    assert!(files.len() > 300, "{} files", files.len());
+    let mut extensions = std::collections::BTreeMap::new();
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+        let shown = file
+            .strip_prefix(root())
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (n, line) in prose_lines(file, &text) {
+            for needle in outside {
+                if line.contains(needle) {
+                    wrong.push(format!(
+                        "{shown}:{n}: cites {needle}, outside the repository"
+                    ));
+                }
+            }
+            for (path, quoted) in cited_paths(line) {
+                checked += 1;
+                if let Some(why) = why_missing(&path, quoted, &mut extensions) {
+                    wrong.push(format!("{shown}:{n}: {why}"));
+                }
+            }
+            if shown.ends_with(".md") {
+                for (at, _) in line.match_indices("](") {
+                    let target = &line[at + 2..];
+                    let target = &target[..target.find(')').unwrap_or(target.len())];
+                    let target = target.split('#').next().unwrap_or("");
+                    if target.is_empty() || target.contains("://") || target.starts_with("mailto:")
+                    {
+                        continue;
+                    }
+                    checked += 1;
+                    let dir = file.parent().expect("a file's directory");
+                    if !dir.join(target).exists() {
+                        wrong.push(format!("{shown}:{n}: the link {target} leads nowhere"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "only {checked} cited paths found");
+    assert!(
+        wrong.is_empty(),
+        "paths cited that are not in the repository ({} of {checked}):\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// The README's paragraph on `.ci/run` names every step the script takes: each cargo command
+/// with the features, flags and target directory it runs with, and each script it calls.
+#[test]
+fn the_readme_says_what_ci_runs() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let paragraph = readme
+        .split("\n\n")
+        .find(|p| p.starts_with("`.ci/run`"))
+        .expect("README.md has a paragraph on `.ci/run`")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let script = std::fs::read_to_string(root().join(".ci/run")).expect(".ci/run");
+    let script = script.replace("\\\n", " ");
+    let mut steps = Vec::new();
+    for line in script.lines().map(str::trim) {
+        // A cargo command, perhaps after `RUSTFLAGS="..."`.
+        let (env, command) = match line.split_once("\" cargo ") {
+            Some((env, rest)) if env.starts_with("RUSTFLAGS=\"") => {
+                steps.push(format!("{env}\""));
+                (true, format!("cargo {rest}"))
+            }
+            _ => (false, line.to_string()),
+        };
+        let words: Vec<&str> = command.split_whitespace().collect();
+        match words.as_slice() {
+            ["cargo", sub, ..] => {
+                steps.push(format!("cargo {sub}"));
+                for w in words.windows(2) {
+                    if ["--features", "--target-dir"].contains(&w[0]) {
+                        steps.push(w.join(" "));
+                    }
+                }
+            }
+            // A script of the repository, with its arguments.
+            [first, ..] if !env && first.contains('/') && !first.starts_with(['$', '"', '#']) => {
+                steps.push(words.join(" "));
+            }
+            _ => {}
+        }
+    }
+    assert!(steps.len() >= 10, "{steps:?}");
+    let missing: Vec<&String> = steps.iter().filter(|s| !paragraph.contains(*s)).collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's paragraph on `.ci/run` does not say that it runs {missing:?}:\n{paragraph}"
+    );
 }

@@ -108,6 +108,7 @@ fn the_shared_keys_listed_for_errors_are_the_sections_typed_keys() {
             "acquire" => "\"block\"",
             "check_validity_before_write" | "reenter" => "true",
             "watchdog" => "{ after_ms = 100 }",
+            "per_client" => "{ client-1 = { start_ms = 10 } }",
             _ => "10",
         };
         let file = format!("{base}{key} = {value}\n");

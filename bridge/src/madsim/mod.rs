@@ -12,7 +12,7 @@
 //! timer.
 //!
 //! What madsim's TCP does while a link is clogged (read in madsim 0.2.34's source,
-//! `sim/net/mod.rs`): a new connection is refused at once; bytes written on an open
+//! `madsim/src/sim/net/mod.rs`): a new connection is refused at once; bytes written on an open
 //! connection are held, the receiver re-testing the link after 1 ms, then 2, 4, ... up to
 //! 10 s between tries, and delivered in order once it is unclogged. So a clog holds: a
 //! `hold` partition is exactly that, and a `drop` partition acts on an open connection as
@@ -189,8 +189,8 @@ impl Link {
 }
 
 /// Hands `bytes` to madsim's stream and sends them. madsim 0.2.34's `poll_write` appends to
-/// a buffer and `poll_flush` sends it, both at once (`sim/net/tcp/stream.rs`); anything
-/// else is an error here rather than a hang.
+/// a buffer and `poll_flush` sends it, both at once (`madsim/src/sim/net/tcp/stream.rs`);
+/// anything else is an error here rather than a hang.
 fn send(stream: &RefCell<TcpStream>, bytes: &[u8]) -> io::Result<()> {
     let mut cx = Context::from_waker(Waker::noop());
     let mut stream = stream.borrow_mut();

@@ -1,7 +1,7 @@
 //! What the bridge's tests under each runtime share: the catalogue, the agreement check
 //! against the native engine, scenario files written for a test, a history's faults.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use lockstep_bridge::{Plan, Runtime};
 use lockstep_check::{Event, History};
@@ -64,10 +64,29 @@ pub(crate) fn deterministic(runtime: Runtime, run: impl Fn(&Plan, u64) -> Result
     assert_eq!(a.names, ["redis", "storage", "client-1", "client-2"]);
 }
 
-pub(crate) fn write_scenario(name: &str, text: &str) -> PathBuf {
+/// A scenario file written for one test in Cargo's directory for test files
+/// (`target/tmp`), removed when dropped, even when the test panics.
+#[derive(Debug)]
+pub(crate) struct TempFile(PathBuf);
+
+impl std::ops::Deref for TempFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Writes `text` to `name` (unique among the tests of one runtime) in `target/tmp`.
+pub(crate) fn write_scenario(name: &str, text: &str) -> TempFile {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&path, text).expect("temp file");
-    path
+    TempFile(path)
 }
 
 /// A scenario of 10 s, two clients, a TTL of 1 s and unfenced storage, to add faults to.

@@ -1,9 +1,8 @@
-//! The checker: the definitions of `../shared/docs/checker.md`, made exact, from a history to a
-//! [`Verdict`].
+//! The checker: from a history to a [`Verdict`].
 //!
 //! It reads only the history, never the simulator or a model, and it decides with integers
-//! only, so the same history always gives the same verdict. The project's `docs/checker.md`
-//! records every definition as implemented here.
+//! only, so the same history always gives the same verdict. `docs/checker.md` states every
+//! definition as implemented here.
 //!
 //! Start reading at [`check`]: it validates the history while building the grant table
 //! ([`grants`]), then runs the safety checks ([`safety`]) and the liveness metrics

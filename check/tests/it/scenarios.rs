@@ -1,4 +1,4 @@
-//! Known shapes from the failure catalogue, judged end to end.
+//! Known shapes from the failure catalogue (docs/catalogue.md), judged end to end.
 
 use lockstep_check::Validity;
 

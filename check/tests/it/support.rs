@@ -277,7 +277,7 @@ impl Builder {
     }
 }
 
-/// Kleppmann's K1 and K2 (failure catalogue): client-1 gets token 33, reads 0 and pauses past
+/// Kleppmann's K1 and K2 (docs/catalogue.md): client-1 gets token 33, reads 0 and pauses past
 /// its lease; client-2 gets token 34 at 12 ms, reads 0, writes 1 and releases; client-1 resumes
 /// and writes 1 with token 33, which `fenced` storage rejects.
 pub(crate) fn gc_pause_after_read(fenced: bool) -> History {

@@ -1,5 +1,4 @@
-//! The Consul lock client: `api.Lock` (`api/lock.go`, `api/session.go`; docs/semantics.md
-//! §6.2).
+//! The Consul lock client: `api.Lock` (`api/lock.go`, `api/session.go`).
 //!
 //! - `Lock()`: creates a session (TTL 15 s, lock-delay 15 s, behavior `release` by default)
 //!   and renews it every TTL/2 (`RenewPeriodic`: after a failed renew, again every second

@@ -206,6 +206,10 @@ impl Family for Consul {
         (nodes, lock)
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::LEADER]
+    }
+
     fn marks(&self) -> &'static [(&'static str, MarkSite)] {
         &[
             ("leader-ready", MarkSite::Server),
@@ -215,7 +219,7 @@ impl Family for Consul {
     }
 
     fn tokens(&self) -> Tokens {
-        // A new session's acquire increments the key's LockIndex (docs/semantics.md §6.2);
+        // A new session's acquire increments the key's LockIndex (`kvsLockTxn`, `state/kvs.go`);
         // with `behavior = "delete"` an invalidation deletes the key, and the key created
         // anew counts from 1 again: no promise of order then.
         if self.client.fencing {

@@ -1,4 +1,4 @@
-//! Consul: sessions and a KV lock over Raft (docs/semantics.md §6; docs/families/consul.md).
+//! Consul: sessions and a KV lock over Raft (docs/families/consul.md).
 //!
 //! - The servers ([`server`]) are a Raft cluster (the etcd family's [`crate::raft`]) whose
 //!   state machine holds the sessions and the lock key (`Session`, `LockIndex`, `CreateIndex`,

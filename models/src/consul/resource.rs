@@ -1,5 +1,5 @@
 //! The protected resource kept in Consul's KV store itself, beside the lock key
-//! (docs/semantics.md §6.3; `[storage] mode = "consul"`).
+//! (docs/families/consul.md, "Storage in Consul"; `[storage] mode = "consul"`).
 //!
 //! A read is `GET /v1/kv/resource`, served by the leader from its applied state (the default
 //! consistency mode). A write is a transaction (`PUT /v1/txn`) whose first operation guards

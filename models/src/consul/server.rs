@@ -1,6 +1,6 @@
 //! A Consul server: a Raft node whose state machine holds the sessions and the lock key
-//! (docs/semantics.md §6.1, §6.2; `agent/consul/state/session.go`, `state/kvs.go`,
-//! `agent/consul/session_ttl.go`, `state/delay.go`).
+//! (`agent/consul/state/session.go`, `state/kvs.go`, `agent/consul/session_ttl.go`,
+//! `state/delay.go`).
 //!
 //! - Session creation and destruction, `?acquire` and `?release` are raft entries; the server
 //!   that proposed one answers once it applied it. A server that is not the leader answers
@@ -689,6 +689,10 @@ impl ConsulServer {
 impl Service for ConsulServer {
     type Msg = Msg;
     type Timer = ServerTimer;
+
+    fn plays(&self, role: &str) -> bool {
+        role == crate::family::played::LEADER && self.is_leader()
+    }
 
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let durable = self.raft.durable().clone();

@@ -1,9 +1,9 @@
 //! The etcd lock client: a `concurrency.Session` kept alive by clientv3's keepalive loops and
-//! the `concurrency.Mutex` (or `Election.Campaign`) recipe on top (docs/semantics.md §3.3,
-//! §3.4).
+//! the `concurrency.Mutex` (or `Election.Campaign`) recipe on top (`client/v3/lease.go`,
+//! `client/v3/concurrency/session.go`, `mutex.go`, `election.go`).
 //!
-//! - **Session.** `LeaseGrant`, then the keepalive stream (`client/v3/lease.go`, lines as in
-//!   docs/semantics.md §3.3). The client's loops start with its first `KeepAlive`, once the
+//! - **Session.** `LeaseGrant`, then the keepalive stream (`client/v3/lease.go`, lines of
+//!   etcd commit c34dc7e). The client's loops start with its first `KeepAlive`, once the
 //!   grant is answered, and run for the client's life (`firstKeepAliveOnce`): the send loop
 //!   makes a pass at once and then every 500 ms (`retryConnWait`), sending a keepalive for a
 //!   lease whose `nextKeepAlive` is before now — whether or not an earlier one was answered,

@@ -185,6 +185,10 @@ impl Family for Etcd {
         (nodes, lock)
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::LEADER]
+    }
+
     fn marks(&self) -> &'static [(&'static str, MarkSite)] {
         &[
             ("lock-waiting", MarkSite::Client),
@@ -194,7 +198,7 @@ impl Family for Etcd {
 
     fn tokens(&self) -> Tokens {
         // The lock key's create revision is the lock's own token and increases with every
-        // grant (docs/semantics.md §3.5).
+        // grant (etcd's "Notes on the usage of lock and lease", `why.md`).
         if self.client.fencing {
             Tokens::Ordered { monotonic: true }
         } else {

@@ -1,4 +1,4 @@
-//! etcd's lessor (`server/lease/lessor.go`, docs/semantics.md §3.2).
+//! etcd's lessor (`server/lease/lessor.go`; docs/families/etcd.md).
 //!
 //! Leases and their attached keys are replicated state: grant, revoke and checkpoint are raft
 //! entries, applied on every member. Expiry is not: only the primary lessor (the leader) keeps

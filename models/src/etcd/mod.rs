@@ -1,4 +1,4 @@
-//! etcd: the lease lock over Raft (docs/semantics.md §3). The key space and the lessor are
+//! etcd: the lease lock over Raft (docs/families/etcd.md). The key space and the lessor are
 //! the replicated state machine; the server applies raft entries to them; the client keeps a
 //! session alive and runs the Mutex and Election recipes. The protected resource may live in
 //! the key space too, written by guarded transactions ([`resource`]). Each member keeps an

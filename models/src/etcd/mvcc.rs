@@ -1,4 +1,4 @@
-//! etcd's multi-version key space, as far as locks use it (docs/semantics.md §3.1, §3.4).
+//! etcd's multi-version key space, as far as locks use it (docs/families/etcd.md).
 //!
 //! Every key carries `create_revision`, `mod_revision`, `version` and its lease. A global
 //! revision increases by one for every transaction that writes; a transaction's writes all

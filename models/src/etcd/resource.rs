@@ -1,4 +1,4 @@
-//! The protected resource kept in etcd itself (failure catalogue J4, docs/semantics.md §3.5).
+//! The protected resource kept in etcd itself (J4 in docs/catalogue.md; etcd's `why.md`).
 //!
 //! The counter lives under the key [`RESOURCE_KEY`]. A read is a linearizable `Get` of it; a
 //! write is a transaction whose compares are the guard on the writer's own lock key and whose

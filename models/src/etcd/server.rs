@@ -1,5 +1,5 @@
 //! An etcd member: a Raft node whose state machine is the key space and the lessor
-//! (docs/semantics.md §3.1, §3.2).
+//! (`server/lease/lessor.go`, `server/etcdserver/server.go`; docs/families/etcd.md).
 //!
 //! - Writes (`LeaseGrant`, `LeaseRevoke`, `Txn`) are raft proposals; the member that proposed
 //!   one answers its client once the entry is applied. A member that is not the leader answers
@@ -741,6 +741,10 @@ impl EtcdServer {
 impl Service for EtcdServer {
     type Msg = Msg;
     type Timer = ServerTimer;
+
+    fn plays(&self, role: &str) -> bool {
+        role == crate::family::played::LEADER && self.raft.role() == Role::Leader
+    }
 
     /// Starts (or restarts) the member from raft's durable state: a fresh raft node, and the
     /// loops.

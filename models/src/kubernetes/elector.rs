@@ -1,5 +1,5 @@
-//! client-go's `LeaderElector` (`tools/leaderelection/leaderelection.go`, docs/semantics.md
-//! §5.3) over a `LeaseLock` (`resourcelock/leaselock.go`), as the family's lock client.
+//! client-go's `LeaderElector` (`tools/leaderelection/leaderelection.go`, `tryAcquireOrRenew`)
+//! over a `LeaseLock` (`resourcelock/leaselock.go`), as the family's lock client.
 //!
 //! - `tryAcquireOrRenew`: the leader's fast path (it leads by its observed record and
 //!   `observedTime + leaseDurationSeconds > now`: `Update` with the cached object), then the

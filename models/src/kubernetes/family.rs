@@ -251,6 +251,10 @@ impl Family for Kubernetes {
         nodes
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::LEADER]
+    }
+
     fn groups(&self) -> &'static [&'static str] {
         &["apiservers"]
     }

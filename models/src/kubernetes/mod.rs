@@ -1,4 +1,4 @@
-//! Kubernetes Lease leader election (docs/semantics.md §5): client-go's `LeaderElector`
+//! Kubernetes Lease leader election (docs/families/kubernetes.md): client-go's `LeaderElector`
 //! (`tools/leaderelection/leaderelection.go`) over a `coordination.k8s.io/v1` Lease
 //! (`tools/leaderelection/resourcelock/leaselock.go`), served by API servers that keep it in
 //! an etcd cluster.
@@ -154,6 +154,13 @@ pub enum KubeNode {
 impl Service for KubeNode {
     type Msg = Msg;
     type Timer = Timer;
+
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            KubeNode::Etcd(s) => s.plays(role),
+            KubeNode::ApiServer(_) => false,
+        }
+    }
 
     fn on_start(&mut self, env: &mut impl Host<Msg, Timer>) {
         match self {

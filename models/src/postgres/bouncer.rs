@@ -1,5 +1,6 @@
-//! pgbouncer between the clients and the server (docs/semantics.md §7, "pgbouncer gotcha";
-//! pgbouncer's `pool_mode`, `default_pool_size`, `server_round_robin`, `server_reset_query`).
+//! pgbouncer between the clients and the server (pgbouncer's feature table, where
+//! session-level advisory locks "never" work in transaction pooling; its `pool_mode`,
+//! `default_pool_size`, `server_round_robin`, `server_reset_query`).
 //!
 //! Clients connect to pgbouncer; pgbouncer keeps up to `pool_size` connections to the server
 //! and hands one to a client for as long as its pool mode says:

@@ -1,4 +1,4 @@
-//! The PostgreSQL lock client: two recipes (docs/semantics.md §7).
+//! The PostgreSQL lock client: two recipes (PostgreSQL's manual, "Advisory Locks").
 //!
 //! - [`Recipe::Session`]: `SELECT pg_advisory_lock(1)` (or `pg_try_advisory_lock(1)`) on a
 //!   connection kept for the lock, the protected work on another connection (the

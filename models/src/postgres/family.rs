@@ -300,6 +300,10 @@ impl Family for Postgres {
         nodes
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::PRIMARY]
+    }
+
     fn groups(&self) -> &'static [&'static str] {
         &[POOLERS]
     }

@@ -1,4 +1,4 @@
-//! PostgreSQL advisory locks (docs/semantics.md §7; docs/families/postgres.md).
+//! PostgreSQL advisory locks (docs/families/postgres.md).
 //!
 //! - The server ([`server`]) keeps one backend per client connection and the shared lock table:
 //!   session-level advisory locks (re-entrant with a count, not released by `ROLLBACK`,
@@ -238,6 +238,13 @@ pub enum PgNode {
 impl Service for PgNode {
     type Msg = Msg;
     type Timer = Timer;
+
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            PgNode::Server(s) => role == crate::family::played::PRIMARY && s.role().0,
+            PgNode::Bouncer(_) => false,
+        }
+    }
 
     fn on_start(&mut self, env: &mut impl Host<Msg, Timer>) {
         if let PgNode::Server(s) = self {

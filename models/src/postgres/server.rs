@@ -1,5 +1,5 @@
 //! The PostgreSQL server: backends, the advisory lock table, the counter row, and how a
-//! backend ends (docs/semantics.md §7).
+//! backend ends (docs/families/postgres.md, "The server").
 //!
 //! The lock table follows `src/backend/utils/adt/lockfuncs.c` and the lock manager: an
 //! advisory lock is held by a backend; the same backend may take it again (a count per

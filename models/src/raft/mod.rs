@@ -4,7 +4,7 @@
 //! *paper §n*) and Ongaro's thesis ("Consensus: Bridging Theory and Practice", 2014, cited as
 //! *thesis §n*), following the choices of etcd's raft library (`go.etcd.io/raft/v3`, cited by
 //! function name in `raft.go`, `log.go`, `tracker/progress.go`, `read_only.go`), because the
-//! etcd model is built on top of it (docs/semantics.md §3).
+//! etcd model is built on top of it.
 //!
 //! No crate's Raft is used: they draw their randomness outside the run's seed. Here every
 //! random choice (the randomized election timeout) comes from the

@@ -1,24 +1,24 @@
 //! The Redis lock client: `SET NX PX` with retries, validity on the client's monotonic clock,
 //! renewal at TTL/3 with the compare-and-pexpire script ([`Renew`]), release with
-//! compare-and-delete or (the gotcha of docs/semantics.md §1.7.2) a plain `DEL`, and an
+//! compare-and-delete or (the gotcha the Redis distlock page warns of) a plain `DEL`, and an
 //! optional `INCR` fencing token.
 //!
 //! With Sentinel, the client asks the sentinels where the primary is before its first
-//! acquisition and again after a request timed out or a server answered `-READONLY`, and
-//! keeps talking to the primary it knows otherwise (what Jedis' and Redisson's sentinel
-//! pools do; docs/semantics.md §1.5). It asks every sentinel at once and believes the first
-//! answer.
+//! acquisition and again after a request timed out or a server answered `-READONLY`, and keeps
+//! talking to the primary it knows otherwise (what Jedis' and Redisson's sentinel pools do).
+//! It asks every sentinel at once and believes the first answer.
 //!
 //! With `WAIT` (what Redisson does since it deprecated its RedLock), the client sends `WAIT n
 //! timeout` after a successful `SET NX`; fewer than `n` acknowledging replicas is a failed
 //! acquisition: the client deletes its key (compare-and-delete, best effort) and retries.
-//! `WAIT` narrows the window of docs/semantics.md §1.7.5 but does not close it: the write
-//! is not rolled back, and a partitioned primary still acknowledges its side's writes.
+//! `WAIT` narrows the failover window of the distlock page (R1, docs/catalogue.md) but does
+//! not close it: the write is not rolled back, and a partitioned primary still acknowledges
+//! its side's writes.
 //!
 //! The client cannot see the server's clock. It counts its lease from the moment it *sent* the
 //! `SET` (the earliest the server can have started the TTL), minus a drift margin, on its own
 //! monotonic clock: `validity_end = sent + ttl - (ttl * drift_factor + 2 ms)`, the formula of
-//! redlock-rb (docs/semantics.md §2.2) applied to one instance.
+//! redlock-rb (`redlock.rb`) applied to one instance.
 
 use lockstep_sim::{ClockKind, Distribution, Dur, LocalTime, NodeId, TimerId};
 
@@ -35,7 +35,8 @@ use crate::storage::StorageRequest;
 pub enum Release {
     /// The Lua script `if GET == value then DEL`: only the owner's key is deleted.
     CompareAndDelete,
-    /// A plain `DEL`: deletes whoever's key is there (docs/semantics.md §1.7.2).
+    /// A plain `DEL`: deletes whoever's key is there (the distlock page: "Using just `DEL` is
+    /// not safe as a client may remove another client's lock").
     Del,
 }
 

@@ -492,6 +492,10 @@ impl Family for Redis {
         nodes
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::PRIMARY]
+    }
+
     fn groups(&self) -> &'static [&'static str] {
         &[SENTINELS]
     }
@@ -529,7 +533,7 @@ impl Family for Redis {
 
     fn tokens(&self) -> Tokens {
         // `INCR` tokens increase on one instance with no failover, but the promise is not the
-        // lock's: the counter sits outside the lock primitive (docs/semantics.md §1.6).
+        // lock's: the counter sits outside the lock primitive.
         if self.client.fencing {
             Tokens::Ordered { monotonic: false }
         } else {

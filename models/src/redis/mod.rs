@@ -1,5 +1,5 @@
 //! Redis: the server model with persistence and asynchronous replication, Sentinel, the lock
-//! client, and the messages between them (docs/semantics.md §1).
+//! client, and the messages between them (docs/families/redis.md).
 //!
 //! A single instance is one [`RedisServer`] named `redis`. With replicas, the servers are
 //! `redis-1` (the primary at start) and `redis-2` ... (its replicas); with Sentinel, the
@@ -193,7 +193,7 @@ pub enum Reply {
     Readonly,
 }
 
-/// A write as a primary propagates it to its replicas and its AOF (docs/semantics.md §1.2):
+/// A write as a primary propagates it to its replicas and its AOF (`t_string.c`, `expire.c`):
 /// deadlines are absolute (`PXAT`, `PEXPIREAT`), never relative TTLs, so a replica or a
 /// reloaded file keeps the primary's deadline and judges it on its own clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -280,6 +280,13 @@ pub enum RedisNode {
 impl Service for RedisNode {
     type Msg = Msg;
     type Timer = Timer;
+
+    fn plays(&self, role: &str) -> bool {
+        match self {
+            RedisNode::Server(s) => role == crate::family::played::PRIMARY && s.role() == Role::Master,
+            RedisNode::Sentinel(_) => false,
+        }
+    }
 
     fn on_start(&mut self, ctx: &mut impl Host<Msg, Timer>) {
         match self {

@@ -1,6 +1,6 @@
-//! What a Redis server keeps across a crash (docs/semantics.md §1.4): nothing, the last RDB
-//! snapshot, or its append-only file, split into what reached the disk (fsynced) and what is
-//! only in the operating system's page cache (written, not yet fsynced).
+//! What a Redis server keeps across a crash (Redis's persistence docs; `aof.c`, `rdb.c`):
+//! nothing, the last RDB snapshot, or its append-only file, split into what reached the disk
+//! (fsynced) and what is only in the operating system's page cache (written, not yet fsynced).
 //!
 //! The AOF is modelled by the dataset it replays to, not by its commands: replaying `SET ..
 //! PXAT`, `PEXPIREAT` and `DEL` in order yields exactly the dataset after the last of them, and

@@ -1,4 +1,4 @@
-//! Asynchronous replication and `WAIT` (docs/semantics.md §1.5).
+//! Asynchronous replication and `WAIT` (Redis's replication docs and `commands/wait.md`).
 //!
 //! A primary replies `+OK` first and streams the write afterwards, rewritten with absolute
 //! deadlines ([`ReplOp`]). Each write gets the next replication offset. A replica connects
@@ -170,7 +170,7 @@ impl RedisServer {
 
     /// `REPLICAOF primary` (rewritten into the configuration file): a primary drops its
     /// replicas and answers its blocked `WAIT`s; the dataset stays until the full resync
-    /// replaces it (docs/semantics.md §1.7.5: a demoted primary's writes are lost).
+    /// replaces it (a demoted primary's writes are lost: Jepsen's "Redis", 2013).
     pub(super) fn become_replica(&mut self, ctx: &mut impl Host<Msg, Timer>, primary: NodeId) {
         if self.repl.role == (Role::Replica { of: primary }) {
             return; // "OK Already connected to specified master".

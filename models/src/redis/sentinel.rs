@@ -1,4 +1,4 @@
-//! Redis Sentinel (docs/semantics.md §1.5; `src/sentinel.c`): monitoring, subjective and
+//! Redis Sentinel (Redis's `src/sentinel.c`): monitoring, subjective and
 //! objective down, a leader election per epoch, promotion of the best replica, and the
 //! reconfiguration of every other server, including an old primary when it comes back.
 //!

@@ -1,7 +1,7 @@
 //! The Redis server model: a keyspace with absolute expiry deadlines judged on the server's
-//! WALL clock, as real Redis does (docs/semantics.md §1.1-§1.3), with persistence across
-//! crashes (§1.4, [`super::persistence`]) and a replication role (§1.5,
-//! [`super::replication`]).
+//! WALL clock, as real Redis does (`t_string.c`, `db.c`, `expire.c`; `commands/expire.md`),
+//! with persistence across crashes ([`super::persistence`]) and a replication role
+//! ([`super::replication`]).
 //!
 //! Every command reads the clock once at its start (`commandTimeSnapshot`), so nothing can
 //! expire in the middle of a command or script. Expiry is lazy: a key past its deadline is
@@ -31,14 +31,14 @@ use crate::observe::{HolderView, Observation};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisServerConfig {
     /// The clock expiry deadlines are set and judged on. Real Redis uses WALL; `Mono` is the
-    /// fix antirez proposed, for comparison (failure catalogue K4).
+    /// fix antirez proposed, for comparison (K4 in docs/catalogue.md).
     pub expiry_clock: ClockKind,
     /// What survives a crash.
     pub persistence: Persistence,
     /// What kind of crash the server suffers: the process, or the whole machine.
     pub crash_loses: CrashLoses,
     /// After a restart, the server accepts no connection until this much time has passed on
-    /// its monotonic clock (Redlock's "delayed restart", docs/semantics.md §2.1).
+    /// its monotonic clock (the "delayed restarts" of the Redis distlock page).
     pub restart_delay: Dur,
     /// The primary this server replicates at start (`replicaof` in its configuration file).
     pub replica_of: Option<NodeId>,
@@ -180,7 +180,7 @@ impl RedisServer {
         }
     }
 
-    /// A crash keeps only what is durable (docs/semantics.md §1.4): the files, the page cache
+    /// A crash keeps only what is durable (Redis's persistence docs): the files, the page cache
     /// unless the machine lost power, and the configuration file's role.
     pub(crate) fn on_crash(&mut self) {
         self.db.clear();

@@ -201,7 +201,7 @@ impl Family for Redlock {
     }
 
     fn tokens(&self) -> Tokens {
-        // Random values, not ordered at all (failure catalogue K7).
+        // Random values, not ordered at all (K7 in docs/catalogue.md).
         if self.client.value_as_token {
             Tokens::Random
         } else {

@@ -1,4 +1,4 @@
-//! Redlock: one lock over N independent Redis instances (docs/semantics.md §2), in the two
+//! Redlock: one lock over N independent Redis instances (the Redis distlock page), in the two
 //! flavours people run.
 //!
 //! - **antirez** (`antirez/redlock-rb`, the reference the distlock page links): instances are
@@ -13,9 +13,10 @@
 //!   until`; on failure it releases on every instance under the same deadline.
 //!
 //! Both keep one random value for all tries of one acquisition. With the elapsed-time check
-//! off (the naive client of failure catalogue K6) a quorum of OKs is success whatever time has
-//! passed, and the lease is counted from the moment the last reply was read. Extension sends
-//! the compare-and-pexpire script to every instance at once and counts only with a quorum.
+//! off (the naive client of K6, docs/catalogue.md) a quorum of OKs is success whatever time
+//! has passed, and the lease is counted from the moment the last reply was read. Extension
+//! sends the compare-and-pexpire script to every instance at once and counts only with a
+//! quorum.
 
 pub mod family;
 
@@ -63,7 +64,7 @@ pub struct RedlockConfig {
     /// Extend the lease every `ttl / 3` while held.
     pub extend: bool,
     /// Hand the random value to the workload as its token (compare-and-set on the resource,
-    /// failure catalogue K7). It is not a fencing token: it does not increase.
+    /// K7 in docs/catalogue.md). It is not a fencing token: it does not increase.
     pub value_as_token: bool,
     /// Count each round of an acquisition as an acquire request (the herd figure).
     pub count_requests: bool,
@@ -655,7 +656,8 @@ mod tests {
             c.lease_end(ms(0), ms(9_897)),
             Some(ms(9_897) + Dur::from_millis(1))
         );
-        // A backward WALL step makes elapsed negative and inflates the validity (§2.5.5).
+        // A backward WALL step makes elapsed negative and inflates the validity (redlock-rb
+        // times its tries on `Time.now`, the client's wall clock).
         assert_eq!(
             c.lease_end(ms(5_000), ms(3_000)),
             Some(ms(3_000) + Dur::from_millis(11_898))

@@ -7,15 +7,15 @@
 //! client at the worst moment: `granted` (the read is already sent), `read-done`, `work-done`
 //! (before the validity check) and `validity-checked` (only when it checks, right before the
 //! write). The steps after `work-done` and `validity-checked` run as separate events, the gaps
-//! a GC pause can fall into (failure catalogue K1).
+//! a GC pause can fall into (K1 in docs/catalogue.md).
 //!
 //! Against compare-and-set storage the client first claims the resource with its token, in a
-//! step of its own after `granted`, then reads, works and writes as above (failure catalogue
-//! K7).
+//! step of its own after `granted`, then reads, works and writes as above (K7 in
+//! docs/catalogue.md).
 //!
-//! When the resource lives in etcd (failure catalogue J4) the loop is the same; its operations
-//! go out through the lock client instead of to a storage node, and the etcd member answers
-//! with the same replies.
+//! When the resource lives in etcd (J4 in docs/catalogue.md) the loop is the same; its
+//! operations go out through the lock client instead of to a storage node, and the etcd member
+//! answers with the same replies.
 //!
 //! # Leader election as a workload (`kind = "leader"`)
 //!
@@ -131,6 +131,19 @@ pub struct WorkloadConfig {
     /// Take the lock again inside each critical section, around the work (`[workload]
     /// reenter`): see "A nested acquisition" above.
     pub reenter: bool,
+    /// What sets clients apart (`[workload.per_client.client-N]`), by client from
+    /// `client-1`; empty when none is set apart.
+    pub per_client: std::sync::Arc<[PerClient]>,
+}
+
+/// One client's own settings (`[workload.per_client.client-N]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PerClient {
+    /// How long after the start of the run the process starts (by its own monotonic clock);
+    /// a restart starts it at once.
+    pub start: Dur,
+    /// The rows it picks from, uniformly (`kind = "keys"`); all of them when `None`.
+    pub rows: Option<std::sync::Arc<[u32]>>,
 }
 
 /// `[workload] acquire`.
@@ -164,6 +177,14 @@ impl WorkloadConfig {
             WorkloadKind::ReadWrite(rw) => Some(rw),
             _ => None,
         }
+    }
+
+    /// Client `index`'s own settings (from 1).
+    pub fn client(&self, index: u32) -> PerClient {
+        self.per_client
+            .get(index as usize - 1)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The rows and locks, when the clients work on many keys.
@@ -402,6 +423,8 @@ pub struct Client<L: LockClient> {
     /// stay unique; no decision reads them.
     grants: u32,
     ops: u32,
+    /// Its own settings: a late start, pinned rows.
+    own: PerClient,
 }
 
 /// The environment of a workload client of `L` in a world whose service timers are `S`.
@@ -432,6 +455,7 @@ impl<L: LockClient> Client<L> {
             nest_held: false,
             grants: 0,
             ops: 0,
+            own: PerClient::default(),
         }
     }
 
@@ -454,6 +478,25 @@ impl<L: LockClient> Client<L> {
         Client { claim, ..self }
     }
 
+    /// The same client with its own settings (`[workload.per_client.client-N]`).
+    pub fn with_own(self, own: PerClient) -> Client<L> {
+        Client { own, ..self }
+    }
+
+    /// The run starts: the process starts now, or its own `start` later (a timer on its
+    /// monotonic clock; nothing of it runs before, not even its lock client).
+    pub(crate) fn on_first_start<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
+        if self.own.start > Dur::ZERO {
+            ctx.set_timer(
+                ClockKind::Mono,
+                self.own.start,
+                Timer::Work(WorkTimer::Start),
+            );
+        } else {
+            self.on_start(ctx);
+        }
+    }
+
     pub(crate) fn on_start<S>(&mut self, ctx: &mut impl ClientEnv<L, S>) {
         if let WorkloadKind::Cron(cron) = &self.config.kind {
             let (next, after) = cron.next_after(ctx.wall());
@@ -461,6 +504,12 @@ impl<L: LockClient> Client<L> {
             ctx.set_timer(ClockKind::Mono, after, Timer::Work(WorkTimer::Tick));
         }
         self.think(ctx);
+    }
+
+    /// Whether it is in a critical section (from its grant to its exit) or on a job: the
+    /// role [`crate::family::played::HOLDER`].
+    pub fn holds(&self) -> bool {
+        self.held.is_some() || matches!(self.phase, Phase::Job { .. })
     }
 
     pub(crate) fn on_crash(&mut self) {
@@ -557,12 +606,16 @@ impl<L: LockClient> Client<L> {
     pub(crate) fn on_work_timer<S>(&mut self, ctx: &mut impl ClientEnv<L, S>, timer: WorkTimer) {
         match (self.phase, timer) {
             (_, WorkTimer::Tick) => self.on_tick(ctx),
+            (Phase::Thinking, WorkTimer::Start) => self.on_start(ctx),
             (Phase::Holding { grant }, WorkTimer::Unlock { grant: g }) if grant == g => {
                 self.release(ctx, false);
             }
             (Phase::Thinking, WorkTimer::Think) => {
                 if let WorkloadKind::Keys(keys) = &self.config.kind {
-                    let row = keys.draw(ctx.rng());
+                    let row = match &self.own.rows {
+                        Some(rows) => rows[ctx.rng().below(rows.len() as u64) as usize],
+                        None => keys.draw(ctx.rng()),
+                    };
                     let lock = keys.lock_of(row);
                     self.row = u64::from(row);
                     ctx.record(Event::Pick {

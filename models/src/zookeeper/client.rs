@@ -1,5 +1,6 @@
 //! The ZooKeeper lock client: `ClientCnxn`'s connection state machine, a Curator-like layer
-//! of connection states, and the lock recipe (docs/semantics.md §4.3-§4.5).
+//! of connection states, and the lock recipe (ZooKeeper's `ClientCnxn.java` and its recipes
+//! page, "Locks"; Curator's `InterProcessMutex`).
 //!
 //! - **Connection** (`ClientCnxn.java`). The client connects to one server at a time, picked
 //!   at random first (`StaticHostProvider` shuffles), then the next in turn, waiting up to

@@ -175,6 +175,10 @@ impl Family for ZooKeeper {
         (nodes, lock)
     }
 
+    fn played(&self) -> &'static [&'static str] {
+        &[crate::family::played::LEADER]
+    }
+
     fn marks(&self) -> &'static [(&'static str, MarkSite)] {
         &[
             ("lock-create-sent", MarkSite::Client),
@@ -185,7 +189,7 @@ impl Family for ZooKeeper {
     }
 
     fn tokens(&self) -> Tokens {
-        // The lock node's czxid increases with every grant (docs/semantics.md §4.4).
+        // The lock node's czxid, the zxid of its create, increases with every grant.
         if self.client.fencing {
             Tokens::Ordered { monotonic: true }
         } else {

@@ -1,5 +1,5 @@
 //! ZooKeeper: sessions, the ensemble and the ephemeral-sequential lock recipe with Curator's
-//! connection states on top (docs/semantics.md §4).
+//! connection states on top (docs/families/zookeeper.md).
 //!
 //! - [`tree`] is the replicated state: the znode tree (`czxid`, `cversion`, `ephemeralOwner`)
 //!   and the session table, as a pure state machine that applies transactions.
@@ -216,14 +216,14 @@ pub fn round_to_next_tick(time: LocalTime, tick: Dur) -> LocalTime {
 /// passes 1 s) or `idleSend > 10 s`, but it is made only when the thread wakes, and on an
 /// idle connection the thread sleeps `readTimeout/2` from its last send, so neither the
 /// second nor the 10 s bound shows: the real 3.8 client pinged every 2.0 / 5.0 / 13.3 s at
-/// T = 6 / 15 / 40 s (docs/semantics.md §4.3).
+/// T = 6 / 15 / 40 s (docs/conformance.md, "The last full table").
 pub fn ping_interval(read_timeout: Dur) -> Dur {
     read_timeout / 2
 }
 
 /// How long after the socket is closed `ClientCnxn` raises Disconnected and goes on to the
 /// next server: its socket cleanup sleeps 100 ms first (`ClientCnxnSocketNIO.cleanup`;
-/// measured 4.10-4.12 s after the last receive at T = 6 s, docs/semantics.md §4.3).
+/// measured 4.10-4.12 s after the last receive at T = 6 s, docs/conformance.md).
 pub const CLEANUP_SLEEP: Dur = Dur::from_millis(100);
 
 /// `ClientCnxn`'s read timeout: 2/3 of the negotiated session timeout.

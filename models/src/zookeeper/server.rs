@@ -1,4 +1,5 @@
-//! A ZooKeeper ensemble member (docs/semantics.md §4.1, §4.2).
+//! A ZooKeeper ensemble member (`ZooKeeperServer.java`, `SessionTrackerImpl.java`,
+//! `ExpiryQueue.java`; docs/families/zookeeper.md).
 //!
 //! - **Broadcast.** Writes (`createSession`, `closeSession`, `create`, `delete`) are proposals
 //!   of the atomic broadcast ([`crate::raft`], see the module page); a learner forwards them
@@ -970,6 +971,10 @@ impl ZooKeeperServer {
 impl Service for ZooKeeperServer {
     type Msg = Msg;
     type Timer = ServerTimer;
+
+    fn plays(&self, role: &str) -> bool {
+        role == crate::family::played::LEADER && self.raft.role() == Role::Leader
+    }
 
     fn on_start(&mut self, ctx: &mut impl Host<Msg, ServerTimer>) {
         let durable = self.raft.durable().clone();

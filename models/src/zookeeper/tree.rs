@@ -1,6 +1,6 @@
 //! The replicated state of a ZooKeeper ensemble: the znode tree and the session table
-//! (docs/semantics.md §4.1), as a pure state machine. Every server applies the same committed
-//! transactions in the same order, each under its zxid, and gets the same tree.
+//! (docs/families/zookeeper.md), as a pure state machine. Every server applies the same
+//! committed transactions in the same order, each under its zxid, and gets the same tree.
 //!
 //! Only what the lock recipe touches is modelled: nodes without data, ephemeral and
 //! sequential creation, deletion, and closing a session (which deletes its ephemeral nodes).

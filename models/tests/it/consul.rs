@@ -1,6 +1,7 @@
-//! The Consul servers' timing rules (docs/semantics.md §6.1, §6.2), pinned with a scripted
-//! client: it sends requests at fixed times to the leader (following `NotLeader` answers) and
-//! keeps every answer, over links of a constant 2 ms, so every time is exact to the millisecond.
+//! The Consul servers' timing rules (docs/families/consul.md, "The servers"), pinned with a
+//! scripted client: it sends requests at fixed times to the leader (following `NotLeader`
+//! answers) and keeps every answer, over links of a constant 2 ms, so every time is exact to
+//! the millisecond.
 //!
 //! - A session with TTL T and no renewals is destroyed by the leader between `2T` after its
 //!   timer was armed and `2T` plus one apply (`session_ttl.go`: `SessionTTLMultiplier`).
@@ -415,6 +416,7 @@ fn a_new_leader_gives_every_session_a_full_twice_ttl_from_its_election() {
                 node: old,
                 restart_after: None,
             },
+            role: None,
         });
         // The survivors elect a leader once their election timeouts (5-10 s) pass without
         // the old one's heartbeats; it starts the timers as it applies its term's first entry.

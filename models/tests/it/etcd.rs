@@ -1,6 +1,6 @@
 //! etcd: the lease lock over raft. Baseline safety and liveness, the failover time and
-//! lease reset on a leader change against the formulas of docs/semantics.md §3.2, and the
-//! guards of a resource kept in etcd (failure catalogue J4).
+//! lease reset on a leader change against the formulas of `server/lease/lessor.go`, and the
+//! guards of a resource kept in etcd (J4 in docs/catalogue.md).
 
 use lockstep_check::{Event, OpOutcome, Options, Validity, check};
 use lockstep_models::Node;
@@ -233,6 +233,7 @@ fn a_restarted_client_never_reuses_a_request_id() {
             cfg.faults = vec![ScheduledFault {
                 when: When::At(Time::from_millis(5_000)),
                 fault: crash,
+                role: None,
             }];
         });
         w.run();
@@ -295,6 +296,7 @@ fn leader_crash(seed: u64) -> (u64, u64) {
         w.schedule(ScheduledFault {
             when: When::At(crash_at),
             fault,
+            role: None,
         });
     }
     w.run();
@@ -389,6 +391,7 @@ fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
         w.schedule(ScheduledFault {
             when: When::At(Time::from_millis(5_000)),
             fault: split,
+            role: None,
         });
         let role = |w: &World<Node<Etcd>>, i: u32| match w.process(NodeId(i)) {
             Node::Service(s) => s.raft().role(),
@@ -463,6 +466,7 @@ fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node<Etcd>> {
             mode: PartitionMode::Hold,
             duration: Some(ms(3_000)),
         },
+        role: None,
     });
     w.schedule(ScheduledFault {
         when: When::OnMark {
@@ -477,6 +481,7 @@ fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node<Etcd>> {
             extra: ms(5_000),
             duration: Some(ms(100)),
         },
+        role: None,
     });
     w
 }
@@ -567,6 +572,7 @@ fn a_resource_write_is_dated_by_its_first_apply_not_by_a_cut_off_proposer() {
                 mode: PartitionMode::Drop,
                 duration: Some(ms(20_000)),
             },
+            role: None,
         });
         let outcome = w.run();
         // The raw records: every member that applied a write recorded it.
@@ -634,6 +640,7 @@ fn a_restarted_member_answers_only_the_proposals_of_its_new_life() {
             cfg.faults = vec![ScheduledFault {
                 when: When::At(Time::from_millis(5_000)),
                 fault: crash,
+                role: None,
             }];
         });
         w.run();
@@ -742,6 +749,7 @@ fn expiry_after_last_keepalive(seed: u64) -> u64 {
             node: CLIENT_1,
             duration: None,
         },
+        role: None,
     });
     w.run();
     let trace = w.trace().expect("traced");
@@ -824,6 +832,7 @@ fn a_restarted_member_draws_its_lessor_phase_again() {
                 node: etcd_3,
                 restart_after: Some(Dur::from_secs(1)),
             },
+            role: None,
         });
         w.run();
         let ticks: Vec<u64> = w

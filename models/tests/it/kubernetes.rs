@@ -1,6 +1,6 @@
-//! Kubernetes Lease leader election (docs/semantics.md §5): client-go's timings after the
-//! leader's crash, exclusivity without faults, a leader cut off from the API servers, the J9
-//! wall-clock step under both expiry rules, and fabric8 #7160's own lease duration.
+//! Kubernetes Lease leader election (docs/families/kubernetes.md): client-go's timings after
+//! the leader's crash, exclusivity without faults, a leader cut off from the API servers, the
+//! J9 wall-clock step under both expiry rules, and fabric8 #7160's own lease duration.
 
 use lockstep_check::{Event, ExitReason, Validity};
 use lockstep_models::Observation;

@@ -1,6 +1,6 @@
-//! The PostgreSQL server's and pgbouncer's rules (docs/semantics.md §7), pinned with scripted
-//! clients: each sends statements at fixed times on connections it names and keeps every
-//! answer, in a world with no latency, so every answer's time is exact.
+//! The PostgreSQL server's and pgbouncer's rules (docs/families/postgres.md), pinned with
+//! scripted clients: each sends statements at fixed times on connections it names and keeps
+//! every answer, in a world with no latency, so every answer's time is exact.
 
 use lockstep_check::Event;
 use lockstep_check::{GrantId, NodeId as Who, OpId};
@@ -397,6 +397,7 @@ fn keepalive_ends_a_silent_holders_backend_after_idle_plus_count_intervals() {
             node: NodeId(1),
             duration: None,
         },
+        role: None,
     };
     let w = run(vec![pg(config)], vec![holder, other], 45, vec![freeze]);
     assert_eq!(answers(&w, 2)[0], (17_000, 1, 0, Answer::Locked));
@@ -415,6 +416,7 @@ fn a_crashed_client_loses_its_locks_at_once_and_a_server_crash_frees_every_lock(
             node: NodeId(1),
             restart_after: None,
         },
+        role: None,
     };
     let w = run(
         vec![pg(PgServerConfig::default())],
@@ -429,6 +431,7 @@ fn a_crashed_client_loses_its_locks_at_once_and_a_server_crash_frees_every_lock(
             node: SERVER,
             restart_after: Some(Dur::from_millis(100)),
         },
+        role: None,
     };
     let w = run(
         vec![pg(PgServerConfig::default())],
@@ -624,6 +627,7 @@ fn a_standby_refuses_connections_promotes_after_silence_and_has_no_locks_nor_uns
                 mode: PartitionMode::Drop,
                 duration: None,
             },
+            role: None,
         },
         ScheduledFault {
             when: When::At(Time::from_millis(1_000)),
@@ -631,6 +635,7 @@ fn a_standby_refuses_connections_promotes_after_silence_and_has_no_locks_nor_uns
                 node: SERVER,
                 restart_after: None,
             },
+            role: None,
         },
     ];
     let w = run(servers, vec![a, b], 8, faults);
@@ -681,6 +686,7 @@ fn a_primary_that_hears_a_later_timeline_demotes_ends_its_sessions_and_rewinds()
             mode: PartitionMode::Drop,
             duration: Some(Dur::from_millis(5_900)),
         },
+        role: None,
     }];
     let w = run(servers, vec![a], 9, faults);
     let old = server_at(&w, SERVER);
@@ -740,6 +746,7 @@ fn a_lock_table_row_outlives_its_owner_and_the_server_until_the_cleanup_job_dele
             node: SERVER,
             restart_after: Some(Dur::from_millis(100)),
         },
+        role: None,
     };
     let w = run(vec![pg(config)], vec![a, b], 4, vec![restart]);
     assert_eq!(

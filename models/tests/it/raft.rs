@@ -172,6 +172,7 @@ fn failover_ms(seed: u64, n: u32) -> u64 {
             node: leader,
             restart_after: None,
         },
+        role: None,
     });
     run(&mut world);
     check(&world).unwrap_or_else(|v| panic!("seed {seed}: {v:?}"));
@@ -283,6 +284,7 @@ fn stale_lease_reads(drift_ppm: i64) -> usize {
             world.schedule(ScheduledFault {
                 when: now.clone(),
                 fault,
+                role: None,
             });
         }
         run(&mut world);

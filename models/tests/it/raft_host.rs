@@ -246,10 +246,7 @@ pub(crate) fn ms(v: u64) -> Dur {
 }
 
 fn at(t: Dur, fault: Fault) -> ScheduledFault {
-    ScheduledFault {
-        when: When::At(Time::from_nanos(t.as_nanos())),
-        fault,
-    }
+    ScheduledFault::new(When::At(Time::from_nanos(t.as_nanos())), fault)
 }
 
 /// When faults stop and the quiet tail begins.
@@ -294,6 +291,7 @@ pub(crate) fn random_world(seed: u64, n: u32, hosts: Vec<Host>) -> World<Host> {
                 node,
                 restart_after: Some(ms(r.between(1, 100))),
             },
+            role: None,
         });
     }
     cfg.faults.push(at(QUIET, Fault::Heal));

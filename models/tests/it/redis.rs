@@ -1,4 +1,5 @@
-//! The Redis lock under the faults of docs/semantics.md §1.7, judged by the checker.
+//! The Redis lock under its known unsafe sequences (a pause past the TTL, a server clock step,
+//! a plain `DEL` release, a restart without persistence), judged by the checker.
 
 use lockstep_check::Validity;
 use lockstep_check::{Event, ExitReason, OpKind};

@@ -1,4 +1,5 @@
-//! Redis persistence, replication and Sentinel (docs/semantics.md §1.4, §1.5, §1.7.4-6).
+//! Redis persistence, replication and Sentinel (docs/families/redis.md): what survives each kind
+//! of crash, the restart delay, a promoted replica's clock and Sentinel's timing.
 
 use lockstep_check::{Validity, Verdict};
 use lockstep_models::Node;
@@ -118,7 +119,7 @@ fn a_promoted_replica_with_its_clock_ahead_expires_the_lock_early() {
         assert_eq!(v.mutual_exclusion, Validity::Valid, "seed {seed}: {v:?}");
         // Replicas' clocks 6 s ahead: the promoted one judges the primary's deadline on its
         // own clock, the key expires 6 s early, and client-2 acquires while client-1 still
-        // works (docs/semantics.md §1.7.6).
+        // works.
         let (w, v) = failover_with_wait(seed, 6_000);
         assert_eq!(promoted(&w), 1, "seed {seed}");
         assert!(v.double_holders.pairs >= 1, "seed {seed}: {v:?}");
@@ -175,7 +176,11 @@ fn everysec_key_after_power_loss(think_ms: u64, crash: When, until_ms: u64) -> b
         node: REDIS,
         restart_after: Some(ms(100)),
     };
-    let faults = vec![ScheduledFault { when: crash, fault }];
+    let faults = vec![ScheduledFault {
+        when: crash,
+        fault,
+        role: None,
+    }];
     let (w, _) = world(&spec, 1, until_ms, &[], faults);
     server(&w, 0).peek(LOCK_KEY).is_some()
 }

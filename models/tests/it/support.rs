@@ -41,6 +41,7 @@ pub(crate) fn spec<F: Family>(family: F) -> SystemSpec<F> {
             acquire: None,
             count_herd: false,
             reenter: false,
+            per_client: std::sync::Arc::from([]),
         },
         resource: Resource::Storage(StorageMode::Unfenced),
     }
@@ -153,22 +154,19 @@ pub(crate) fn run<F: Family>(
 }
 
 pub(crate) fn at(ms_: u64, fault: Fault) -> ScheduledFault {
-    ScheduledFault {
-        when: When::At(Time::from_millis(ms_)),
-        fault,
-    }
+    ScheduledFault::new(When::At(Time::from_millis(ms_)), fault)
 }
 
 pub(crate) fn on_mark(node: NodeId, mark: &str, fault: Fault) -> ScheduledFault {
-    ScheduledFault {
-        when: When::OnMark {
+    ScheduledFault::new(
+        When::OnMark {
             node,
             mark: mark.into(),
             occurrence: 1,
             before: None,
         },
         fault,
-    }
+    )
 }
 
 /// The owners a member of a replicated service (etcd, ZooKeeper) went through, as it observed

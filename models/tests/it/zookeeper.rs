@@ -1,5 +1,5 @@
 //! ZooKeeper: the ensemble, sessions and the lock recipe. Baseline safety and liveness, the
-//! session expiry of a silent holder against docs/semantics.md §4.2, and the herd effect.
+//! session expiry of a silent holder against `SessionTrackerImpl`'s rule, and the herd effect.
 
 use lockstep_check::{Options, Validity, check};
 use lockstep_models::system::{SystemSpec, counters, history};
@@ -62,6 +62,7 @@ fn random_world(seed: u64) -> World<Node<ZooKeeper>> {
     let at = |t: Dur, fault: Fault| ScheduledFault {
         when: When::At(Time::from_nanos(t.as_nanos())),
         fault,
+        role: None,
     };
     world(&spec, seed, END.as_millis() / 1_000, |cfg| {
         for node in &mut cfg.nodes {
@@ -223,6 +224,7 @@ fn random_run_world(seed: u64) -> (World<Node<ZooKeeper>>, Seen) {
                 w.schedule(lockstep_sim::ScheduledFault {
                     when: lockstep_sim::When::At(t),
                     fault,
+                    role: None,
                 });
             }
         }
@@ -387,6 +389,7 @@ fn a_create_from_a_connection_the_client_left_is_refused_as_session_moved() {
                 mode: PartitionMode::Hold,
                 duration: Some(ms(6_000)),
             },
+            role: None,
         });
         w.run();
         let held = w.fault_log().iter().any(|f| {
@@ -782,7 +785,7 @@ fn pings(w: &World<Node<ZooKeeper>>) -> Vec<Time> {
 }
 
 /// The real 3.8 client, idle, pinged every 2.0 / 5.0 / 13.3 s at T = 6 / 15 / 40 s
-/// (`readTimeout / 2 = T/3`, docs/semantics.md §4.3): within 5 % on every seed, over 50
+/// (`readTimeout / 2 = T/3`, docs/conformance.md): within 5 % on every seed, over 50
 /// seeds. The intervals are between deliveries, so they carry 1-5 ms of link jitter.
 #[test]
 fn an_idle_client_pings_every_third_of_the_session_timeout() {

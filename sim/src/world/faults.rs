@@ -24,6 +24,8 @@ pub(super) struct Trigger {
     pub(super) occurrence: u32,
     pub(super) before: Option<Time>,
     pub(super) fault: Fault,
+    /// Its id among the aimed faults, when it is aimed at a role.
+    pub(super) aim: Option<u32>,
 }
 
 /// The triggers still waiting, by node, mark and occurrence, so that reaching a mark finds its
@@ -158,7 +160,7 @@ impl<P: Process> Core<P> {
             // A lapsed trigger changes nothing in the run (it is neither hashed nor traced);
             // it is kept only to be reported as unfired.
             if t.before.is_none_or(|b| self.now < b) {
-                self.fired.push(t.fault);
+                self.fired.push((t.fault, t.aim));
             } else {
                 self.lapsed.push(t);
             }
@@ -172,6 +174,10 @@ impl<P: Process> Core<P> {
     fn log(&mut self, fault: &Fault, nodes: Vec<NodeId>, detail: String, ended: bool) {
         self.hash_event(code::FAULT, (fault, ended));
         let node = nodes.first().copied().unwrap_or(NodeId(0));
+        let detail = match &self.aiming {
+            Some(role) if !ended => format!("{detail} (the {role})"),
+            _ => detail,
+        };
         self.trace_line(TraceKind::Fault, node, |_| detail.clone());
         let records_before = self.history.len();
         let time = self.now;
@@ -484,6 +490,7 @@ impl<P: Process> World<P> {
             }
         }
         self.procs[node.index()].on_crash();
+        self.poll_roles(node);
         // Its host closes the dead process's connections: each peer that is up hears of it.
         for peer in self.core.disconnect(node) {
             if self.core.nodes[peer.index()].status != Status::Down {

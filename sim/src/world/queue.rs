@@ -63,6 +63,10 @@ pub(super) enum Action<P: Process> {
         arming: u32,
     },
     Fault(Fault),
+    /// Aimed fault `id` comes due (`roles.rs`).
+    Aim {
+        id: u32,
+    },
     /// The next step of timed fault `id` (a clock strobe).
     Step {
         id: u32,
@@ -184,7 +188,13 @@ pub(super) struct Core<P: Process> {
     pub(super) lapsed: Vec<Trigger>,
     /// Faults scheduled so far (timed or triggered): the next one's index.
     pub(super) scheduled: usize,
-    pub(super) fired: Vec<Fault>,
+    /// Faults whose triggers fired in the handler running, applied when it returns; an
+    /// aimed one by its id in `roles`.
+    pub(super) fired: Vec<(Fault, Option<u32>)>,
+    /// The roles faults are aimed at (`roles.rs`).
+    pub(super) roles: super::roles::Roles,
+    /// The role of the aimed fault being applied, which its log entry names.
+    pub(super) aiming: Option<String>,
     pub(super) fault_log: Vec<AppliedFault>,
     pub(super) history: Vec<Record<P::Event>>,
     /// Observations, beside the history: kept, never hashed.

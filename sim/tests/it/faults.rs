@@ -93,6 +93,7 @@ fn a_crash_during_the_backlog_loses_the_rest_of_it() {
             node: NodeId(1),
             restart_after: None,
         },
+        role: None,
     });
     let mut w = world_with(cfg, vec![Probe::sender(1, 100, 9), receiver]);
     w.run();
@@ -283,6 +284,7 @@ fn a_fault_on_a_mark_lands_between_the_decision_and_the_action() {
             node: NodeId(0),
             duration: Some(Dur::from_secs(2)),
         },
+        role: None,
     });
     let mut sender = Probe::sender(1, 100, 5);
     sender.yield_before_send = true;
@@ -310,6 +312,7 @@ fn a_mark_trigger_lapses_at_its_before_time() {
                 node: NodeId(0),
                 duration: Some(Dur::from_secs(2)),
             },
+            role: None,
         });
         let mut sender = Probe::sender(1, 100, 5);
         sender.yield_before_send = true;

@@ -5,4 +5,5 @@ mod connections;
 mod determinism;
 mod faults;
 mod network;
+mod roles;
 mod support;

@@ -171,10 +171,7 @@ pub(crate) fn world_with(config: WorldConfig, probes: Vec<Probe>) -> World<Probe
 }
 
 pub(crate) fn at_ms(ms: u64, fault: Fault) -> ScheduledFault {
-    ScheduledFault {
-        when: When::At(Time::from_millis(ms)),
-        fault,
-    }
+    ScheduledFault::new(When::At(Time::from_millis(ms)), fault)
 }
 
 pub(crate) fn latency(d: Distribution) -> LinkConfig {

@@ -6,8 +6,10 @@ use lockstep_models::system::{VALIDITY_CHECKED, WORKLOAD_MARKS};
 use lockstep_sim::clock::{MAX_DRIFT_PPM, MAX_SLEW_PPM};
 use lockstep_sim::{Dur, Fault, NodeId, PartitionMode, ScheduledFault, Shape, Time, When};
 
-use super::Resolver;
-use crate::scenario::schema::{ClockStrobeSection, FaultSection, ModeName, PartitionSection};
+use super::{Aim, Resolver};
+use crate::scenario::schema::{
+    ClockStrobeSection, FaultSection, ModeName, Names, PartitionSection,
+};
 
 /// The most steps one clock strobe may take: each is an event of the world, so a strobe of a
 /// nanosecond period over a long run would spend the event bound on nothing else. Jepsen's
@@ -34,12 +36,23 @@ pub(super) struct Bounds {
     pub(super) max_events: u64,
 }
 
+/// The faults of `[[fault]]` entry `f` at key path `p`: one, or one per node of a group, or
+/// one aimed at a role.
 pub(super) fn fault(
     r: &mut Resolver,
     p: &str,
     f: &FaultSection,
     bounds: Bounds,
-) -> Option<ScheduledFault> {
+) -> Vec<ScheduledFault> {
+    scheduled(r, p, f, bounds).unwrap_or_default()
+}
+
+fn scheduled(
+    r: &mut Resolver,
+    p: &str,
+    f: &FaultSection,
+    bounds: Bounds,
+) -> Option<Vec<ScheduledFault>> {
     let duration = bounds.duration;
     let when = match (f.at_ms, &f.on) {
         (Some(at), None) => {
@@ -109,8 +122,18 @@ pub(super) fn fault(
             return None;
         }
     };
-    let fault = fault_action(r, p, f)?;
-    Some(ScheduledFault { when, fault })
+    let (fault, aim) = fault_action(r, p, f)?;
+    Some(match aim {
+        None => vec![ScheduledFault::new(when, fault)],
+        Some(Aim::Role(role)) => vec![ScheduledFault::aimed(when, fault, role)],
+        Some(Aim::Nodes(nodes)) => nodes
+            .into_iter()
+            .map(|n| {
+                let f = fault.aimed_at(n).expect("a fault on one node");
+                ScheduledFault::new(when.clone(), f)
+            })
+            .collect(),
+    })
 }
 
 /// Checks that node `node` (named `name`) reaches `mark`; the problem, at `path`, names the
@@ -216,7 +239,9 @@ fn distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
-fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
+/// The action of `[[fault]]` entry `f`, on a placeholder node when it takes one, and whom it
+/// aims at then (`None` for a fault on links or on no node).
+fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<(Fault, Option<Aim>)> {
     let given: Vec<&str> = [
         ("pause", f.pause.is_some()),
         ("resume", f.resume.is_some()),
@@ -248,43 +273,41 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
         r.problems.push(p, msg);
         return None;
     }
+    // The node a fault is built on before it is aimed.
+    let node = NodeId(0);
     let opt_ms =
         |r: &mut Resolver, path: String, v: Option<f64>| v.map(|v| r.positive_ms(&path, v));
     if let Some(x) = &f.pause {
-        let node = r.node(&format!("{p}.pause.node"), &x.node);
+        let aim = r.aim(&format!("{p}.pause.node"), &x.node, true);
         let duration = opt_ms(r, format!("{p}.pause.for_ms"), x.for_ms);
-        return Some(Fault::Pause {
-            node: node?,
-            duration,
-        });
+        return Some((Fault::Pause { node, duration }, Some(aim?)));
     }
     if let Some(x) = &f.resume {
-        return Some(Fault::Resume {
-            node: r.node(&format!("{p}.resume.node"), &x.node)?,
-        });
+        let aim = r.aim(&format!("{p}.resume.node"), &x.node, true)?;
+        return Some((Fault::Resume { node }, Some(aim)));
     }
     if let Some(x) = &f.crash {
-        let node = r.node(&format!("{p}.crash.node"), &x.node);
+        let aim = r.aim(&format!("{p}.crash.node"), &x.node, true);
         let restart_after = x
             .restart_after_ms
             .map(|v| r.ms(&format!("{p}.crash.restart_after_ms"), v));
-        return Some(Fault::Crash {
-            node: node?,
+        let fault = Fault::Crash {
+            node,
             restart_after,
-        });
+        };
+        return Some((fault, Some(aim?)));
     }
     if let Some(x) = &f.terminate {
-        let node = r.node(&format!("{p}.terminate.node"), &x.node);
+        let aim = r.aim(&format!("{p}.terminate.node"), &x.node, true);
         // Kubernetes' `terminationGracePeriodSeconds` default.
         let grace = x.grace_ms.map_or(Dur::from_secs(30), |v| {
             r.ms(&format!("{p}.terminate.grace_ms"), v)
         });
-        return Some(Fault::Terminate { node: node?, grace });
+        return Some((Fault::Terminate { node, grace }, Some(aim?)));
     }
     if let Some(x) = &f.restart {
-        return Some(Fault::Restart {
-            node: r.node(&format!("{p}.restart.node"), &x.node)?,
-        });
+        let aim = r.aim(&format!("{p}.restart.node"), &x.node, false)?;
+        return Some((Fault::Restart { node }, Some(aim)));
     }
     if let Some(x) = &f.partition {
         return partition(r, &format!("{p}.partition"), x);
@@ -293,18 +316,15 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
         if !heal {
             r.problems.push(format!("{p}.heal"), "write `heal = true`");
         }
-        return Some(Fault::Heal);
+        return Some((Fault::Heal, None));
     }
     if let Some(x) = &f.clock_step {
-        let node = r.node(&format!("{p}.clock_step.node"), &x.node);
+        let aim = r.aim(&format!("{p}.clock_step.node"), &x.node, true);
         let delta_ns = r.signed_ms(&format!("{p}.clock_step.delta_ms"), x.delta_ms);
-        return Some(Fault::ClockStep {
-            node: node?,
-            delta_ns,
-        });
+        return Some((Fault::ClockStep { node, delta_ns }, Some(aim?)));
     }
     if let Some(x) = &f.clock_slew {
-        let node = r.node(&format!("{p}.clock_slew.node"), &x.node);
+        let aim = r.aim(&format!("{p}.clock_slew.node"), &x.node, true);
         let delta_ns = r.signed_ms(&format!("{p}.clock_slew.delta_ms"), x.delta_ms);
         if x.rate_ppm == 0 || i64::from(x.rate_ppm) > MAX_SLEW_PPM {
             r.problems.push(
@@ -313,23 +333,28 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
             );
             return None;
         }
-        return Some(Fault::ClockSlew {
-            node: node?,
+        let fault = Fault::ClockSlew {
+            node,
             delta_ns,
             rate_ppm: x.rate_ppm,
-        });
+        };
+        return Some((fault, Some(aim?)));
     }
     if let Some(x) = &f.clock_drift {
-        let node = r.node(&format!("{p}.clock_drift.node"), &x.node);
+        let aim = r.aim(&format!("{p}.clock_drift.node"), &x.node, true);
         let drift_ppm = drift(r, &format!("{p}.clock_drift.drift_ppm"), x.drift_ppm);
-        return Some(Fault::ClockDrift {
-            node: node?,
-            drift_ppm,
-        });
+        return Some((Fault::ClockDrift { node, drift_ppm }, Some(aim?)));
     }
     if let Some(x) = &f.clock_strobe {
         return clock_strobe(r, &format!("{p}.clock_strobe"), x);
     }
+    fault_on_links(r, p, f).map(|fault| (fault, None))
+}
+
+/// A `degrade` or a `delay`.
+fn fault_on_links(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
+    let opt_ms =
+        |r: &mut Resolver, path: String, v: Option<f64>| v.map(|v| r.positive_ms(&path, v));
     if let Some(x) = &f.degrade {
         let from = r.nodes(&format!("{p}.degrade.from"), &x.from);
         let to = r.nodes(&format!("{p}.degrade.to"), &x.to);
@@ -365,8 +390,8 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<Fault> {
 
 /// A clock strobe at key path `p`: a non-zero step, a positive period and length, and no more
 /// than [`MAX_STROBE_STEPS`] steps.
-fn clock_strobe(r: &mut Resolver, p: &str, x: &ClockStrobeSection) -> Option<Fault> {
-    let node = r.node(&format!("{p}.node"), &x.node);
+fn clock_strobe(r: &mut Resolver, p: &str, x: &ClockStrobeSection) -> Option<(Fault, Option<Aim>)> {
+    let aim = r.aim(&format!("{p}.node"), &x.node, true);
     let delta_ns = r.signed_ms(&format!("{p}.delta_ms"), x.delta_ms);
     if delta_ns == 0 && x.delta_ms.is_finite() {
         r.problems.push(
@@ -397,15 +422,16 @@ fn clock_strobe(r: &mut Resolver, p: &str, x: &ClockStrobeSection) -> Option<Fau
         );
         return None;
     }
-    Some(Fault::ClockStrobe {
-        node: node?,
+    let fault = Fault::ClockStrobe {
+        node: NodeId(0),
         delta_ns,
         period,
         duration,
-    })
+    };
+    Some((fault, Some(aim?)))
 }
 
-fn partition(r: &mut Resolver, p: &str, x: &PartitionSection) -> Option<Fault> {
+fn partition(r: &mut Resolver, p: &str, x: &PartitionSection) -> Option<(Fault, Option<Aim>)> {
     let shapes = [
         x.isolate.is_some(),
         x.groups.is_some(),
@@ -428,10 +454,29 @@ fn partition(r: &mut Resolver, p: &str, x: &PartitionSection) -> Option<Fault> {
         }
         nodes
     };
+    let mut aim = None;
     let shape = if let Some(name) = &x.isolate {
-        Shape::Isolate {
-            node: r.node(&format!("{p}.isolate"), name)?,
-        }
+        // One node, or a role: not a group (cut a group off with `groups`).
+        let names = Names(vec![name.clone()]);
+        let path = format!("{p}.isolate");
+        let node = match r.aim(&path, &names, true)? {
+            Aim::Role(role) => {
+                aim = Some(Aim::Role(role));
+                NodeId(0)
+            }
+            Aim::Nodes(nodes) if nodes.len() == 1 => nodes[0],
+            Aim::Nodes(_) => {
+                r.problems.push(
+                    path,
+                    format!(
+                        "`{name}` is a group: isolate one node, or cut the group off with \
+                         `groups = [[\"{name}\"], [...]]`"
+                    ),
+                );
+                return None;
+            }
+        };
+        Shape::Isolate { node }
     } else if let Some(groups) = &x.groups {
         let groups: Vec<Vec<NodeId>> = groups
             .iter()
@@ -476,11 +521,12 @@ fn partition(r: &mut Resolver, p: &str, x: &PartitionSection) -> Option<Fault> {
         ModeName::Hold => PartitionMode::Hold,
     };
     let duration = x.for_ms.map(|v| r.positive_ms(&format!("{p}.for_ms"), v));
-    Some(Fault::Partition {
+    let fault = Fault::Partition {
         shape,
         mode,
         duration,
-    })
+    };
+    Some((fault, aim))
 }
 
 #[cfg(test)]

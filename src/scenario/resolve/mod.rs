@@ -16,7 +16,7 @@ use std::sync::Arc;
 use lockstep_models::family::{MarkSite, Role};
 use lockstep_models::keys::{Check, MAX_EVENTS, Problems, out_of_range};
 use lockstep_models::system::{Layout, System};
-use lockstep_sim::{NodeId, ScheduledFault, Watchdog};
+use lockstep_sim::{Dur, NodeId, ScheduledFault, Watchdog};
 
 use self::chaos::chaos;
 use self::expect::{check_options, expect};
@@ -45,9 +45,57 @@ pub(crate) struct Resolver {
     marks: Vec<(&'static str, MarkSite)>,
     /// The family's name in sentences.
     family: &'static str,
+    /// The roles its nodes play at run time, at which a fault may be aimed.
+    played: Vec<&'static str>,
+}
+
+/// Whom a fault on one node hits.
+pub(super) enum Aim {
+    /// These nodes, the same fault on each (a name, a list or a group).
+    Nodes(Vec<NodeId>),
+    /// Whichever node plays the role when the fault comes due.
+    Role(&'static str),
 }
 
 impl Resolver {
+    /// The nodes, or the role, a fault's `node` key names at `path`: node names or groups
+    /// (the fault applies to each), or one role the family's nodes play at run time when
+    /// `role` allows it.
+    fn aim(&mut self, path: &str, names: &Names, role: bool) -> Option<Aim> {
+        let is_role = |n: &str| lockstep_models::family::played::ALL.contains(&n);
+        if let [name] = names.0.as_slice()
+            && is_role(name)
+        {
+            let known = self.played.iter().find(|&&r| r == name.as_str()).copied();
+            let problem = match known {
+                Some(r) if role => return Some(Aim::Role(r)),
+                Some(_) => format!(
+                    "`{name}` is a role, resolved to a node when the fault comes due; this \
+                     fault needs nodes by name (a down node plays no role)"
+                ),
+                None => format!(
+                    "no node of {} is ever the {name}: its nodes play {}",
+                    self.family,
+                    self.played.join(", ")
+                ),
+            };
+            self.problems.push(path, problem);
+            return None;
+        }
+        if let Some((i, name)) = names.0.iter().enumerate().find(|(_, n)| is_role(n)) {
+            self.problems.push(
+                format!("{path}[{i}]"),
+                format!(
+                    "`{name}` is a role, resolved to one node when the fault comes due: give \
+                     it alone (node = \"{name}\"), not in a list"
+                ),
+            );
+            return None;
+        }
+        let nodes = self.nodes(path, names);
+        (!nodes.is_empty()).then_some(Aim::Nodes(nodes))
+    }
+
     fn node(&mut self, path: &str, name: &str) -> Option<NodeId> {
         match self.names.iter().position(|n| n == name) {
             Some(i) => Some(NodeId(i as u32)),
@@ -112,6 +160,7 @@ pub(crate) fn resolve<M>(
         roles: Vec::new(),
         marks: Vec::new(),
         family: "",
+        played: Vec::new(),
     };
     let s = &file.scenario;
     if s.name.trim().is_empty() {
@@ -151,6 +200,19 @@ pub(crate) fn resolve<M>(
     r.roles = layout.nodes.iter().map(|&(_, role)| role).collect();
     r.marks = system.marks();
     r.family = system.family_name();
+    r.played = system.played();
+    for (i, own) in system.workload().per_client.iter().enumerate() {
+        if own.start > Dur::ZERO && own.start >= duration {
+            r.problems.push(
+                format!("workload.per_client.client-{}.start_ms", i + 1),
+                format!(
+                    "{} ms is not before the end of the run (scenario.duration_ms = {})",
+                    own.start.as_millis(),
+                    duration.as_millis()
+                ),
+            );
+        }
+    }
     let (link, links) = network(&mut r, &file.network);
     let mut clocks = clocks(&mut r, &file.clock);
     if let Some(w) = file.workload.watchdog {
@@ -171,24 +233,21 @@ pub(crate) fn resolve<M>(
         duration,
         max_events: s.max_events,
     };
-    let faults: Vec<(usize, ScheduledFault)> = file
-        .fault
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| Some((i, fault(&mut r, &format!("fault[{i}]"), f, bounds)?)))
-        .collect();
+    // A `[[fault]]` on a group is one fault per node: each knows the entry it came from.
+    let mut placed: Vec<(usize, ScheduledFault)> = Vec::new();
+    let mut optional = Vec::new();
+    for (i, f) in file.fault.iter().enumerate() {
+        for sf in fault(&mut r, &format!("fault[{i}]"), f, bounds) {
+            placed.push((i, sf));
+            optional.push(f.on.as_ref().is_some_and(|on| on.optional));
+        }
+    }
     let others = Others {
         chaos: file.chaos.is_some(),
         watchdog: file.workload.watchdog.is_some(),
     };
-    sequence(&mut r, &faults, others);
-    let faults: Vec<ScheduledFault> = faults.into_iter().map(|(_, f)| f).collect();
-    // Every fault resolved when there is no problem, so the flags line up with `faults`.
-    let optional = file
-        .fault
-        .iter()
-        .map(|f| f.on.as_ref().is_some_and(|on| on.optional))
-        .collect();
+    sequence(&mut r, &placed, others);
+    let (origin, faults): (Vec<usize>, Vec<ScheduledFault>) = placed.into_iter().unzip();
     let chaos = file
         .chaos
         .as_ref()
@@ -225,6 +284,7 @@ pub(crate) fn resolve<M>(
         link,
         links,
         faults,
+        origin,
         optional,
         chaos,
         expect,

@@ -53,7 +53,7 @@ pub(super) fn clocks(r: &mut Resolver, sections: &[ClockSection]) -> Vec<NodeCon
         let p = format!("clock[{i}]");
         let drift = drift(r, &format!("{p}.drift_ppm"), c.drift_ppm);
         let offset = r.signed_ms(&format!("{p}.offset_ms"), c.offset_ms);
-        if let Some(node) = r.node(&format!("{p}.node"), &c.node) {
+        for node in r.nodes(&format!("{p}.node"), &c.node) {
             configs[node.index()].drift_ppm = drift;
             configs[node.index()].wall_offset_ns = offset;
         }

@@ -1,7 +1,7 @@
 //! Faults that the file's own earlier faults make meaningless: a restart of a node told to
 //! stop for good (`terminate`), and a resume of a node that no pause holds then. Only faults
 //! at a time are judged, and only when nothing else could change the node's state in between:
-//! a fault on a mark may fire at any time, and a chaos profile or a client watchdog may crash
+//! a fault on a mark may fire at any time, one aimed at a role may hit any node, and a chaos profile or a client watchdog may crash
 //! or pause a node whenever its schedule says. The loader refuses them with both faults named;
 //! `lockstep hunt` leaves them out of the file it writes ([`pointless`]).
 
@@ -71,8 +71,11 @@ pub(crate) fn pointless(
     if others.chaos {
         return Vec::new();
     }
+    // A fault aimed at a role hits a node known only when it comes due: it is judged with
+    // the faults on a mark (it may hit any node), never as one on the node it names.
     let timed: Vec<(At, &Fault)> = faults
         .iter()
+        .filter(|(_, f)| f.role.is_none())
         .filter_map(|(index, f)| match f.when {
             When::At(time) => Some((
                 At {
@@ -128,12 +131,13 @@ struct Seen<'a> {
 }
 
 impl Seen<'_> {
-    /// Whether a fault on a mark that `kind` accepts names `node`.
+    /// Whether a fault that `kind` accepts may hit `node` at a time not known before the run:
+    /// one on a mark that names it, or one aimed at a role (any node may play it).
     fn on_mark(&self, node: NodeId, kind: fn(&Fault) -> bool) -> bool {
         self.faults.iter().any(|(_, f)| {
-            matches!(f.when, When::OnMark { .. })
-                && kind(&f.fault)
-                && f.fault.nodes().contains(&node)
+            kind(&f.fault)
+                && (f.role.is_some()
+                    || (matches!(f.when, When::OnMark { .. }) && f.fault.nodes().contains(&node)))
         })
     }
 

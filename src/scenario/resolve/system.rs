@@ -6,12 +6,15 @@
 //! family. A key of another kind is named with the kind that takes it.
 
 use lockstep_models::keys::Check;
+use lockstep_models::system::client_name;
+use lockstep_models::workload::PerClient;
 use lockstep_models::workload::{
     Acquire, Shared, VisitWorkload, Workload, WorkloadConfig, WorkloadKind, for_each_workload,
 };
 use lockstep_models::{Counter, keys::fields};
+use std::sync::Arc;
 
-use crate::scenario::error::key_path;
+use crate::scenario::error::{key_path, toml_key};
 use crate::scenario::schema::{AcquireName, SHARED_WORKLOAD_KEYS, WorkloadSection, default_think};
 
 /// The number of clients and their workload.
@@ -38,8 +41,82 @@ pub(crate) fn workload(check: &mut Check, w: &WorkloadSection) -> (u32, Workload
         // Set with the family, which must count its requests too (`super::super::family`).
         count_herd: false,
         reenter: w.reenter,
+        per_client: Arc::from([]),
     };
-    (w.clients.clamp(1, 1000), workload)
+    let clients = w.clients.clamp(1, 1000);
+    let per_client = per_client(check, w, clients, &workload);
+    (
+        clients,
+        WorkloadConfig {
+            per_client,
+            ..workload
+        },
+    )
+}
+
+/// `[workload.per_client]`: each client named is one of the run's, its start within the
+/// bounds of a time, its rows (with `kind = "keys"`) among the workload's, none twice.
+fn per_client(
+    check: &mut Check,
+    w: &WorkloadSection,
+    clients: u32,
+    workload: &WorkloadConfig,
+) -> Arc<[PerClient]> {
+    let Some(table) = &w.per_client else {
+        return Arc::from([]);
+    };
+    let mut own = vec![PerClient::default(); clients as usize];
+    for (name, section) in table {
+        let path = format!("workload.per_client.{}", toml_key(name));
+        let index = name
+            .strip_prefix("client-")
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|n| (1..=clients).contains(n) && *name == client_name(*n));
+        let Some(index) = index else {
+            check.problems.push(
+                path,
+                format!(
+                    "no client named `{name}`: the clients are client-1 ... client-{clients} \
+                     (workload.clients = {clients})"
+                ),
+            );
+            continue;
+        };
+        let mine = &mut own[index as usize - 1];
+        if let Some(ms) = section.start_ms {
+            mine.start = check.ms(&format!("{path}.start_ms"), ms);
+        }
+        if let Some(rows) = &section.rows {
+            let at = format!("{path}.rows");
+            match workload.keys() {
+                None => check
+                    .problems
+                    .push(at, "applies only to many keys: needs `kind = \"keys\"`"),
+                Some(_) if rows.is_empty() => check.problems.push(at, "names no row"),
+                Some(keys) => {
+                    let mut seen = std::collections::BTreeSet::new();
+                    for (i, &row) in rows.iter().enumerate() {
+                        let p = format!("{at}[{i}]");
+                        if row >= keys.rows {
+                            check.problems.push(
+                                p,
+                                format!(
+                                    "row {row} does not exist: rows are 0 to {} \
+                                     (workload.rows = {})",
+                                    keys.rows - 1,
+                                    keys.rows
+                                ),
+                            );
+                        } else if !seen.insert(row) {
+                            check.problems.push(p, format!("row {row} is named twice"));
+                        }
+                    }
+                    mine.rows = Some(rows.as_slice().into());
+                }
+            }
+        }
+    }
+    own.into()
 }
 
 /// One kind of the registry, as the loader sees it.
