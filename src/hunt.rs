@@ -20,10 +20,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lockstep_check::Validity;
+use lockstep_sim::Fault;
 
 use crate::run::{RunResult, run, run_schedule};
 use crate::scenario::write::write_scenario;
-use crate::scenario::{Scenario, Schedule, parse};
+use crate::scenario::{Others, Pointless, Scenario, Schedule, parse, pointless};
 use crate::shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
 
 /// What to search and how hard.
@@ -127,10 +128,19 @@ pub fn hunt(
         place += 1;
         !unfired.iter().any(|u| u.index == place - 1)
     });
+    if leave_out_pointless(scenario, &mut shrunk.schedule)
+        && !violates(&run_schedule(scenario, seed, &shrunk.schedule, false))
+    {
+        return Err(format!(
+            "seed {seed}: the shrunk run needs a terminated node to come back, which a \
+             scenario file cannot say"
+        ));
+    }
     let names = scenario.node_names();
     let note = format!(
         "Written by `lockstep hunt` from {} (scenario {}), seed {seed}: {} of {} faults and {} of \
-         {} of the run are enough to make {} {}; shrunk in {} runs{}.\nReplay: lockstep run {{this file}}",
+         {} of the run are enough to make {} {}; shrunk in {} runs{}. Its [expect] asks for that \
+         verdict.\nReplay: lockstep run {{this file}}",
         path.display(),
         scenario.name,
         shrunk.schedule.faults.len(),
@@ -146,23 +156,32 @@ pub fn hunt(
             " (stopped at the bound)"
         },
     );
-    let written = write_scenario(
-        &without_recovers(text),
-        path,
-        &names,
-        &shrunk.schedule,
-        seed,
-        &note,
-    )
-    .map_err(|e| format!("cannot write the shrunk schedule back: {e}"))?;
-    let replayed = parse(&written, path)
-        .map_err(|e| format!("the written scenario does not load (harness bug): {e}"))?;
-    let replay = run(&replayed, seed, false);
+    // The file is named for what was found, and expects it: the original's bounds too when
+    // the found run meets them, else its property's violation alone.
+    let write = |bounds: bool| -> Result<(String, RunResult), String> {
+        let found = as_found(text, &scenario.name, seed, bounds);
+        let written = write_scenario(&found, path, &names, &shrunk.schedule, seed, &note)
+            .map_err(|e| format!("cannot write the shrunk schedule back: {e}"))?;
+        let replayed = parse(&written, path)
+            .map_err(|e| format!("the written scenario does not load (harness bug): {e}"))?;
+        let replay = run(&replayed, seed, false);
+        Ok((written, replay))
+    };
+    let (mut written, mut replay) = write(true)?;
+    if !replay.expected() {
+        (written, replay) = write(false)?;
+    }
     let expected = run_schedule(scenario, seed, &shrunk.schedule, false);
     if !violates(&replay) || replay.trace_hash != expected.trace_hash {
         return Err(format!(
             "the written scenario does not replay the shrunk run (harness bug): trace {:016x}, verdict {}; expected {:016x}, invalid",
             replay.trace_hash, replay.judged, expected.trace_hash
+        ));
+    }
+    if !replay.expected() {
+        return Err(format!(
+            "the written scenario's [expect] is not met by its run (harness bug): {}",
+            replay.unmet.join("; ")
         ));
     }
     Ok(Hunted::Found(Box::new(Found {
@@ -176,6 +195,48 @@ pub fn hunt(
         text: written,
         replay,
     })))
+}
+
+/// Leaves out of `schedule` what a scenario file may not say because it can never apply
+/// (`crate::scenario::pointless`: a resume of a node no pause holds, a restart of a node told
+/// to stop for good), which shrinking can make of a file's faults: an open pause bounded to
+/// end before its resume. The written file has no chaos profile. Whether anything changed.
+fn leave_out_pointless(scenario: &Scenario, schedule: &mut Schedule) -> bool {
+    let faults: Vec<_> = schedule.faults.iter().cloned().enumerate().collect();
+    let roles: Vec<_> = scenario
+        .system
+        .layout()
+        .nodes
+        .iter()
+        .map(|&(_, role)| role)
+        .collect();
+    let others = Others {
+        chaos: false,
+        watchdog: scenario.clocks.iter().any(|c| c.watchdog.is_some()),
+    };
+    let findings = pointless(&faults, &roles, others);
+    if findings.is_empty() {
+        return false;
+    }
+    let mut place = 0;
+    schedule.faults.retain_mut(|f| {
+        place += 1;
+        match findings
+            .iter()
+            .find(|x| x.at.index == place - 1)
+            .map(|x| x.why)
+        {
+            None => true,
+            Some(Pointless::CrashRestart { .. }) => {
+                if let Fault::Crash { restart_after, .. } = &mut f.fault {
+                    *restart_after = None;
+                }
+                true
+            }
+            Some(Pointless::Restart { .. } | Pointless::Resume { .. }) => false,
+        }
+    });
+    true
 }
 
 /// Shrinks `original` again and again until a pass changes nothing or `max_tries` runs are
@@ -246,20 +307,35 @@ fn first_failing(scenario: &Scenario, options: HuntOptions) -> Vec<u64> {
     found
 }
 
-/// The text without `[expect] recovers`, which needs the chaos profile the written file no
-/// longer has.
-fn without_recovers(text: &str) -> String {
+/// The text as the file of what hunt found in scenario `name` at `seed`: named
+/// `<name>-seed-<seed>`, and its `[expect]` asking for the violation (`verdict = "invalid"`
+/// of its property), with the original's other bounds when `bounds`, and without `recovers`,
+/// which needs the chaos profile the written file no longer has. The text as it was when it
+/// does not parse (`write_scenario` then says why).
+fn as_found(text: &str, name: &str, seed: u64, bounds: bool) -> String {
+    use toml_edit::{Item, Table, value};
     let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
         return text.to_string();
     };
-    let removed = doc
-        .get_mut("expect")
-        .and_then(toml_edit::Item::as_table_like_mut)
-        .and_then(|e| e.remove("recovers"))
-        .is_some();
-    if removed {
-        doc.to_string()
-    } else {
-        text.to_string()
+    if let Some(s) = doc.get_mut("scenario").and_then(Item::as_table_like_mut) {
+        s.insert("name", value(format!("{name}-seed-{seed}")));
     }
+    if !doc.contains_key("expect") {
+        doc.insert("expect", Item::Table(Table::new()));
+    }
+    if let Some(e) = doc.get_mut("expect").and_then(Item::as_table_like_mut) {
+        e.remove("recovers");
+        if !bounds {
+            let others: Vec<String> = e
+                .iter()
+                .map(|(k, _)| k.to_string())
+                .filter(|k| k != "property")
+                .collect();
+            for k in others {
+                e.remove(&k);
+            }
+        }
+        e.insert("verdict", value(Validity::Invalid.to_string()));
+    }
+    doc.to_string()
 }

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use lockstep::files::{self, Input, Output};
 use lockstep::suite::{self, WallTimes, run_report};
 use lockstep::sweep::{self, Shard, SweepConfig, SweepSummary, WallTime};
-use lockstep::{Loaded, MAX_SEEDS, load, run};
+use lockstep::{Loaded, MAX_SEEDS, load};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -416,7 +416,16 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = run(scenario, seed, args.trace);
+    let bar = run_progress(scenario.duration);
+    let watched = bar.clone();
+    let watch = std::sync::Arc::new(move |now: lockstep_sim::Time| {
+        // A run over in a second needs no bar; a longer one shows how far it has got.
+        if watched.elapsed() >= std::time::Duration::from_secs(1) {
+            watched.set_position(now.as_nanos() / 1_000_000);
+        }
+    });
+    let result = lockstep::run::run_watched(scenario, seed, args.trace, watch);
+    bar.finish_and_clear();
     if let Some(out) = &history_out {
         let judging =
             lockstep_check::jsonl::Judging::of(&scenario.check_options, scenario.expect.property);
@@ -580,7 +589,7 @@ fn cmd_check(args: &CheckArgs) -> ExitCode {
     times.total = now() - start;
     let mut out = std::io::stdout().lock();
     let written = match args.format {
-        Format::Table => write!(out, "{}", result.table_fitting(&times, Some(table_width()))),
+        Format::Table => write!(out, "{}", result.table_fitting(&times, table_width())),
         Format::Json => writeln!(out, "{}", result.json()),
     };
     // A closed pipe (`| head`) is not an error of the check.
@@ -618,22 +627,32 @@ fn progress(len: u64, unit: &str) -> indicatif::ProgressBar {
     bar
 }
 
-/// The width tables on stdout fit in: `COLUMNS` when it is a number, else the terminal's,
-/// else 100 (not a terminal).
-fn table_width() -> usize {
+/// The progress bar of one run of `duration` of true time, in milliseconds of it, on stderr
+/// and hidden when stderr is not a terminal, as a sweep's is.
+fn run_progress(duration: lockstep_sim::Dur) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(duration.as_millis());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} ms of true time  eta {eta}")
+            .expect("a valid progress template"),
+    );
+    bar
+}
+
+/// The width tables on stdout fit in: `COLUMNS` when it is a number, else the terminal's;
+/// `None` off a terminal (a file, a pipe), where nothing wraps: a line there has no width
+/// to fit, and a word cut to fit one is a name no one can search for.
+fn table_width() -> Option<usize> {
     let columns = std::env::var("COLUMNS").ok();
     if let Some(n) = columns.and_then(|c| c.trim().parse::<usize>().ok()) {
         if n > 0 {
-            return n;
+            return Some(n);
         }
     }
     let term = console::Term::stdout();
     if term.is_term() {
-        if let Some((_, width)) = term.size_checked() {
-            return usize::from(width);
-        }
+        return term.size_checked().map(|(_, width)| usize::from(width));
     }
-    100
+    None
 }
 
 /// The items `--filter` keeps (all without it); `name_path` gives an item's scenario name and
@@ -924,12 +943,8 @@ fn cmd_report(args: &ReportArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let mut out = std::io::stdout().lock();
-    let written = write!(
-        out,
-        "{}",
-        built.comparison.table_fitting(Some(table_width()))
-    )
-    .and_then(|()| writeln!(out, "wrote {} ({} bytes)", output.display(), text.len()));
+    let written = write!(out, "{}", built.comparison.table_fitting(table_width()))
+        .and_then(|()| writeln!(out, "wrote {} ({} bytes)", output.display(), text.len()));
     // A closed pipe (`| head`) is not an error of the report.
     drop(written);
     ExitCode::SUCCESS

@@ -70,7 +70,22 @@ pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> RunResult {
     // the memory budget allows.
     let schedule = scenario.schedule(seed);
     let own = schedule.faults.starts_with(&scenario.faults);
-    run_owned(scenario, seed, schedule, own, trace).result
+    run_owned(scenario, seed, schedule, own, trace, None).result
+}
+
+/// Where a run has got to, told to the host as it goes: called about every
+/// [`lockstep_sim::CHECK_EVERY`] events with the true time reached. Nothing in the run reads
+/// it, so a watched run is the same run (`lockstep run` draws its progress bar from it).
+pub type Watch = Arc<dyn Fn(Time) + Send + Sync>;
+
+/// [`run`], telling `watch` where the run has got to as it goes.
+///
+/// # Panics
+/// As [`run`].
+pub fn run_watched(scenario: &Scenario, seed: u64, trace: bool, watch: Watch) -> RunResult {
+    let schedule = scenario.schedule(seed);
+    let own = schedule.faults.starts_with(&scenario.faults);
+    run_owned(scenario, seed, schedule, own, trace, Some(watch)).result
 }
 
 /// Runs `scenario` with `seed` under `schedule` instead of the schedule the scenario gives for
@@ -106,23 +121,25 @@ pub struct KeptRun {
 /// As [`run`].
 pub fn run_kept(scenario: &Scenario, seed: u64, schedule: &Schedule, trace: bool) -> KeptRun {
     let own = schedule.faults.starts_with(&scenario.faults);
-    run_owned(scenario, seed, schedule.clone(), own, trace)
+    run_owned(scenario, seed, schedule.clone(), own, trace, None)
 }
 
-/// [`run_kept`] of a schedule given to the world; `own` when it is the scenario's own, whose
-/// faults start with the file's `[[fault]]` list.
+/// [`run_kept`] of a schedule given to the world, telling `watch`, if any, where the run has
+/// got to; `own` when it is the scenario's own, whose faults start with the file's
+/// `[[fault]]` list.
 fn run_owned(
     scenario: &Scenario,
     seed: u64,
     schedule: Schedule,
     own: bool,
     trace: bool,
+    watch: Option<Watch>,
 ) -> KeptRun {
     let end = Time::ZERO + schedule.duration;
     let mut config = WorldConfig::new(seed, end, scenario.clocks.clone());
     config.max_events = scenario.max_events;
     config.memory_budget = scenario.memory_budget;
-    config.interrupt = Some(wall_deadline(scenario.wall_budget));
+    config.interrupt = Some(wall_deadline(scenario.wall_budget, watch));
     config.link = scenario.link.clone();
     config.links = scenario.links.clone();
     config.faults = schedule.faults;
@@ -260,16 +277,22 @@ fn unfired_of(
 }
 
 /// The host's side of the wall-clock budget: an [`Interrupt`] that says stop once `budget`
-/// has passed since the run started. The world asks it between events and never lets it
-/// change an event, so a run it does not stop is the same run as without it.
-fn wall_deadline(budget: Dur) -> Interrupt {
+/// has passed since the run started, and tells `watch` the true time reached. The world asks
+/// it between events and never lets it change an event, so a run it does not stop is the same
+/// run as without it.
+fn wall_deadline(budget: Dur, watch: Option<Watch>) -> Interrupt {
     #[allow(
         clippy::disallowed_methods,
         reason = "the wall-clock budget of a run is read by the host between events, never by the run; a run it stops ends unknown and is reported as not reproducible"
     )]
     let start = std::time::Instant::now();
     let budget = std::time::Duration::from_nanos(budget.as_nanos());
-    Interrupt(Arc::new(move || start.elapsed() >= budget))
+    Interrupt(Arc::new(move |now| {
+        if let Some(watch) = &watch {
+            watch(now);
+        }
+        start.elapsed() >= budget
+    }))
 }
 
 /// Why a run stopped before its end, in words, or `None` when it reached it.

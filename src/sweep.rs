@@ -220,6 +220,10 @@ pub struct SeedOutcome {
     /// The failure in detail, when the run did not meet `[expect]` and might be among the
     /// first [`KEPT_FAILURES`] failing seeds; `None` otherwise.
     pub failure: Option<SeedFailure>,
+    /// The run in detail, when `[expect]` asks for no verdict (`verdict = "any"`), the run
+    /// was judged invalid and it might be among the first [`KEPT_FAILURES`] such seeds;
+    /// `None` otherwise.
+    pub invalid: Option<SeedFailure>,
     /// With the determinism check, the second run's difference, if any.
     pub mismatch: Option<Mismatch>,
 }
@@ -357,6 +361,11 @@ pub struct SweepSummary {
     pub digest: u64,
     /// The first [`KEPT_FAILURES`] failing seeds by position in the range.
     pub failures: Vec<SeedFailure>,
+    /// With `verdict = "any"`, which no run fails: the first [`KEPT_FAILURES`] runs judged
+    /// invalid by position in the range (`verdict_counts.invalid` counts them all). Absent
+    /// from the JSON when empty, so other sweeps' JSON does not change.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<SeedFailure>,
     /// Seeds whose two runs differed (with the determinism check).
     pub nondeterministic: u64,
     /// The first [`KEPT_FAILURES`] of them by position in the range.
@@ -444,6 +453,7 @@ impl SweepSummary {
             leadership: s.check_options.leadership.then(SweepLeadership::default),
             digest: 0,
             failures: Vec::new(),
+            invalid: Vec::new(),
             nondeterministic: 0,
             mismatches: Vec::new(),
         }
@@ -647,6 +657,10 @@ impl SweepSummary {
             self.failures.push(f.clone());
             self.keep_first_failures();
         }
+        if let Some(f) = &o.invalid {
+            self.invalid.push(f.clone());
+            keep_first(&mut self.invalid, self.seeds.from);
+        }
         if let Some(m) = &o.mismatch {
             self.nondeterministic += 1;
             self.mismatches.push(m.clone());
@@ -655,9 +669,7 @@ impl SweepSummary {
     }
 
     fn keep_first_failures(&mut self) {
-        let from = self.seeds.from;
-        self.failures.sort_by_key(|f| f.seed.wrapping_sub(from));
-        self.failures.truncate(KEPT_FAILURES);
+        keep_first(&mut self.failures, self.seeds.from);
     }
 
     fn keep_first_mismatches(&mut self) {
@@ -669,12 +681,16 @@ impl SweepSummary {
     /// The position past which a failing seed cannot be among the first kept: the last kept
     /// one's, once the list is full.
     fn failure_cutoff(&self) -> u64 {
-        if self.failures.len() < KEPT_FAILURES {
+        self.cutoff(&self.failures)
+    }
+
+    /// The position past which a seed cannot be among the first of `kept`: the last kept
+    /// one's, once the list is full.
+    fn cutoff(&self, kept: &[SeedFailure]) -> u64 {
+        if kept.len() < KEPT_FAILURES {
             u64::MAX
         } else {
-            self.failures
-                .last()
-                .map_or(u64::MAX, |f| self.position(f.seed))
+            kept.last().map_or(u64::MAX, |f| self.position(f.seed))
         }
     }
 
@@ -776,13 +792,16 @@ pub fn sweep(
     let total = shard.len_of(config.count);
     // Failing seeds at or past this position cannot be among the first kept, so workers
     // need not explain them. It only decreases; a stale read just explains one seed too many.
+    // Likewise for the invalid seeds kept under `verdict = "any"`.
     let cutoff = AtomicU64::new(u64::MAX);
+    let invalid_cutoff = AtomicU64::new(u64::MAX);
     let file = summary.file.clone();
     let work = Work {
         target,
         config,
         file: &file,
         cutoff: &cutoff,
+        invalid_cutoff: &invalid_cutoff,
     };
     crate::pool::run(
         config.jobs,
@@ -791,6 +810,7 @@ pub fn sweep(
         |_, outcome| {
             summary.add(&outcome);
             cutoff.store(summary.failure_cutoff(), Ordering::Relaxed);
+            invalid_cutoff.store(summary.cutoff(&summary.invalid), Ordering::Relaxed);
             observe(&outcome);
         },
     );
@@ -803,6 +823,7 @@ struct Work<'a> {
     config: &'a SweepConfig,
     file: &'a str,
     cutoff: &'a AtomicU64,
+    invalid_cutoff: &'a AtomicU64,
 }
 
 impl Work<'_> {
@@ -818,6 +839,15 @@ impl Work<'_> {
         };
         let explain = !r.expected() && position < self.cutoff.load(Ordering::Relaxed);
         let failure = explain.then(|| seed_failure(self.file, &scenario.name, &r));
+        // With no verdict expected, an invalid run fails nothing: it is kept apart.
+        let invalid = (scenario.expect.verdict.is_none()
+            && r.judged == Validity::Invalid
+            && position < self.invalid_cutoff.load(Ordering::Relaxed))
+        .then(|| {
+            failure
+                .clone()
+                .unwrap_or_else(|| seed_failure(self.file, &scenario.name, &r))
+        });
         let v = &r.verdict;
         let exhausted = r.outcome != Outcome::Completed;
         let (acquire_latencies_ns, waiting_ns) = acquire_waits_ns(&r.history);
@@ -861,6 +891,7 @@ impl Work<'_> {
                 .as_ref()
                 .map(|l| (leadership_failovers_ns(&r.history), l.two_leaders_ns > 0)),
             failure,
+            invalid,
             mismatch,
         }
     }
@@ -1080,6 +1111,8 @@ impl SweepSummary {
         self.digest = self.digest.wrapping_add(other.digest);
         self.failures.extend(other.failures.iter().cloned());
         self.keep_first_failures();
+        self.invalid.extend(other.invalid.iter().cloned());
+        keep_first(&mut self.invalid, self.seeds.from);
         self.nondeterministic += other.nondeterministic;
         self.mismatches.extend(other.mismatches.iter().cloned());
         self.keep_first_mismatches();
@@ -1121,10 +1154,17 @@ impl SweepSummary {
             grants_per_run: spread(&self.grants_per_run),
             events: self.events,
             failures: &self.failures,
+            invalid: &self.invalid,
             nondeterministic: self.nondeterministic,
             mismatches: &self.mismatches,
         }
     }
+}
+
+/// Keeps the first [`KEPT_FAILURES`] of `seeds` by position in the range from `from`.
+fn keep_first(seeds: &mut Vec<SeedFailure>, from: u64) {
+    seeds.sort_by_key(|f| f.seed.wrapping_sub(from));
+    seeds.truncate(KEPT_FAILURES);
 }
 
 /// A `u64` as 16 lowercase hex digits in JSON, as trace hashes are.

@@ -202,6 +202,13 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     fn groups(&self) -> &'static [&'static str] {
         &[]
     }
+    /// The nodes its settings name, each as `(key path, node name, role)`: a key keyed by a
+    /// node (a Kubernetes participant's own timing, `model.participants.client-2`) and the
+    /// role that node must have. The loader refuses a name that is no node of the system, or
+    /// a node of another role, at the key path. Empty, the default, when its keys name none.
+    fn named_nodes(&self) -> Vec<(String, String, Role)> {
+        Vec::new()
+    }
     /// Its service nodes (in [`Family::layout`]'s order, with ids from 0) and the lock client
     /// every workload client gets; `resource` when the service keeps the protected resource.
     fn build(&self, resource: Option<&ResourceOf<Self>>) -> (Vec<Self::Node>, Self::Lock);
@@ -221,6 +228,14 @@ pub trait Family: Clone + Debug + Eq + Send + Sync + 'static {
     /// session on its leader's ticks).
     fn expiry_wall_clocks(&self) -> &'static [Role] {
         &[]
+    }
+    /// Why its grant lapses on its own under a holder that keeps it for as long as it runs (a
+    /// leader's term), with the keys that would keep it: `its key expires ttl_ms after the
+    /// grant, as nothing renews it: set model.renew = true`. `None`, the default, when the
+    /// holder keeps its grant while it lives (a renewed key, a session kept alive). A workload
+    /// that needs a held grant (`Needs::held`) is then refused with this reason.
+    fn lapses(&self) -> Option<&'static str> {
+        None
     }
     /// Whether its clients' acquire is a job queue's dequeue ([`crate::LockSignal::Job`]): the
     /// workload must then be `kind = "queue"`, and only then.

@@ -315,7 +315,14 @@ impl ScenarioResult {
 /// one's violations explained, and how many more of the `failed` seeds were not kept: the
 /// text of `check` and `sweep` alike.
 pub(crate) fn write_failures(out: &mut String, failures: &[SeedFailure], failed: u64) {
-    for (i, f) in failures.iter().enumerate() {
+    write_seeds(out, failures, failed, "failing");
+}
+
+/// The seeds `kept` of `all` that are `what` (`failing`, `invalid`): each with its trace,
+/// verdict, what it did not meet, the first one's explanations and its reproduce command,
+/// then how many more there are.
+pub(crate) fn write_seeds(out: &mut String, kept: &[SeedFailure], all: u64, what: &str) {
+    for (i, f) in kept.iter().enumerate() {
         let _ = writeln!(
             out,
             "  seed {}  trace {}  verdict {}",
@@ -331,8 +338,8 @@ pub(crate) fn write_failures(out: &mut String, failures: &[SeedFailure], failed:
         }
         let _ = writeln!(out, "    reproduce: {}", f.reproduce);
     }
-    let more = failed.saturating_sub(failures.len() as u64);
+    let more = all.saturating_sub(kept.len() as u64);
     if more > 0 {
-        let _ = writeln!(out, "  ... and {more} more failing seed{}", plural(more));
+        let _ = writeln!(out, "  ... and {more} more {what} seed{}", plural(more));
     }
 }

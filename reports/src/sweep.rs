@@ -17,7 +17,7 @@ use tabled::settings::Style;
 
 use crate::Rate;
 use crate::format::{duration, expected, interval, percent, plural, seconds, seeds_per_second};
-use crate::suite::{Mismatch, SeedFailure, write_failures};
+use crate::suite::{Mismatch, SeedFailure, write_failures, write_seeds};
 
 /// A sweep's summary as its terminal text needs it.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +57,9 @@ pub struct SweepView<'a> {
     pub events: u64,
     /// The first failing seeds by position in the range.
     pub failures: &'a [SeedFailure],
+    /// With `verdict = "any"` (no run fails for its verdict): the first seeds judged invalid
+    /// by position in the range; `rates.invalid` counts them all.
+    pub invalid: &'a [SeedFailure],
     /// Seeds whose two runs differed (with the determinism check).
     pub nondeterministic: u64,
     /// The first of them by position in the range.
@@ -267,6 +270,11 @@ impl SweepView<'_> {
             let _ = writeln!(out, "first failing seeds:");
         }
         write_failures(out, self.failures, self.failed);
+        if !self.invalid.is_empty() {
+            let _ = writeln!(out, "first invalid seeds:");
+            let invalid = self.rates.invalid.map_or(0, |r| r.seeds);
+            write_seeds(out, self.invalid, invalid, "invalid");
+        }
         for m in self.mismatches {
             let _ = writeln!(out, "{m}");
         }
@@ -280,7 +288,7 @@ impl SweepView<'_> {
                 plural(more)
             );
         }
-        if !self.failures.is_empty() || !self.mismatches.is_empty() {
+        if !self.failures.is_empty() || !self.invalid.is_empty() || !self.mismatches.is_empty() {
             out.push('\n');
         }
     }

@@ -165,11 +165,12 @@ pub enum Outcome {
     },
 }
 
-/// A question the world asks its host every [`CHECK_EVERY`] events: stop now? The host's
-/// answer may depend on anything (a wall-clock deadline); the run's events never do, so a
-/// run that is not stopped is the same run as without it.
+/// A question the world asks its host every [`CHECK_EVERY`] events, with the true time it has
+/// reached: stop now? The host's answer may depend on anything (a wall-clock deadline), and
+/// it may note the time (a progress bar); the run's events never depend on it, so a run that
+/// is not stopped is the same run as without it.
 #[derive(Clone)]
-pub struct Interrupt(pub Arc<dyn Fn() -> bool + Send + Sync>);
+pub struct Interrupt(pub Arc<dyn Fn(Time) -> bool + Send + Sync>);
 
 impl fmt::Debug for Interrupt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -566,7 +567,12 @@ impl<P: Process> World<P> {
                         bytes,
                     };
                 }
-                if self.core.interrupt.as_ref().is_some_and(|i| (i.0)()) {
+                if self
+                    .core
+                    .interrupt
+                    .as_ref()
+                    .is_some_and(|i| (i.0)(self.core.now))
+                {
                     return Outcome::Interrupted { at: self.core.now };
                 }
             }

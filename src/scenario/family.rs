@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lockstep_models::StorageMode;
-use lockstep_models::family::{Family, Fencing, ResourceOf, Tokens};
+use lockstep_models::family::{Family, Fencing, ResourceOf, Role, Tokens};
 use lockstep_models::keys::{Check, fields};
 use lockstep_models::system::{Resource, System, SystemSpec};
 use lockstep_models::workload::{WorkloadConfig, WorkloadKind};
@@ -265,12 +265,48 @@ fn system<F: Family>(
     workload.count_herd = workload.acquire.is_some() && family.count_requests();
     let resource = resource::<F>(check, &file.storage, family.tokens());
     fits::<F>(check, &family, &workload, resource);
-    Arc::new(SystemSpec {
+    let spec = SystemSpec {
         family,
         clients,
         workload,
         resource,
-    })
+    };
+    named_nodes(check, &spec);
+    Arc::new(spec)
+}
+
+/// Whether every node the family's keys name ([`Family::named_nodes`]) is a node of the
+/// system with the role it needs: a participant's section for a client the workload does not
+/// have would otherwise change nothing, silently.
+fn named_nodes<F: Family>(check: &mut Check, spec: &SystemSpec<F>) {
+    let layout = spec.layout();
+    for (path, name, role) in spec.family.named_nodes() {
+        if layout.nodes.iter().any(|(n, r)| *n == name && *r == role) {
+            continue;
+        }
+        let these: Vec<&str> = layout
+            .nodes
+            .iter()
+            .filter(|(_, r)| *r == role)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let group = match role {
+            Role::Client => "workload clients",
+            Role::Server => "servers",
+            Role::Coordinator { group } => group,
+            Role::Storage => "storage nodes",
+        };
+        let these = match these.as_slice() {
+            [] => "none".to_string(),
+            these => these.join(", "),
+        };
+        let problem = if layout.nodes.iter().any(|(n, _)| *n == name) {
+            format!("`{name}` is not one of the {group} ({these})")
+        } else {
+            format!("no node named `{name}`: the {group} are {these}")
+        };
+        check.problems.push(path, problem);
+    }
 }
 
 /// Whether the family and the storage give the workload what its kind needs
@@ -313,6 +349,16 @@ fn fits<F: Family>(
             format!(
                 "\"{kind}\" needs {what} (see the families' pages in docs/families/); {} as set \
                  has none",
+                F::NAME
+            ),
+        );
+    }
+    if let Some(why) = family.lapses().filter(|_| needs.held) {
+        check.problems.push(
+            "workload.kind",
+            format!(
+                "\"{kind}\" keeps its grant for as long as it runs, and {} as set lets it lapse: \
+                 {why}",
                 F::NAME
             ),
         );

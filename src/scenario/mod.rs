@@ -18,6 +18,7 @@ use lockstep_models::System;
 use lockstep_sim::{Dur, LinkConfig, NodeConfig, NodeId, ScheduledFault};
 
 pub use error::{Problem, ScenarioError};
+pub(crate) use resolve::{Others, Pointless, pointless};
 pub use variant::with_chaos;
 
 use crate::chaos::Chaos;

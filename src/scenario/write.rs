@@ -7,8 +7,8 @@
 //! the failure it shows, which is worth keeping beside the minimal schedule). Only
 //! `[scenario] seed`, `seeds` and `duration_ms` change, `[chaos]` and every `[[fault]]` go,
 //! and the schedule's faults come in as new `[[fault]]` tables before `[expect]`. A replaced
-//! key loses its trailing comment, which spoke of the old value. `[expect]` is kept as it
-//! was: whoever writes a hunt's result decides whether the expectation still fits it.
+//! key loses its trailing comment, which spoke of the old value. `[expect]` is kept as given:
+//! `lockstep hunt` gives it the name and the expectation of what it found.
 //!
 //! **Milliseconds are exact.** The loader turns a number of milliseconds `v` into
 //! `(v * 1e6).round()` nanoseconds. A whole number of milliseconds is written as an integer;

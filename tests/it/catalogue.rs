@@ -53,6 +53,31 @@ fn k1_golden_trace_hash_is_pinned() {
 }
 
 #[test]
+fn a_watched_run_is_the_same_run_and_hears_the_time_as_it_goes() {
+    // `lockstep run` draws its progress bar from the watch; watching changes nothing.
+    let s = load(&crate::support::root().join("scenarios/catalogue/k1-gc-pause-unfenced.toml"))
+        .expect("K1 loads")
+        .scenario;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let heard = std::sync::Arc::clone(&seen);
+    let watch = std::sync::Arc::new(move |t: lockstep_sim::Time| {
+        heard.lock().expect("not poisoned").push(t.as_nanos());
+    });
+    let r = lockstep::run::run_watched(&s, 1, false, watch);
+    assert_eq!(
+        (r.events, format!("{:016x}", r.trace_hash).as_str()),
+        (K1_GOLDEN_EVENTS, K1_GOLDEN_TRACE_HASH)
+    );
+    let seen = seen.lock().expect("not poisoned");
+    // Every CHECK_EVERY (1024) entries taken from the queue, from the first: at least one
+    // look per 1024 events.
+    assert!(seen.len() as u64 > K1_GOLDEN_EVENTS / 1024, "{seen:?}");
+    assert!(seen.is_sorted(), "{seen:?}");
+    assert!(seen.iter().all(|&t| t <= s.duration.as_nanos()), "{seen:?}");
+    assert!(seen.last() > seen.first(), "{seen:?}");
+}
+
+#[test]
 fn the_k1_violation_is_the_paused_clients_late_write() {
     let s = load(&crate::support::root().join("scenarios/catalogue/k1-gc-pause-unfenced.toml"))
         .expect("K1 loads")

@@ -669,18 +669,39 @@ fn filter_picks_scenarios_by_name_or_path_and_list_runs_nothing() {
 #[test]
 fn the_table_fits_the_terminal_width_and_the_json_keeps_everything() {
     let args = ["check", CATALOGUE, "--seeds", "1"];
-    for (columns, width) in [(Some("80"), 80), (None, 100), (Some("60"), 60)] {
+    let table = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(['╭', '│', '├', '╰']))
+            .map(str::to_string)
+            .collect()
+    };
+    for (columns, width) in [(Some("80"), 80), (Some("60"), 60)] {
         let out = lockstep_columns(&args, columns);
         let text = stdout(&out);
         assert_eq!(out.status.code(), Some(0), "{text}");
-        let table: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with(['╭', '│', '├', '╰']))
-            .collect();
+        let table = table(&text);
         assert!(table.len() > 3, "{text}");
         for l in &table {
             assert!(l.chars().count() <= width, "{columns:?}: {l}");
         }
+    }
+    // Off a terminal without COLUMNS (stdout is a pipe here) nothing wraps: every scenario's
+    // name and file stand whole on its row, as `--list` gives them.
+    let out = lockstep_columns(&args, None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let rows = table(&text);
+    let list = lockstep_columns(&["check", CATALOGUE, "--list"], None);
+    let listed = stdout(&list);
+    assert!(listed.lines().count() > 100, "{listed}");
+    for line in listed.lines() {
+        let mut words = line.split_whitespace();
+        let (name, file) = (words.next().expect("name"), words.next().expect("file"));
+        assert!(
+            rows.iter()
+                .any(|r| r.starts_with(&format!("│ {name} ")) && r.contains(&format!(" {file} "))),
+            "{name} ({file}) is not whole on one row:\n{text}"
+        );
     }
     let out = lockstep_columns(
         &["check", CATALOGUE, "--seeds", "1", "--format", "json"],

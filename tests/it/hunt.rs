@@ -162,3 +162,82 @@ fn what_hunt_found_stays_found_and_its_fix_stays_clean() {
         stdout(&o)
     );
 }
+
+#[test]
+fn a_resume_that_shrinking_left_without_its_pause_is_left_out_of_the_file() {
+    // An open pause ended by a resume: cut short at 5 runs, the shrink has bounded the pause
+    // to end before the resume, which then resumes nothing. A file may not say that, so the
+    // file hunt writes leaves the resume out, and loads.
+    let text = "[scenario]\nname = \"open-pause\"\nduration_ms = 10_000\n\n[model]\n\
+                kind = \"redis\"\nttl_ms = 1_000\n\n[workload]\nclients = 2\nwork_ms = 900\n\
+                think_ms = 10\ncheck_validity_before_write = false\n\n[[fault]]\nat_ms = 1_000\n\
+                pause = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 6_000\n\
+                resume = { node = \"client-1\" }\n";
+    let path = Path::new("open-pause.toml");
+    let scenario = parse(text, path).expect("parses");
+    let options = HuntOptions {
+        from: 1,
+        seeds: 5,
+        jobs: 1,
+        max_tries: 5,
+        candidates: 1,
+    };
+    let found = match hunt(text, path, &scenario, options) {
+        Ok(Hunted::Found(found)) => found,
+        other => panic!("{other:?}"),
+    };
+    assert!(!found.complete, "stopped at the bound");
+    let written = parse(&found.text, path).expect("the file loads");
+    assert_eq!(written.faults.len(), 1, "{:?}", written.faults);
+    assert!(
+        matches!(
+            written.faults[0].fault,
+            lockstep_sim::Fault::Pause {
+                duration: Some(d),
+                ..
+            } if d < lockstep_sim::Dur::from_millis(5_000)
+        ),
+        "{:?}",
+        written.faults
+    );
+    assert_eq!(run(&written, found.seed, false).judged, Validity::Invalid);
+}
+
+/// An open pause of client-1 that lets its late write through: invalid on some seeds.
+const OPEN_PAUSE: &str = "[scenario]\nname = \"open-pause\"\nduration_ms = 10_000\n\n[model]\n\
+    kind = \"redis\"\nttl_ms = 1_000\n\n[workload]\nclients = 2\nwork_ms = 900\nthink_ms = 10\n\
+    check_validity_before_write = false\n\n[[fault]]\nat_ms = 1_000\n\
+    pause = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 6_000\n\
+    resume = { node = \"client-1\" }\n";
+
+/// What `hunt` writes for `OPEN_PAUSE` with `expect` as its `[expect]` section.
+fn found_with(expect: &str) -> (u64, String) {
+    let text = format!("{OPEN_PAUSE}\n[expect]\n{expect}\n");
+    let path = Path::new("open-pause.toml");
+    let scenario = parse(&text, path).expect("parses");
+    match hunt(&text, path, &scenario, options(20, 1)) {
+        Ok(Hunted::Found(found)) => (found.seed, found.text),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_written_file_is_named_for_its_seed_and_expects_the_violation_it_shows() {
+    // `any` (or `valid`) would pass on any run, or never: the file expects what it found.
+    for expect in ["verdict = \"any\"", "verdict = \"valid\""] {
+        let (seed, text) = found_with(expect);
+        let written = parse(&text, Path::new("min.toml")).expect("the file loads");
+        assert_eq!(written.name, format!("open-pause-seed-{seed}"), "{text}");
+        assert_eq!(written.expect.verdict, Some(Validity::Invalid), "{text}");
+        assert!(run(&written, seed, false).expected(), "{text}");
+    }
+    // A bound the run meets stays; one it breaks goes, with every other bound.
+    let (_, text) = found_with("double_holders = { min = 1 }\nlost_updates = { max = 5 }");
+    assert!(text.contains("double_holders = { min = 1 }"), "{text}");
+    assert!(text.contains("lost_updates = { max = 5 }"), "{text}");
+    let (seed, text) = found_with("property = \"resource\"\ndouble_holders = { max = 0 }");
+    assert!(!text.contains("double_holders"), "{text}");
+    let written = parse(&text, Path::new("min.toml")).expect("the file loads");
+    assert_eq!(written.expect.verdict, Some(Validity::Invalid), "{text}");
+    assert!(run(&written, seed, false).expected(), "{text}");
+}

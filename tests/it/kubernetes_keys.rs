@@ -101,3 +101,21 @@ fn a_participant_must_be_a_client_and_keep_client_gos_constraints() {
         lines[0]
     );
 }
+
+#[test]
+fn a_participant_the_workload_does_not_have_is_refused() {
+    // Two clients: a section for client-9 would change no elector.
+    let lines = errors_of(
+        "k8s-participant-absent",
+        &file("ttl_ms = 15_000\n\n[model.participants.client-9]\nttl_ms = 20_000"),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(
+            ": model.participants.client-9: no node named `client-9`: the workload clients \
+             are client-1, client-2"
+        ),
+        "{}",
+        lines[0]
+    );
+}

@@ -610,6 +610,28 @@ fn report_runs_on_jobs_threads_with_the_same_output_and_takes_filter_and_list() 
 }
 
 #[test]
+fn off_a_terminal_the_table_breaks_no_word() {
+    // Fifteen columns fitted into 100 were cut into fragments (`scen|ario`) when stdout was
+    // a file or a pipe. Without COLUMNS, off a terminal, nothing wraps.
+    let dir = temp_dir("no-wrap");
+    let out = dir.join("r.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["report", K1, CHAOS, "--seeds", "1", "--out", s(&out)])
+        .current_dir(root())
+        .env_remove("COLUMNS")
+        .output()
+        .expect("the lockstep binary runs");
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", stderr(&o));
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('│')).collect();
+    // The header, then a row per scenario, each on one line: no cell wrapped.
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("│ scenario "), "{text}");
+    assert!(lines[1].starts_with("│ k1-gc-pause-unfenced "), "{text}");
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
 fn every_new_flag_of_report_is_in_the_readme() {
     crate::tidy::flags_are_in_the_readme("report", &["--jobs", "--filter", "--list"]);
 }

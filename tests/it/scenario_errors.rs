@@ -780,3 +780,166 @@ fn the_postgres_keys_are_checked_with_their_paths() {
         "{lines:#?}"
     );
 }
+
+/// The error lines of the base file with `faults` appended.
+fn fault_errors(test: &str, faults: &str) -> Vec<String> {
+    errors_of(test, &format!("{GOOD}\n{faults}"))
+}
+
+/// Whether `text` loads.
+fn loads(text: &str) -> Result<(), String> {
+    lockstep::parse(text, std::path::Path::new("t.toml"))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_restart_after_a_terminate_of_the_node_is_refused_naming_both() {
+    let terminate =
+        "[[fault]]\nat_ms = 1_000\nterminate = { node = \"client-1\", grace_ms = 500 }\n";
+    let lines = fault_errors(
+        "restart-terminated",
+        &format!("{terminate}\n[[fault]]\nat_ms = 5_000\nrestart = {{ node = \"client-1\" }}\n"),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(
+            "fault[1].restart: client-1 is told to stop for good at 1000 ms \
+             (fault[0].terminate), so this restart at 5000 ms can never apply: a terminated \
+             node does not come back (crash it instead for one that does)"
+        ),
+        "{}",
+        lines[0]
+    );
+    // A crash after it cannot bring it back either.
+    let lines = fault_errors(
+        "crash-restart-terminated",
+        &format!(
+            "{terminate}\n[[fault]]\nat_ms = 1_200\ncrash = {{ node = \"client-1\", \
+             restart_after_ms = 100 }}\n"
+        ),
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(
+            "fault[1].crash.restart_after_ms: client-1 is told to stop for good at 1000 ms \
+             (fault[0].terminate), so this crash at 1200 ms can never be followed by a \
+             restart: leave restart_after_ms out"
+        ),
+        "{}",
+        lines[0]
+    );
+    // Allowed: another node; a restart before the terminate; a terminate that may find the
+    // node down already (crashed before it, at a time or on a mark), whose later restart
+    // brings it back; a crash after the terminate without a restart.
+    for (what, faults) in [
+        (
+            "another node",
+            "[[fault]]\nat_ms = 1_000\nterminate = { node = \"client-1\" }\n\n[[fault]]\n\
+             at_ms = 2_000\ncrash = { node = \"client-2\" }\n\n[[fault]]\nat_ms = 3_000\n\
+             restart = { node = \"client-2\" }\n",
+        ),
+        (
+            "restart first",
+            "[[fault]]\nat_ms = 500\ncrash = { node = \"client-1\" }\n\n[[fault]]\n\
+             at_ms = 800\nrestart = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 1_000\n\
+             terminate = { node = \"client-1\" }\n",
+        ),
+        (
+            "down before",
+            "[[fault]]\nat_ms = 500\ncrash = { node = \"client-1\" }\n\n[[fault]]\n\
+             at_ms = 1_000\nterminate = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 3_000\n\
+             restart = { node = \"client-1\" }\n",
+        ),
+        (
+            "crashed on a mark",
+            "[[fault]]\non = { node = \"client-1\", mark = \"granted\" }\n\
+             crash = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 1_000\n\
+             terminate = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 3_000\n\
+             restart = { node = \"client-1\" }\n",
+        ),
+        (
+            "a crash aimed at the holder first (the terminate may find client-1 down)",
+            "[[fault]]\nat_ms = 500\ncrash = { node = \"holder\" }\n\n[[fault]]\n\
+             at_ms = 1_000\nterminate = { node = \"client-1\" }\n\n[[fault]]\nat_ms = 3_000\n\
+             restart = { node = \"client-1\" }\n",
+        ),
+        (
+            "crash for good",
+            "[[fault]]\nat_ms = 1_000\nterminate = { node = \"client-1\" }\n\n[[fault]]\n\
+             at_ms = 1_200\ncrash = { node = \"client-1\" }\n",
+        ),
+    ] {
+        let text = format!("{GOOD}\n{faults}");
+        assert_eq!(loads(&text), Ok(()), "{what}");
+    }
+}
+
+#[test]
+fn a_resume_of_a_node_no_pause_holds_is_refused() {
+    let lines = fault_errors(
+        "resume-never-paused",
+        "[[fault]]\nat_ms = 2_000\nresume = { node = \"client-2\" }\n",
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(
+            "fault[0].resume: no fault pauses client-2 before 2000 ms, so this resume does \
+             nothing (it runs a paused node again)"
+        ),
+        "{}",
+        lines[0]
+    );
+    let lines = fault_errors(
+        "resume-pause-over",
+        "[[fault]]\nat_ms = 1_000\npause = { node = \"client-2\", for_ms = 500 }\n\n\
+         [[fault]]\nat_ms = 2_000\nresume = { node = \"client-2\" }\n",
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(
+            "fault[1].resume: client-2 is no longer paused at 2000 ms: the last pause, \
+             fault[0].pause, ends at 1500 ms, so this resume does nothing (it runs a paused \
+             node again)"
+        ),
+        "{}",
+        lines[0]
+    );
+    // Allowed: a pause in force (open, or not yet over), one on a mark, or a chaos profile's.
+    for (what, faults) in [
+        (
+            "open pause",
+            "[[fault]]\nat_ms = 1_000\npause = { node = \"client-2\" }\n\n[[fault]]\n\
+             at_ms = 2_000\nresume = { node = \"client-2\" }\n",
+        ),
+        (
+            "pause until then",
+            "[[fault]]\nat_ms = 1_000\npause = { node = \"client-2\", for_ms = 1_000 }\n\n\
+             [[fault]]\nat_ms = 2_000\nresume = { node = \"client-2\" }\n",
+        ),
+        (
+            "pause on a mark",
+            "[[fault]]\non = { node = \"client-2\", mark = \"granted\" }\n\
+             pause = { node = \"client-2\" }\n\n[[fault]]\nat_ms = 2_000\n\
+             resume = { node = \"client-2\" }\n",
+        ),
+        (
+            "chaos",
+            "[chaos]\nstart_ms = 0\nquiet_tail_ms = 5_000\nliveness_ms = 5_000\n\n[[fault]]\nat_ms = 2_000\n\
+             resume = { node = \"client-2\" }\n",
+        ),
+        (
+            "a pause aimed at the holder (any client may be it)",
+            "[[fault]]\nat_ms = 1_000\npause = { node = \"holder\" }\n\n[[fault]]\n\
+             at_ms = 2_000\nresume = { node = \"client-2\" }\n",
+        ),
+        (
+            "a resume aimed at the holder, whoever it is",
+            "[[fault]]\nat_ms = 1_000\npause = { node = \"client-2\", for_ms = 100 }\n\n\
+             [[fault]]\nat_ms = 2_000\nresume = { node = \"holder\" }\n",
+        ),
+    ] {
+        let text = format!("{GOOD}\n{faults}");
+        assert_eq!(loads(&text), Ok(()), "{what}");
+    }
+}

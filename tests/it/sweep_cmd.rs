@@ -561,3 +561,71 @@ fn merge_of_a_summary_claiming_four_billion_shards_stops_at_once_naming_the_key(
         format!("{name}: `shard.count`: 4294967295 is out of range: expected 2 to 100000 shards")
     );
 }
+
+#[test]
+fn with_verdict_any_the_first_invalid_seeds_are_named_with_reproduce_commands() {
+    // J1 (invalid on seeds 1-24 but 7, 15 and 22) expecting any verdict: no run fails, and
+    // the sweep still says which seeds were invalid, as it does for failures.
+    let text = std::fs::read_to_string(root().join(J1_WAIT))
+        .expect("J1")
+        .replace("verdict = \"invalid\"", "verdict = \"any\"")
+        .replace("double_holders = { min = 1 }", "");
+    let path = temp_scenario("sweep-any", &text);
+    let file = path.to_str().expect("utf-8");
+    let table = run_ok(&["sweep", file, "--seeds", "24", "--jobs", "2"], 0);
+    assert!(
+        table.contains("24 seeds: every run met [expect]"),
+        "{table}"
+    );
+    let first: Vec<u64> = (1..=24).filter(|s| ![7, 15, 22].contains(s)).collect();
+    assert!(
+        table.contains("first invalid seeds:\n  seed 1  trace "),
+        "{table}"
+    );
+    for seed in &first[..10] {
+        assert!(
+            table.contains(&format!(
+                "    reproduce: lockstep run {file} --seed {seed}\n"
+            )),
+            "seed {seed}: {table}"
+        );
+    }
+    assert!(table.contains("  ... and 11 more invalid seeds"), "{table}");
+    // The JSON keeps them; shards merge to the whole.
+    let json = |extra: &[&str]| {
+        let mut args = vec!["sweep", file, "--seeds", "24", "--format", "json"];
+        args.extend(extra);
+        run_ok(&args, 0)
+    };
+    let whole = json(&["--jobs", "2"]);
+    let v: serde_json::Value = serde_json::from_str(&whole).expect("JSON");
+    let kept: Vec<u64> = v["invalid"]
+        .as_array()
+        .expect("invalid")
+        .iter()
+        .map(|f| f["seed"].as_u64().expect("seed"))
+        .collect();
+    assert_eq!(kept, first[..10]);
+    assert_eq!(v["failures"], serde_json::json!([]));
+    let dir = out_dir("any-shards");
+    let shards: Vec<String> = (1..=2)
+        .map(|i| {
+            let s = dir.join(format!("s{i}.json"));
+            std::fs::write(&s, json(&["--shard", &format!("{i}/2")])).expect("write");
+            s.display().to_string()
+        })
+        .collect();
+    let merged = run_ok(&["merge", "--format", "json", &shards[1], &shards[0]], 0);
+    assert_eq!(merged, whole);
+    // The first one's command replays an invalid run that meets [expect].
+    let replay = lockstep(&["run", file, "--seed", "1", "--format", "json"]);
+    assert_eq!(replay.status.code(), Some(0));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&replay)).expect("run JSON");
+    assert_eq!(r["verdict"], "invalid");
+    assert_eq!(r["trace_hash"], v["invalid"][0]["trace_hash"]);
+    std::fs::remove_dir_all(&dir).expect("clean up");
+    std::fs::remove_dir_all(path.parent().expect("its directory")).expect("clean up");
+    // A sweep that expects a verdict keeps none apart: its JSON has no `invalid`.
+    let expecting = run_ok(&["sweep", J1_WAIT, "--seeds", "3", "--format", "json"], 0);
+    assert!(!expecting.contains("\"invalid\":["), "{expecting}");
+}

@@ -7,6 +7,15 @@ fn with_workload(keys: &str) -> String {
     format!("{GOOD}\n[workload]\n{keys}\n")
 }
 
+/// The base file with a leader workload of `keys` (after `kind`), on a Redis lock renewed
+/// until refused, which a leader needs.
+fn with_leader(keys: &str) -> String {
+    with_workload(&format!("kind = \"leader\"\n{keys}")).replace(
+        "ttl_ms = 1_000",
+        "ttl_ms = 1_000\nrenew = \"until-refused\"",
+    )
+}
+
 /// The one error line of `keys`, which must end with `tail`.
 fn one_error(test: &str, keys: &str, tail: &str) {
     let lines = errors_of(test, &with_workload(keys));
@@ -31,12 +40,8 @@ fn of_family(model: &str, workload: &str) -> String {
 #[test]
 fn a_leader_workload_runs() {
     // Renewed until refused, so the leader's term is safe and the run valid (exit code 0).
-    let text = with_workload(
-        "kind = \"leader\"\ntask_every_ms = { uniform = [500, 1500] }\non_stopped_leading = \"cancel\"\nstop_delay_ms = 100",
-    );
-    let text = text.replace(
-        "ttl_ms = 1_000",
-        "ttl_ms = 1_000\nrenew = \"until-refused\"",
+    let text = with_leader(
+        "task_every_ms = { uniform = [500, 1500] }\non_stopped_leading = \"cancel\"\nstop_delay_ms = 100",
     );
     let path = temp_scenario("leader-runs", &text);
     let out = lockstep(&["run", path.to_str().expect("utf-8")]);
@@ -72,9 +77,9 @@ fn stop_delay_ms_needs_a_leader() {
 
 #[test]
 fn stop_delay_ms_needs_cancel() {
-    one_error(
+    sole_error(
         "stop-delay-exit",
-        "kind = \"leader\"\nstop_delay_ms = 500",
+        &with_leader("stop_delay_ms = 500"),
         "workload.stop_delay_ms: applies only with `on_stopped_leading = \"cancel\"`",
     );
 }
@@ -110,7 +115,7 @@ fn an_unknown_mode_lists_the_modes() {
 fn a_negative_task_period_is_out_of_range() {
     let lines = errors_of(
         "task-range",
-        &with_workload("kind = \"leader\"\ntask_every_ms = { uniform = [-5, 10] }"),
+        &with_leader("task_every_ms = { uniform = [-5, 10] }"),
     );
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
@@ -124,7 +129,7 @@ fn a_negative_task_period_is_out_of_range() {
 fn a_stop_delay_out_of_range_is_named() {
     let lines = errors_of(
         "stop-range",
-        &with_workload("kind = \"leader\"\non_stopped_leading = \"cancel\"\nstop_delay_ms = 1e20"),
+        &with_leader("on_stopped_leading = \"cancel\"\nstop_delay_ms = 1e20"),
     );
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
@@ -139,8 +144,61 @@ fn the_loaded_system_says_whether_its_clients_lead() {
     let path = std::path::Path::new("t.toml");
     let counter = lockstep::parse(GOOD, path).expect("loads");
     assert!(!counter.system.workload().is_leader());
-    let leader = lockstep::parse(&with_workload("kind = \"leader\""), path).expect("loads");
+    let leader = lockstep::parse(&with_leader(""), path).expect("loads");
     assert!(leader.system.workload().is_leader());
+}
+
+#[test]
+fn a_leader_needs_a_grant_that_does_not_lapse_under_it() {
+    // Plain Redis: the key expires under a leader that never renews it.
+    one_error(
+        "leader-unrenewed",
+        "kind = \"leader\"",
+        "workload.kind: \"leader\" keeps its grant for as long as it runs, and Redis as set \
+         lets it lapse: its key expires ttl_ms after the grant, as nothing renews it: set \
+         model.renew = true (renewed until refused) or \"watchdog\" (Redisson's)",
+    );
+    // Redlock extends its keys only when told to.
+    sole_error(
+        "leader-redlock",
+        &of_family("kind = \"redlock\"\nttl_ms = 10_000", "kind = \"leader\""),
+        "workload.kind: \"leader\" keeps its grant for as long as it runs, and Redlock as set \
+         lets it lapse: its keys expire ttl_ms after the grant, as nothing extends them: set \
+         model.renew = true (extended every ttl_ms / 3 while a quorum agrees)",
+    );
+    // The lock table's row is deleted by age alone.
+    sole_error(
+        "leader-pg-table",
+        &of_family(
+            "kind = \"postgres\"\nrecipe = \"table\"\ncleanup_ttl_ms = 30_000",
+            "kind = \"leader\"",
+        ),
+        "workload.kind: \"leader\" keeps its grant for as long as it runs, and PostgreSQL as \
+         set lets it lapse: the cleanup job deletes its row cleanup_ttl_ms after the grant, as \
+         nothing refreshes acquired_at: use recipe = \"session\" or \"xact\", whose lock \
+         lasts as long as its connection",
+    );
+    // Renewed or extended, or a session lock: it loads.
+    let path = std::path::Path::new("t.toml");
+    for (model, kind) in [
+        ("kind = \"redis\"\nttl_ms = 10_000\nrenew = true", "leader"),
+        (
+            "kind = \"redis\"\nttl_ms = 10_000\nrenew = \"watchdog\"",
+            "leader",
+        ),
+        (
+            "kind = \"redlock\"\nttl_ms = 10_000\nrenew = true",
+            "leader",
+        ),
+        ("kind = \"postgres\"", "leader"),
+        // A counter's critical section ends on its own: a lapse is its failure to show.
+        ("kind = \"redis\"\nttl_ms = 10_000", "counter"),
+    ] {
+        let text = of_family(model, &format!("kind = \"{kind}\""));
+        if let Err(e) = lockstep::parse(&text, path) {
+            panic!("{model} with {kind}: {e}");
+        }
+    }
 }
 
 #[test]

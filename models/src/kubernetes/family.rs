@@ -228,6 +228,17 @@ impl Family for Kubernetes {
         None
     }
 
+    fn named_nodes(&self) -> Vec<(String, String, Role)> {
+        // The loader checked each name is `client-<n>`, so the name is the key as written.
+        let p = &self.elector.participants;
+        p.iter()
+            .map(|&(n, _)| {
+                let name = format!("client-{n}");
+                (format!("model.participants.{name}"), name, Role::Client)
+            })
+            .collect()
+    }
+
     fn layout(&self) -> Vec<(String, Role)> {
         let mut nodes = numbered("etcd", self.members, Role::Server);
         nodes.extend(numbered(

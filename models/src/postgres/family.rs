@@ -414,6 +414,15 @@ impl Family for Postgres {
         }
     }
 
+    /// The lock table's row is aged from `acquired_at`, which nothing refreshes.
+    fn lapses(&self) -> Option<&'static str> {
+        matches!(self.recipe, Recipe::Table { .. }).then_some(
+            "the cleanup job deletes its row cleanup_ttl_ms after the grant, as nothing \
+             refreshes acquired_at: use recipe = \"session\" or \"xact\", whose lock lasts as \
+             long as its connection",
+        )
+    }
+
     fn dequeues(&self) -> bool {
         matches!(self.recipe, Recipe::Queue { .. })
     }

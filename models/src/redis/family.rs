@@ -556,6 +556,13 @@ impl Family for Redis {
         true
     }
 
+    fn lapses(&self) -> Option<&'static str> {
+        (self.client.renew == Renew::Off).then_some(
+            "its key expires ttl_ms after the grant, as nothing renews it: set model.renew = \
+             true (renewed until refused) or \"watchdog\" (Redisson's)",
+        )
+    }
+
     /// redis-py's `Lock` taken again: not re-entrant. A renewing client is Redisson's, whose
     /// `RLock` counts re-entries in its hash: not modelled.
     fn reentry(&self) -> Option<&'static str> {

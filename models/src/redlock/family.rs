@@ -214,6 +214,13 @@ impl Family for Redlock {
     }
 
     /// One round over the instances (`acquire_tries = 1`).
+    fn lapses(&self) -> Option<&'static str> {
+        (!self.client.extend).then_some(
+            "its keys expire ttl_ms after the grant, as nothing extends them: set model.renew = \
+             true (extended every ttl_ms / 3 while a quorum agrees)",
+        )
+    }
+
     fn try_once(&mut self) -> bool {
         self.client.tries = 1;
         true

@@ -5,7 +5,7 @@
 use lockstep_sim::Distribution;
 use serde::Deserialize;
 
-use super::{Shared, Workload};
+use super::{Needs, Shared, Workload};
 use crate::keys::{Check, DistSpec};
 
 /// A leader's task period when `task_every_ms` is absent.
@@ -65,6 +65,10 @@ impl Workload for LeaderConfig {
     const KIND: &'static str = "leader";
     const WHAT: &'static str = "a leader workload";
     const MEASURES: &'static [&'static str] = &["leadership"];
+    const NEEDS: Needs = Needs {
+        held: true,
+        ..Needs::NONE
+    };
     type Keys = LeaderKeys;
 
     fn resolve(keys: &LeaderKeys, _: &Shared, check: &mut Check) -> LeaderConfig {

@@ -212,6 +212,9 @@ pub struct Needs {
     /// Storage that admits more than one holder at a time: not `cas-token`, whose claim lets
     /// one in.
     pub shared_storage: bool,
+    /// A grant that lasts for as long as its holder runs and keeps it: not one that lapses on
+    /// its own ([`crate::Family::lapses`]), since the holder never lets go to take it again.
+    pub held: bool,
 }
 
 impl Needs {
@@ -222,6 +225,7 @@ impl Needs {
         read_write: false,
         storage_node: false,
         shared_storage: false,
+        held: false,
     };
 }
 

@@ -6,6 +6,7 @@ mod expect;
 mod faults;
 mod network;
 mod seeds;
+mod sequence;
 mod sweep;
 mod system;
 
@@ -22,6 +23,8 @@ use self::expect::{check_options, expect};
 use self::faults::{Bounds, fault};
 use self::network::{clocks, network};
 use self::seeds::seeds;
+use self::sequence::sequence;
+pub(crate) use self::sequence::{Others, Pointless, pointless};
 use self::sweep::sweep;
 pub(crate) use self::system::workload;
 use super::Scenario;
@@ -230,16 +233,20 @@ pub(crate) fn resolve<M>(
         max_events: s.max_events,
     };
     // A `[[fault]]` on a group is one fault per node: each knows the entry it came from.
-    let mut faults: Vec<ScheduledFault> = Vec::new();
-    let mut origin = Vec::new();
+    let mut placed: Vec<(usize, ScheduledFault)> = Vec::new();
     let mut optional = Vec::new();
     for (i, f) in file.fault.iter().enumerate() {
         for sf in fault(&mut r, &format!("fault[{i}]"), f, bounds) {
-            faults.push(sf);
-            origin.push(i);
+            placed.push((i, sf));
             optional.push(f.on.as_ref().is_some_and(|on| on.optional));
         }
     }
+    let others = Others {
+        chaos: file.chaos.is_some(),
+        watchdog: file.workload.watchdog.is_some(),
+    };
+    sequence(&mut r, &placed, others);
+    let (origin, faults): (Vec<usize>, Vec<ScheduledFault>) = placed.into_iter().unzip();
     let chaos = file
         .chaos
         .as_ref()
