@@ -483,7 +483,7 @@ impl SweepSummary {
             let in_range = sh.included.iter().all(|i| (1..=sh.count).contains(i));
             if sh.included.is_empty() || !increasing || !in_range {
                 return Err(format!(
-                    "`shard.included` must list shards from 1 to its count ({}) once each, in order",
+                    "`shard.included`: must list shards from 1 to its count ({}) once each, in order",
                     sh.count
                 ));
             }
@@ -510,13 +510,13 @@ impl SweepSummary {
         let c = &self.verdict_counts;
         let sum = |xs: &[u64]| xs.iter().map(|&x| u128::from(x)).sum::<u128>();
         if sum(&[self.passed, self.failed]) != u128::from(self.runs) {
-            return Err("`passed` and `failed` do not add up to `runs`".to_string());
+            return Err("`passed`: with `failed`, it does not add up to `runs`".to_string());
         }
         if sum(&[c.valid, c.invalid, c.unknown]) != u128::from(self.runs) {
-            return Err("`verdict_counts` do not add up to `runs`".to_string());
+            return Err("`verdict_counts`: they do not add up to `runs`".to_string());
         }
         if self.grants_per_run.count() != self.runs {
-            return Err("`grants_per_run` does not count every run".to_string());
+            return Err("`grants_per_run`: it does not count every run".to_string());
         }
         let v = &self.violations;
         let at_most = |key: &str, n: u64, bound: (&str, u64)| {
@@ -742,10 +742,16 @@ impl SweepSummary {
     /// # Errors
     /// The JSON does not parse, lacks a field, or is of another format.
     pub fn from_json(text: &str) -> Result<SweepSummary, String> {
-        let s: SweepSummary = serde_json::from_str(text).map_err(|e| {
-            histogram_error(text)
-                .unwrap_or_else(|| format!("not the JSON of `lockstep sweep --format json`: {e}"))
-        })?;
+        // What the file says is shown with its control characters escaped.
+        Self::read_json(text).map_err(|e| crate::scenario::error::escaped(&e))
+    }
+
+    fn read_json(text: &str) -> Result<SweepSummary, String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let s: SweepSummary = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| histogram_error(text).unwrap_or_else(|| json_error(&e)))?;
+        de.end()
+            .map_err(|e| format!("not the JSON of `lockstep sweep --format json`: {e}"))?;
         if s.format != FORMAT {
             return Err(format!("format `{}`, expected `{FORMAT}`", s.format));
         }
@@ -754,8 +760,66 @@ impl SweepSummary {
     }
 }
 
-/// The first histogram of a summary's JSON that does not read, with its key: serde's own
-/// error names no key, and a histogram's counts are what a hand-made file gets wrong.
+/// A summary's JSON that does not read: a value of the wrong type or range, or a key missing
+/// or unknown, named by its key path (`seeds.count`); text that is not JSON by the reader's
+/// line and column.
+fn json_error(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let inner = e.inner();
+    let key = e.path().to_string();
+    match inner.classify() {
+        // A value of the wrong type or range, a key missing or unknown: named by its key,
+        // the reader's own position left out.
+        serde_json::error::Category::Data if key != "." => {
+            let message = inner.to_string();
+            let message = message
+                .rfind(" at line ")
+                .map_or(message.as_str(), |at| &message[..at]);
+            format!("`{key}`: {}", json_plain(message))
+        }
+        _ => format!(
+            "not the JSON of `lockstep sweep --format json`: {}",
+            json_plain(&inner.to_string())
+        ),
+    }
+}
+
+/// A serde message about JSON in plain words: JSON's names for what was expected, never a
+/// Rust type's (`expected u64`: a whole number ≥ 0; `expected struct Histogram`: an object).
+fn json_plain(message: &str) -> String {
+    let mut m = message
+        .replace("unknown variant", "unknown value")
+        .replace("expected u64", "expected a whole number ≥ 0")
+        .replace("expected u32", "expected a whole number ≥ 0")
+        .replace("expected usize", "expected a whole number ≥ 0")
+        .replace("expected i64", "expected a whole number")
+        .replace("expected f64", "expected a number")
+        .replace("expected a sequence", "expected an array")
+        .replace("expected a map", "expected an object")
+        .replace("expected a boolean", "expected true or false");
+    for (kind, word) in [
+        ("expected struct ", "expected an object"),
+        ("expected enum ", "expected a name in quotes"),
+        ("expected a tuple of size ", "expected an array of "),
+    ] {
+        while let Some(at) = m.find(kind) {
+            let rest = &m[at + kind.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            // A tuple's size is kept: `an array of 2 values`.
+            let said = if kind.ends_with("size ") {
+                format!("{word}{} values", &rest[..end])
+            } else {
+                word.to_string()
+            };
+            m = format!("{}{said}{}", &m[..at], &rest[end..]);
+        }
+    }
+    m
+}
+
+/// The first histogram of a summary's JSON that does not read, with its key: a histogram's
+/// counts are what a hand-made file gets wrong.
 fn histogram_error(text: &str) -> Option<String> {
     let json: serde_json::Value = serde_json::from_str(text).ok()?;
     [
@@ -768,7 +832,11 @@ fn histogram_error(text: &str) -> Option<String> {
     .find_map(|key| {
         let value = json.pointer(&format!("/{key}"))?;
         let e = Histogram::deserialize(value).err()?;
-        Some(format!("`{}`: {e}", key.replace('/', ".")))
+        Some(format!(
+            "`{}`: {}",
+            key.replace('/', "."),
+            json_plain(&e.to_string())
+        ))
     })
 }
 

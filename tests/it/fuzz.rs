@@ -1607,3 +1607,317 @@ fn malformed_review_files_load_or_are_refused_by_key_and_never_panic() {
         summary(&t.bad, &path.display().to_string())
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Sweep summaries
+//
+// `lockstep merge` reads what `sweep --format json` wrote, which a CI job may have stored,
+// cut off or edited. Its target starts from the summaries of the four shards of two sweeps (a
+// chaos sweep of Redis that fails and measures recovery, and a Kubernetes leader election that
+// measures failovers) and applies one to four changes: a key at any depth deleted, renamed or
+// given another value (the history target's values: wrong types, extreme numbers, hostile
+// text), an array's entry repeated or dropped, the text truncated or random bytes inserted.
+// Each result is read by `SweepSummary::from_json` and, when it reads, merged with the other
+// three shards:
+//
+// - nothing panics;
+// - a refusal is one line naming a key path (`` `shard.count`: ``), or the reader's line and
+//   column for text that is not JSON, with no control character and no Rust type name;
+// - a summary that reads is written again and reads back the same;
+// - a merge that fails names one of its inputs; one that succeeds counts the runs of its four
+//   inputs, and its JSON reads back.
+//
+// `LOCKSTEP_FUZZ_CASES` and `LOCKSTEP_FUZZ_SEED` work as for the other targets.
+
+#[derive(Clone, Debug)]
+enum SummaryEdit {
+    /// Delete the value at a place (a key of an object, an entry of an array).
+    Delete(Index),
+    /// Rename the key at a place (objects only).
+    Rename(Index, String),
+    /// Give the place another value.
+    Replace(Index, serde_json::Value),
+    /// Repeat an array's entry at a place.
+    Repeat(Index),
+    Truncate(Index),
+    InsertBytes(Index, Vec<u8>),
+}
+
+fn summary_edit() -> impl Strategy<Value = SummaryEdit> {
+    let key = prop_oneof![
+        Just("runs".to_string()),
+        Just("shard".to_string()),
+        Just("count".to_string()),
+        Just("seed".to_string()),
+        Just("failures".to_string()),
+        Just("format".to_string()),
+        "[a-z_]{1,10}",
+    ];
+    prop_oneof![
+        any::<Index>().prop_map(SummaryEdit::Delete),
+        (any::<Index>(), key).prop_map(|(i, k)| SummaryEdit::Rename(i, k)),
+        (any::<Index>(), json_value()).prop_map(|(i, v)| SummaryEdit::Replace(i, v)),
+        (any::<Index>(), json_value()).prop_map(|(i, v)| SummaryEdit::Replace(i, v)),
+        any::<Index>().prop_map(SummaryEdit::Repeat),
+        any::<Index>().prop_map(SummaryEdit::Truncate),
+        (any::<Index>(), proptest::collection::vec(any::<u8>(), 1..6))
+            .prop_map(|(i, b)| SummaryEdit::InsertBytes(i, b)),
+    ]
+}
+
+/// Every place in `v` below its top, as JSON pointers.
+fn json_places(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+    let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, inner) in m {
+                let here = format!("{at}/{}", escape(k));
+                out.push(here.clone());
+                json_places(inner, &here, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, inner) in a.iter().enumerate() {
+                let here = format!("{at}/{i}");
+                out.push(here.clone());
+                json_places(inner, &here, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Applies `edit` to the summary text `text`.
+fn apply_summary_edit(text: &mut Vec<u8>, edit: &SummaryEdit) {
+    use serde_json::Value as J;
+    let tree = |text: &[u8]| serde_json::from_slice::<J>(text).ok();
+    // The place an index picks, split into its parent's pointer and its last step.
+    let place = |v: &J, i: &Index| {
+        let mut places = Vec::new();
+        json_places(v, "", &mut places);
+        let p = places.get(i.index(places.len().max(1)))?.clone();
+        let cut = p.rfind('/')?;
+        Some((
+            p[..cut].to_string(),
+            p[cut + 1..].replace("~1", "/").replace("~0", "~"),
+        ))
+    };
+    let edit_tree = |text: &mut Vec<u8>, i: &Index, f: &dyn Fn(&mut J, &str)| {
+        let Some(mut v) = tree(text) else { return };
+        let Some((parent, last)) = place(&v, i) else {
+            return;
+        };
+        if let Some(p) = v.pointer_mut(&parent) {
+            f(p, &last);
+        }
+        *text = v.to_string().into_bytes();
+    };
+    match edit {
+        SummaryEdit::Delete(i) => edit_tree(text, i, &|p, last| match p {
+            J::Object(m) => {
+                m.remove(last);
+            }
+            J::Array(a) => {
+                if let Ok(n) = last.parse::<usize>() {
+                    a.remove(n);
+                }
+            }
+            _ => {}
+        }),
+        SummaryEdit::Rename(i, name) => edit_tree(text, i, &|p, last| {
+            if let J::Object(m) = p {
+                let v = m.remove(last).unwrap_or(J::Null);
+                m.insert(name.clone(), v);
+            }
+        }),
+        SummaryEdit::Replace(i, value) => edit_tree(text, i, &|p, last| match p {
+            J::Object(m) => {
+                m.insert(last.to_string(), value.clone());
+            }
+            J::Array(a) => {
+                if let Some(slot) = last.parse::<usize>().ok().and_then(|n| a.get_mut(n)) {
+                    *slot = value.clone();
+                }
+            }
+            _ => {}
+        }),
+        SummaryEdit::Repeat(i) => edit_tree(text, i, &|p, last| {
+            if let (J::Array(a), Ok(n)) = (p, last.parse::<usize>()) {
+                let copy = a[n].clone();
+                a.insert(n, copy);
+            }
+        }),
+        SummaryEdit::Truncate(at) => {
+            let at = at.index(text.len().max(1));
+            text.truncate(at);
+        }
+        SummaryEdit::InsertBytes(at, bytes) => {
+            let at = at.index(text.len() + 1);
+            text.splice(at..at, bytes.iter().copied());
+        }
+    }
+}
+
+/// What is wrong with the refusal `error` of a summary, if anything.
+fn summary_error_problem(error: &str, input: &str) -> Option<String> {
+    if error.contains('\n') {
+        return Some(format!("more than one line: {}", error.escape_debug()));
+    }
+    if let Some(c) = error.chars().find(|c| c.is_control()) {
+        return Some(format!(
+            "control character {c:?} in: {}",
+            error.escape_debug()
+        ));
+    }
+    let internal = |w: &&&str| error.contains(**w) && !input.contains(**w);
+    if let Some(w) = TYPE_NAMES.iter().find(internal) {
+        return Some(format!("Rust type name `{w}` in: {error}"));
+    }
+    let keyed = error.starts_with('`') && error.contains("`: ");
+    let not_json = error.starts_with("not the JSON of `lockstep sweep --format json`: ")
+        && error.contains(" at line ");
+    if !keyed && !not_json && !error.starts_with("format `") {
+        return Some(format!("neither a key path nor a line: {error}"));
+    }
+    None
+}
+
+/// One fuzzed summary, shard `shard` of `shards`: `None` when all is well, else what went wrong.
+fn summary_case(bytes: &[u8], shard: usize, shards: &[SummaryOf]) -> Option<String> {
+    use lockstep::sweep::{self, SweepSummary};
+    let text = String::from_utf8_lossy(bytes);
+    let read = match caught(|| SweepSummary::from_json(&text)) {
+        Err(panic) => return Some(format!("the reader panicked: {panic}")),
+        Ok(Err(e)) => return summary_error_problem(&e, &text),
+        Ok(Ok(s)) => s,
+    };
+    match SweepSummary::from_json(&read.json()) {
+        Ok(again) if again == read => {}
+        Ok(_) => return Some("written again, it reads back differently".to_string()),
+        Err(e) => return Some(format!("written again, it is refused: {e}")),
+    }
+    let inputs: Vec<(String, SweepSummary)> = shards
+        .iter()
+        .enumerate()
+        .map(|(i, (_, s))| {
+            let s = if i == shard { read.clone() } else { s.clone() };
+            (format!("s{i}.json"), s)
+        })
+        .collect();
+    match caught(|| sweep::merge(&inputs)) {
+        Err(panic) => Some(format!("the merge panicked: {panic}")),
+        Ok(Err(e)) => {
+            let e = e.to_string();
+            if let Some(c) = e.chars().find(|c| c.is_control()) {
+                return Some(format!("control character {c:?} in: {}", e.escape_debug()));
+            }
+            (!(0..shards.len()).any(|i| e.contains(&format!("s{i}.json"))))
+                .then(|| format!("the merge's error names no input: {e}"))
+        }
+        Ok(Ok(merged)) => {
+            let runs: u64 = inputs.iter().map(|(_, s)| s.runs).sum();
+            if merged.runs != runs {
+                return Some(format!("merged {} runs of {runs}", merged.runs));
+            }
+            SweepSummary::from_json(&merged.json())
+                .err()
+                .map(|e| format!("the merge's JSON is refused: {e}"))
+        }
+    }
+}
+
+/// A shard's JSON and its summary.
+type SummaryOf = (Vec<u8>, lockstep::sweep::SweepSummary);
+
+#[test]
+fn malformed_sweep_summaries_are_read_or_refused_by_key_and_merge_never_panics() {
+    use lockstep::sweep::{self, Shard, SweepConfig, SweepSummary};
+    quiet_panics_of_cases();
+    let cases = env_u64("LOCKSTEP_FUZZ_CASES").map_or(DEFAULT_CASES, |n| n as u32);
+    let seed = env_u64("LOCKSTEP_FUZZ_SEED").unwrap_or(18);
+    const SHARDS: u64 = 4;
+    let sweeps: Vec<Vec<SummaryOf>> = [
+        "scenarios/chaos/redis-unfenced.toml",
+        "scenarios/catalogue/k8s-control-plane-failover.toml",
+    ]
+    .iter()
+    .map(|file| {
+        let target = sweep::load(&root().join(file), None).expect("the scenario loads");
+        (0..SHARDS)
+            .map(|index| {
+                let config = SweepConfig {
+                    from: 1,
+                    count: 8,
+                    shard: Some(Shard {
+                        index: index + 1,
+                        count: SHARDS,
+                    }),
+                    jobs: 1,
+                    check_determinism: false,
+                };
+                let s = sweep::sweep(&target, &config, |_| {});
+                let json = s.json();
+                let read = SweepSummary::from_json(&json).expect("a sweep's own JSON reads");
+                (json.into_bytes(), read)
+            })
+            .collect()
+    })
+    .collect();
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    let strategy = (
+        any::<Index>(),
+        any::<Index>(),
+        proptest::collection::vec(summary_edit(), 1..5),
+    );
+    let tally = RefCell::new((0u64, 0u64, Vec::<String>::new()));
+    runner
+        .run(&strategy, |(which, shard, edits)| {
+            let shards = &sweeps[which.index(sweeps.len())];
+            let shard = shard.index(shards.len());
+            let mut bytes = shards[shard].0.clone();
+            for e in &edits {
+                apply_summary_edit(&mut bytes, e);
+            }
+            let read = SweepSummary::from_json(&String::from_utf8_lossy(&bytes)).is_ok();
+            let mut t = tally.borrow_mut();
+            match summary_case(&bytes, shard, shards) {
+                None if read => t.0 += 1,
+                None => t.1 += 1,
+                Some(what) => t.2.push(format!(
+                    "{what}\n  {edits:?}\n  text: {}",
+                    String::from_utf8_lossy(&bytes)
+                        .chars()
+                        .take(3_000)
+                        .collect::<String>()
+                        .escape_debug()
+                )),
+            }
+            Ok(())
+        })
+        .expect("the cases never fail in the runner");
+    let (read, refused, bad) = tally.into_inner();
+    eprintln!(
+        "fuzz: {cases} sweep summaries from seed {seed}: {read} read and merged, {refused} refused, {} bad",
+        bad.len()
+    );
+    assert!(
+        read > 0 && refused > 0,
+        "both kinds: {read} read, {refused} refused"
+    );
+    assert!(
+        bad.is_empty(),
+        "{} of {cases} cases went wrong; the first:\n{}",
+        bad.len(),
+        bad.iter().take(3).cloned().collect::<Vec<_>>().join("\n\n")
+    );
+}

@@ -473,7 +473,7 @@ fn every_count_of_a_summary_is_bounded_by_what_it_holds_with_its_key_named() {
             3.into(),
             "`runs`: 3 runs, but its shards of `seeds` hold 2 seeds",
         ),
-        ("/passed", u64::MAX.into(), "`passed` and `failed`"),
+        ("/passed", u64::MAX.into(), "`passed`: with `failed`"),
         ("/verdict_counts/valid", u64::MAX.into(), "`verdict_counts`"),
         (
             "/violations/exhausted",
