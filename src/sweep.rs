@@ -978,13 +978,13 @@ pub enum MergeError {
     DifferentScenarios {
         /// The first input.
         a: String,
-        /// Its scenario's name.
+        /// Its scenario's name, its control characters escaped.
         a_name: String,
         /// Its file hash.
         a_hash: u64,
         /// The other input.
         b: String,
-        /// Its scenario's name.
+        /// Its scenario's name, its control characters escaped.
         b_name: String,
         /// Its file hash.
         b_hash: u64,
@@ -1096,10 +1096,10 @@ fn compatible(a: &str, sa: &SweepSummary, b: &str, sb: &SweepSummary) -> Result<
     if sa.scenario != sb.scenario || sa.scenario_hash != sb.scenario_hash {
         return Err(MergeError::DifferentScenarios {
             a: a.to_string(),
-            a_name: sa.scenario.clone(),
+            a_name: crate::scenario::error::escaped(&sa.scenario),
             a_hash: sa.scenario_hash,
             b: b.to_string(),
-            b_name: sb.scenario.clone(),
+            b_name: crate::scenario::error::escaped(&sb.scenario),
             b_hash: sb.scenario_hash,
         });
     }
