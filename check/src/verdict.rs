@@ -310,9 +310,18 @@ pub struct Liveness {
     pub accepted_writes: u64,
     /// The storage value after replaying the accepted writes from the initial value.
     pub final_value: u64,
-    /// From a client's `Request` to its `Grant`; `None` without any such pair.
+    /// Each wait for the lock: from the `Request` that began it (a client's first since its
+    /// last grant, its start or its crash) to its `Grant`, across every failed try and
+    /// re-request in between, whatever the client's give-up policy; a wait for a scheduled
+    /// tick ends when its try fails. A wait still open at its client's crash or at the run's
+    /// end is counted at its length so far ([`Liveness::acquire_censored`]). `None` without
+    /// any wait.
     pub acquire_latency: Option<Percentiles>,
-    /// `AcquireFailed` events.
+    /// The waits of `acquire_latency` still open at their client's crash or the run's end:
+    /// lower bounds, so a figure at or above the shortest of them is "at least".
+    #[serde(default)]
+    pub acquire_censored: Censored,
+    /// Tries given up (`AcquireFailed` events): a client's give-up policy at work.
     pub acquire_failures: u64,
     /// Total true time with no critical section open while a client was waiting, in
     /// nanoseconds.
@@ -341,6 +350,31 @@ impl Recovery {
     /// From the faults stopping to the first grant; `None` when no grant came.
     pub fn after_ns(&self) -> Option<u64> {
         self.first_grant_ns.map(|g| g - self.quiet_from_ns)
+    }
+}
+
+/// The censored samples of a set of durations: each a lower bound (a wait still open when
+/// its client crashed or the run ended).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Censored {
+    /// How many.
+    pub count: u64,
+    /// The shortest, in nanoseconds; `None` when there are none.
+    pub shortest_ns: Option<u64>,
+}
+
+impl Censored {
+    /// Counts a censored sample of `ns`.
+    pub fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.shortest_ns = Some(self.shortest_ns.map_or(ns, |s| s.min(ns)));
+    }
+
+    /// Whether a figure of `ns` taken from the samples (a percentile, the maximum) is only a
+    /// lower bound: some censored sample is at or below it, and its true length may put the
+    /// figure higher.
+    pub fn at_least(&self, ns: u64) -> bool {
+        self.shortest_ns.is_some_and(|s| s <= ns)
     }
 }
 

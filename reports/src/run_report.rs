@@ -36,6 +36,10 @@ pub struct LatencyMs {
     pub p99: f64,
     /// Longest.
     pub max: f64,
+    /// Which of `p50`, `p99` and `max` are only lower bounds: a sample at or below it is a
+    /// wait still open when its client crashed or the run ended. Left out when none is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub at_least: Vec<&'static str>,
 }
 
 /// Failover figures in milliseconds.
@@ -290,8 +294,12 @@ pub struct RunReport {
     pub accepted_writes: u64,
     /// Storage's value at the end, replayed from the history.
     pub final_value: u64,
-    /// Acquire latency, request to grant.
+    /// Each wait for the lock, from the request that began it to its grant across every try
+    /// given up; a wait still open at a crash or the end at its length so far.
     pub acquire_latency_ms: Option<LatencyMs>,
+    /// The waits of `acquire_latency_ms` still open when their client crashed or the run
+    /// ended.
+    pub acquire_censored: u64,
     /// True time with no holder while a client waited, in ms.
     pub unavailable_ms: f64,
     /// Failover after faults that took away a holder.
@@ -379,7 +387,13 @@ impl RunReport {
                 p50: ms(p.p50_ns),
                 p99: ms(p.p99_ns),
                 max: ms(p.max_ns),
+                at_least: [("p50", p.p50_ns), ("p99", p.p99_ns), ("max", p.max_ns)]
+                    .into_iter()
+                    .filter(|&(_, ns)| l.acquire_censored.at_least(ns))
+                    .map(|(name, _)| name)
+                    .collect(),
             }),
+            acquire_censored: l.acquire_censored.count,
             unavailable_ms: ms(l.unavailable_ns),
             failover_ms: FailoverMs {
                 count: l.failover.count,
@@ -395,6 +409,7 @@ impl RunReport {
                     p50: ms(p.p50_ns),
                     p99: ms(p.p99_ns),
                     max: ms(p.max_ns),
+                    at_least: Vec::new(),
                 }),
                 duplicate_items: l.duplicate_items.count,
                 skipped_items: l.skipped_items.count,
@@ -414,6 +429,7 @@ impl RunReport {
                     p50: ms(p.p50_ns),
                     p99: ms(p.p99_ns),
                     max: ms(p.max_ns),
+                    at_least: Vec::new(),
                 }),
             }),
             cron: verdict.cron.as_ref().map(|c| CronMs {
@@ -425,6 +441,7 @@ impl RunReport {
                     p50: ms(p.p50_ns),
                     p99: ms(p.p99_ns),
                     max: ms(p.max_ns),
+                    at_least: Vec::new(),
                 }),
             }),
             read_write: verdict.read_write.as_ref().map(|rw| {
@@ -432,6 +449,7 @@ impl RunReport {
                     p50: ms(p.p50_ns),
                     p99: ms(p.p99_ns),
                     max: ms(p.max_ns),
+                    at_least: Vec::new(),
                 };
                 ReadWriteMs {
                     readers: rw.readers,
@@ -454,6 +472,7 @@ impl RunReport {
                     p50: ms(p.p50_ns),
                     p99: ms(p.p99_ns),
                     max: ms(p.max_ns),
+                    at_least: Vec::new(),
                 }),
                 longest_wait_ms: ms(r.longest_wait_ns),
             }),

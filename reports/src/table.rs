@@ -167,7 +167,13 @@ impl RunReport {
                 self.grants, self.cs_completed, self.acquire_failures
             ),
         ]);
-        let latency = latency_cell(self.acquire_latency_ms.as_ref());
+        let mut latency = latency_cell(self.acquire_latency_ms.as_ref());
+        if self.acquire_censored > 0 {
+            latency.push_str(&format!(
+                "  ({} still waiting at a crash or the end)",
+                self.acquire_censored
+            ));
+        }
         b.push_record(["acquire latency".to_string(), latency]);
         b.push_record(["unavailable".to_string(), duration_ms(self.unavailable_ms)]);
         let f = &self.failover_ms;
@@ -232,12 +238,25 @@ pub(crate) fn fit(table: &mut Table, width: Option<usize>) {
 /// `p50 5ms  p99 9ms  max 12ms`, or `-` without samples.
 fn latency_cell(l: Option<&LatencyMs>) -> String {
     match l {
-        Some(l) => format!(
-            "p50 {}  p99 {}  max {}",
-            duration_ms(l.p50),
-            duration_ms(l.p99),
-            duration_ms(l.max)
-        ),
+        Some(l) => {
+            // A lower bound reads "≥".
+            let bound = |name: &str| {
+                if l.at_least.contains(&name) {
+                    "≥"
+                } else {
+                    ""
+                }
+            };
+            format!(
+                "p50 {}{}  p99 {}{}  max {}{}",
+                bound("p50"),
+                duration_ms(l.p50),
+                bound("p99"),
+                duration_ms(l.p99),
+                bound("max"),
+                duration_ms(l.max)
+            )
+        }
         None => "-".to_string(),
     }
 }

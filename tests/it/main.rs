@@ -31,5 +31,6 @@ mod sweepmap;
 mod tidy;
 mod timeline;
 mod triggers;
+mod waits;
 mod workload_keys;
 mod workloads;

@@ -5,7 +5,7 @@
 //! acquire latency, the unavailable time and the fairness share.
 
 use crate::history::{Event, ExitReason, FaultKind, History, NodeId};
-use crate::verdict::{Failover, Liveness, Percentiles, Recovery};
+use crate::verdict::{Censored, Failover, Liveness, Percentiles, Recovery};
 
 use super::grants::{CsEnd, Grants};
 use super::safety::Replay;
@@ -34,6 +34,7 @@ pub(super) fn measure(
         accepted_writes: replay.accepted_writes,
         final_value: replay.final_value,
         acquire_latency: percentiles(waits.latencies_ns),
+        acquire_censored: waits.censored,
         acquire_failures: waits.failures,
         unavailable_ns: unavailable_ns(grants, &waits.waiting),
         failover: failover(history, grants),
@@ -56,15 +57,15 @@ fn recovery(history: &History, quiet_from_ns: u64) -> Recovery {
     }
 }
 
-/// Every acquire latency of a history, in history order: from a client's `Request` to its
-/// `Grant`, in nanoseconds, exactly the samples behind [`Liveness::acquire_latency`]. A sweep
-/// pools them over many runs.
+/// Every wait for the lock of a history (see [`Liveness::acquire_latency`]), in nanoseconds,
+/// censored ones at their length so far: exactly the samples behind it. A sweep pools them
+/// over many runs.
 pub fn acquire_latencies_ns(history: &History) -> Vec<u64> {
     waits(history).latencies_ns
 }
 
-/// The clients' time spent waiting for the lock, summed over the clients: every wait from a
-/// `Request` to its grant, its give-up, its client's crash or the run's end.
+/// The clients' time spent waiting for the lock, summed over the clients: every wait from the
+/// `Request` that began it to its grant, a tick given up, its client's crash or the run's end.
 pub fn time_waiting_ns(history: &History) -> u64 {
     acquire_waits_ns(history).1
 }
@@ -79,26 +80,48 @@ pub fn acquire_waits_ns(history: &History) -> (Vec<u64>, u64) {
 /// What the walk over requests and grants found.
 #[derive(Debug, Default)]
 struct Waits {
-    /// `Request` to `Grant` of each grant that had a pending request.
+    /// Each wait's length: from the request that began it to its grant, or, censored, to its
+    /// client's crash or the run's end.
     latencies_ns: Vec<u64>,
+    /// The censored waits among them: how many, and the shortest.
+    censored: Censored,
     failures: u64,
-    /// Each wait as `[from_ns, to_ns)`, ended by a grant, a failure, a crash or the run's end.
+    /// Each wait as `[from_ns, to_ns)`, ended by a grant, a tick given up, a crash or the
+    /// run's end.
     waiting: Vec<(u64, u64)>,
     /// Grants that went to the client that had waited longest.
     in_order: u64,
 }
 
-/// Follows each client's pending request through the history.
+/// Follows each client's wait through the history: from the `Request` that begins it (the
+/// first since the client's last grant, start or crash) to its `Grant`, across every try that
+/// failed (`AcquireFailed`) and every `Request` that tried again in between. A wait for a
+/// scheduled tick (a `Request` after a `Due`) ends when its try fails: the job gave the tick
+/// up. A wait still open at its client's crash or at the run's end is censored: kept at its
+/// length so far, a lower bound.
 fn waits(history: &History) -> Waits {
     let mut waits = Waits::default();
-    // Each client's pending request time; a second request keeps the first, since the client
-    // has been waiting since then.
+    // Each client's open wait: when it began; a second request keeps the first, since the
+    // client has been waiting since then.
     let mut pending = Pending::default();
+    // The clients whose next request (and so their open wait) is for a scheduled tick.
+    let mut ticking: Vec<NodeId> = Vec::new();
+    let censor = |waits: &mut Waits, from_ns: u64, to_ns: u64| {
+        waits.latencies_ns.push(to_ns - from_ns);
+        waits.censored.add(to_ns - from_ns);
+        waits.waiting.push((from_ns, to_ns));
+    };
     for entry in &history.entries {
         let time_ns = entry.time_ns;
         match &entry.event {
+            Event::Due { client, .. } => {
+                if !ticking.contains(client) {
+                    ticking.push(*client);
+                }
+            }
             Event::Request { client } => pending.request(*client, time_ns),
             Event::Grant { grant, .. } => {
+                ticking.retain(|c| *c != grant.client);
                 // A grant without a pending request counts as requested at the grant: it is
                 // in order only if nobody else was waiting before it.
                 let requested_ns = pending.get(grant.client).unwrap_or(time_ns);
@@ -113,27 +136,29 @@ fn waits(history: &History) -> Waits {
             }
             Event::AcquireFailed { client } => {
                 waits.failures += 1;
-                if let Some(from_ns) = pending.remove(*client) {
-                    waits.waiting.push((from_ns, time_ns));
+                // Only a tick's try ends the wait: any other client tries again.
+                if let Some(at) = ticking.iter().position(|c| c == client) {
+                    ticking.swap_remove(at);
+                    if let Some(from_ns) = pending.remove(*client) {
+                        waits.waiting.push((from_ns, time_ns));
+                    }
                 }
             }
             // A crashed client is no longer waiting: its request died with it.
             Event::Fault(fault) if fault.kind == FaultKind::Crash => {
                 for &node in &fault.nodes {
+                    ticking.retain(|c| *c != node);
                     if let Some(from_ns) = pending.remove(node) {
-                        waits.waiting.push((from_ns, time_ns));
+                        censor(&mut waits, from_ns, time_ns);
                     }
                 }
             }
             _ => {}
         }
     }
-    waits.waiting.extend(
-        pending
-            .0
-            .iter()
-            .map(|&(_, from_ns)| (from_ns, history.end_ns)),
-    );
+    for &(_, from_ns) in &pending.0 {
+        censor(&mut waits, from_ns, history.end_ns);
+    }
     waits
 }
 

@@ -43,19 +43,68 @@ fn a_second_request_while_waiting_keeps_the_first() {
 }
 
 #[test]
-fn a_failed_acquire_ends_the_wait_without_a_latency_sample() {
+fn a_wait_runs_across_failed_tries_to_the_grant() {
+    // A client whose library gives up after 10 ms and whose loop asks again at 20 ms has waited
+    // from its first request to its grant: its give-up policy does not cut the wait short.
     let history = history()
         .request(0, C1)
         .acquire_failed(10, C1)
+        .request(20, C1)
+        .acquire_failed(25, C1)
         .grant(30, C1, 1)
         .end(40);
     let liveness = verdict(&history).liveness;
-    assert_eq!(liveness.acquire_failures, 1);
     assert_eq!(
-        liveness.acquire_latency, None,
-        "the grant at 30 ms had no pending request"
+        liveness.acquire_failures, 2,
+        "the give-ups are their own figure"
     );
-    assert_eq!(liveness.unavailable_ns, ms(10));
+    let latency = liveness.acquire_latency.expect("one wait");
+    assert_eq!((latency.max_ns, latency.count), (ms(30), 1));
+    assert_eq!(liveness.acquire_censored.count, 0);
+    assert_eq!(liveness.unavailable_ns, ms(30));
+}
+
+#[test]
+fn a_tick_given_up_ends_its_wait_without_a_sample() {
+    // A scheduled job tries once per tick: a try that fails gives the tick up.
+    let history = history()
+        .due(0, C1, 1)
+        .request(0, C1)
+        .acquire_failed(10, C1)
+        .due(50, C1, 2)
+        .request(50, C1)
+        .grant(55, C1, 1)
+        .end(60);
+    let liveness = verdict(&history).liveness;
+    let latency = liveness.acquire_latency.expect("one wait");
+    assert_eq!((latency.max_ns, latency.count), (ms(5), 1));
+    assert_eq!(liveness.unavailable_ns, ms(15));
+}
+
+#[test]
+fn a_wait_open_at_a_crash_or_the_end_is_censored_at_its_length() {
+    let history = history()
+        .request(0, C1)
+        .request(0, C2)
+        .grant(10, C1, 1)
+        .release(20, C1, 1)
+        .crash(30, C2)
+        .request(40, C1)
+        .end(100);
+    let liveness = verdict(&history).liveness;
+    let latency = liveness.acquire_latency.expect("three waits");
+    // client-1's 10 ms, client-2's 30 ms to its crash, client-1's 60 ms to the end.
+    assert_eq!(
+        (latency.p50_ns, latency.max_ns, latency.count),
+        (ms(30), ms(60), 3)
+    );
+    let c = liveness.acquire_censored;
+    assert_eq!((c.count, c.shortest_ns), (2, Some(ms(30))));
+    assert!(c.at_least(latency.p99_ns) && c.at_least(latency.p50_ns));
+    assert!(
+        !c.at_least(ms(10)),
+        "a figure below every censored wait is exact"
+    );
 }
 
 #[test]
@@ -79,16 +128,19 @@ fn a_crashed_client_stops_waiting() {
 }
 
 #[test]
-fn a_history_without_grants_has_no_latency_and_no_fairness() {
+fn a_history_without_grants_has_only_censored_waits_and_no_fairness() {
     let liveness = verdict(&history().request(0, C1).end(10)).liveness;
     assert_eq!(
         (
             liveness.grants,
-            liveness.acquire_latency,
+            liveness.acquire_latency.map(|l| (l.max_ns, l.count)),
+            liveness.acquire_censored.count,
             liveness.fairness_ppm
         ),
-        (0, None, None)
+        (0, Some((ms(10), 1)), 1, None)
     );
+    let liveness = verdict(&history().end(10)).liveness;
+    assert_eq!(liveness.acquire_latency, None);
 }
 
 #[test]
