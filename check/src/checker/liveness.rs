@@ -114,11 +114,7 @@ fn waits(history: &History) -> Waits {
     for entry in &history.entries {
         let time_ns = entry.time_ns;
         match &entry.event {
-            Event::Due { client, .. } => {
-                if !ticking.contains(client) {
-                    ticking.push(*client);
-                }
-            }
+            Event::Due { client, .. } if !ticking.contains(client) => ticking.push(*client),
             Event::Request { client } => pending.request(*client, time_ns),
             Event::Grant { grant, .. } => {
                 ticking.retain(|c| *c != grant.client);
