@@ -148,11 +148,10 @@ fn walk(text: &str) -> (Walk, u64) {
                     w.sections.push((from, t));
                 }
             }
-            "acquire-failed" => {
-                if tick.remove(&client).is_some() {
-                    if let Some(from) = want.remove(&client) {
-                        w.waiting.push((from, t));
-                    }
+            // Only a scheduled tick's try ends the want.
+            "acquire-failed" if tick.remove(&client).is_some() => {
+                if let Some(from) = want.remove(&client) {
+                    w.waiting.push((from, t));
                 }
             }
             "exit" => {
