@@ -39,7 +39,7 @@ use lockstep_models::StorageMode;
 use lockstep_models::family::Tokens;
 use lockstep_reports::review::{
     ClassInfo, CostOrder, DesignInfo, Example, FORMAT, FencingSupport, FencingValue, Review,
-    ReviewCell, ReviewSeeds, TokenKind, shell_word,
+    ReviewCell, ReviewSeeds, TokenKind, Window, shell_word,
 };
 use serde::Deserialize;
 use toml_edit::{DocumentMut, InlineTable, Item, Table};
@@ -608,6 +608,11 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
         }
     });
     problems.splice(review_end..review_end, shared);
+    if problems.is_empty() {
+        if let Err(message) = equal_window(&mut designs) {
+            problem(&mut problems, "review".into(), message);
+        }
+    }
     if !problems.is_empty() {
         return Err(ReviewError {
             file: path.to_path_buf(),
@@ -624,6 +629,78 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
         cost: r.cost,
         designs,
     })
+}
+
+/// The run length and fault window of cell `s`.
+fn window_of(s: &Scenario) -> Window {
+    let chaos = s.chaos.as_ref();
+    let ms = |ns: u64| ns.div_ceil(1_000_000);
+    let duration_ns = s.duration.as_nanos();
+    Window {
+        duration_ms: ms(duration_ns),
+        fault_start_ms: ms(chaos.map_or(0, |c| c.start.as_nanos())),
+        quiet_tail_ms: ms(chaos.map_or(0, |c| duration_ns - c.quiet_from.as_nanos())),
+    }
+}
+
+/// Gives every cell of every design the same run: the longest run, the latest fault start and
+/// the longest quiet tail of any cell, so that every design meets faults over the same window
+/// and recovers over the same tail (a design's own tail, derived from its TTL, would give
+/// each another share of fault-free time). Each is at least the design's own, so a design's
+/// recovery bound still fits in its tail.
+fn equal_window(designs: &mut [PlannedDesign]) -> Result<(), String> {
+    let all = || {
+        designs
+            .iter()
+            .flat_map(|d| d.cells.iter().map(|(_, s)| window_of(s)))
+    };
+    let Some(w) = all().reduce(|a, b| Window {
+        duration_ms: a.duration_ms.max(b.duration_ms),
+        fault_start_ms: a.fault_start_ms.max(b.fault_start_ms),
+        quiet_tail_ms: a.quiet_tail_ms.max(b.quiet_tail_ms),
+    }) else {
+        return Ok(());
+    };
+    // The longest tail beside the latest start may leave the longest run no fault window:
+    // lengthen the run to keep the shortest window any design had.
+    let window_ms = |w: &Window| {
+        w.duration_ms
+            .saturating_sub(w.fault_start_ms)
+            .saturating_sub(w.quiet_tail_ms)
+    };
+    let least = all().map(|w| window_ms(&w)).min().unwrap_or(0);
+    let w = Window {
+        duration_ms: w
+            .duration_ms
+            .max(w.fault_start_ms + w.quiet_tail_ms + least),
+        ..w
+    };
+    for d in designs.iter_mut() {
+        for (text, scenario) in &mut d.cells {
+            if window_of(scenario) == w {
+                continue;
+            }
+            let mut t = text.clone();
+            for (key, v) in [
+                ("scenario.duration_ms", w.duration_ms),
+                ("chaos.start_ms", w.fault_start_ms),
+                ("chaos.quiet_tail_ms", w.quiet_tail_ms),
+            ] {
+                let v = i64::try_from(v).map_err(|_| format!("{key} {v} is too large"))?;
+                t = set_value(&t, key, &Value::Integer(v))?;
+            }
+            let s = parse(&t, &d.file).map_err(|e| {
+                format!(
+                    "{} with every design's run ({} ms, faults from {} ms, a quiet tail of {} \
+                     ms): {e}",
+                    d.name, w.duration_ms, w.fault_start_ms, w.quiet_tail_ms
+                )
+            })?;
+            *text = t;
+            *scenario = s;
+        }
+    }
+    Ok(())
 }
 
 /// What is wrong with a review's or design's name, if anything: it names the review on every
@@ -902,6 +979,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     property: s.expect.property.to_string(),
                     file: d.file.display().to_string(),
                     fencing,
+                    window: window_of(s),
                 }
             })
             .collect(),

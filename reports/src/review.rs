@@ -104,6 +104,20 @@ pub struct DesignInfo {
     /// What its family offers against a holder that lost the lock, and what it uses: the
     /// facts the advice for it comes from.
     pub fencing: FencingSupport,
+    /// The run its cells ran: the same for every design of a review.
+    pub window: Window,
+}
+
+/// A chaos run's length and its fault window, in whole milliseconds of true time: faults from
+/// `fault_start_ms` until the quiet tail, the last `quiet_tail_ms` of `duration_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// The run's length.
+    pub duration_ms: u64,
+    /// No fault before it.
+    pub fault_start_ms: u64,
+    /// No fault in force in the run's last this long.
+    pub quiet_tail_ms: u64,
 }
 
 /// What a design's family offers against a holder that lost the lock, and what the design
@@ -624,6 +638,15 @@ impl Review {
     }
 
     fn summary_line(&self) -> String {
+        let mut line = self.cells_line();
+        if let Some(w) = self.window_words() {
+            let _ = write!(line, "; {w}");
+        }
+        line
+    }
+
+    /// How many designs, classes and seeds.
+    fn cells_line(&self) -> String {
         format!(
             "{} design{} × {} fault class{}, {} seed{} per cell (from seed {})",
             self.designs.len(),
@@ -634,6 +657,21 @@ impl Review {
             plural(self.seeds.count),
             self.seeds.from
         )
+    }
+
+    /// The run every design's cells ran (`lockstep review` makes them alike), in words;
+    /// `None` if the designs' runs differ.
+    fn window_words(&self) -> Option<String> {
+        let w = self.designs.first()?.window;
+        self.designs.iter().all(|d| d.window == w).then(|| {
+            format!(
+                "every run {}: faults from {} to {}, then a quiet tail of {}",
+                ms(w.duration_ms as f64),
+                ms(w.fault_start_ms as f64),
+                ms(w.duration_ms.saturating_sub(w.quiet_tail_ms) as f64),
+                ms(w.quiet_tail_ms as f64)
+            )
+        })
     }
 
     /// The command that writes the HTML page: the review's file and seeds, whether they came
@@ -674,7 +712,12 @@ impl Review {
         if !self.job.is_empty() {
             let _ = writeln!(out, "job            {}", one_line(&self.job, WIDTH - 15));
         }
-        let _ = writeln!(out, "{}\n", self.summary_line());
+        // On two lines, to fit the terminal.
+        let _ = writeln!(out, "{}", self.cells_line());
+        if let Some(w) = self.window_words() {
+            let _ = writeln!(out, "{w}");
+        }
+        out.push('\n');
         out.push_str("violation rate by fault class (seeds whose property was violated)\n");
         let name_width = (WIDTH - 1).saturating_sub(self.classes.len() * 10);
         let name_width = name_width.clamp(12, 30);
@@ -1438,6 +1481,11 @@ mod tests {
                     ordered: true,
                 }],
                 guard_keys: vec![],
+            },
+            window: Window {
+                duration_ms: 60_000,
+                fault_start_ms: 1_000,
+                quiet_tail_ms: 21_000,
             },
         }
     }

@@ -634,3 +634,81 @@ fn every_command_the_review_prints_runs() {
     };
     assert_eq!(trace(&stdout(&o)), trace(&run), "{}", stdout(&o));
 }
+
+#[test]
+fn every_design_of_the_shipped_review_runs_the_same_length_fault_window_and_tail() {
+    let plan = review::load(
+        &crate::support::root().join("reviews/designs.toml"),
+        Some(1),
+    )
+    .expect("the shipped review loads");
+    // From the cells the review runs, not from what it says of them.
+    let window = |s: &lockstep::Scenario| {
+        let c = s.chaos.as_ref().expect("a chaos cell");
+        (s.duration, c.start, c.quiet_from)
+    };
+    let first = window(&plan.designs[0].cells[0].1);
+    for d in &plan.designs {
+        for (c, (_, s)) in d.cells.iter().enumerate() {
+            assert_eq!(
+                window(s),
+                first,
+                "{} under {}",
+                d.name,
+                plan.classes[c].name
+            );
+        }
+    }
+    // The designs' own files differ: Consul's tail counts its lock-delay, Redis's is 2 x TTL.
+    let own_tails: std::collections::BTreeSet<u64> = plan
+        .designs
+        .iter()
+        .map(|d| {
+            let s = lockstep::load(&d.file).expect("its file").scenario;
+            let text = std::fs::read_to_string(&d.file).expect("its file");
+            let s = if s.chaos.is_some() {
+                s
+            } else {
+                let with = lockstep::scenario::with_chaos(&text, &d.file, "default")
+                    .expect("with the default profile");
+                lockstep::parse(&with, &d.file).expect("loads")
+            };
+            let c = s.chaos.as_ref().expect("chaos");
+            s.duration.as_nanos() - c.quiet_from.as_nanos()
+        })
+        .collect();
+    assert!(
+        own_tails.len() > 1,
+        "the files' own tails are alike: {own_tails:?}"
+    );
+    // The JSON says so, design by design.
+    let o = lockstep(&[
+        "review",
+        "reviews/designs.toml",
+        "--seeds",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let windows: Vec<&serde_json::Value> = json["designs"]
+        .as_array()
+        .expect("designs")
+        .iter()
+        .map(|d| &d["window"])
+        .collect();
+    assert!(windows.iter().all(|w| *w == windows[0]), "{windows:?}");
+    let (duration, start, quiet_from) = first;
+    assert_eq!(
+        (
+            windows[0]["duration_ms"].as_u64(),
+            windows[0]["fault_start_ms"].as_u64(),
+            windows[0]["quiet_tail_ms"].as_u64()
+        ),
+        (
+            Some(duration.as_millis()),
+            Some(start.as_nanos() / 1_000_000),
+            Some((duration.as_nanos() - quiet_from.as_nanos()) / 1_000_000)
+        )
+    );
+}
