@@ -212,6 +212,10 @@ pub struct SeedOutcome {
     pub unavailable_ns: u64,
     /// Critical sections that wrote and released (a sweep map's `throughput`).
     pub cs_completed: u64,
+    /// With a chaos profile, the run's figures over its fault window (the checker's
+    /// `Liveness::fault_window`), and the waits that began in it (its samples): what a
+    /// review ranks designs by.
+    pub fault_window: Option<(lockstep_check::FaultWindow, Vec<u64>)>,
     /// The run's true time, in nanoseconds.
     pub end_ns: u64,
     /// With leadership metrics: every leadership change's failover time, and whether two
@@ -953,6 +957,12 @@ impl Work<'_> {
             waiting_ns,
             unavailable_ns: v.liveness.unavailable_ns,
             cs_completed: v.liveness.cs_completed,
+            fault_window: v.liveness.fault_window.map(|w| {
+                (
+                    w,
+                    lockstep_check::acquire_waits_begun_ns(&r.history, w.from_ns, w.to_ns),
+                )
+            }),
             end_ns: r.history.end_ns,
             leadership: v
                 .leadership

@@ -39,6 +39,8 @@ pub struct Judging {
     pub leadership: bool,
     /// `quiet_from_ns`: from when no fault is in force, to measure recovery.
     pub quiet_from_ns: Option<u64>,
+    /// `fault_from_ns`: from when a fault may come; with `quiet_from_ns`, the fault window.
+    pub fault_from_ns: Option<u64>,
     /// `initial_value`: storage's value before the first write.
     pub initial_value: u64,
 }
@@ -51,6 +53,7 @@ impl Judging {
             tokens_monotonic: options.tokens_monotonic,
             leadership: options.leadership,
             quiet_from_ns: options.quiet_from_ns,
+            fault_from_ns: options.fault_from_ns,
             initial_value: options.initial_value,
         }
     }
@@ -61,6 +64,7 @@ impl Judging {
             tokens_monotonic: self.tokens_monotonic,
             initial_value: self.initial_value,
             quiet_from_ns: self.quiet_from_ns,
+            fault_from_ns: self.fault_from_ns,
             leadership: self.leadership,
             ..Options::default()
         }
@@ -126,6 +130,9 @@ pub fn write(history: &History, judging: &Judging) -> String {
     );
     if let Some(q) = judging.quiet_from_ns {
         let _ = write!(out, ",\"quiet_from_ns\":{q}");
+    }
+    if let Some(f) = judging.fault_from_ns {
+        let _ = write!(out, ",\"fault_from_ns\":{f}");
     }
     let _ = writeln!(out, ",\"initial_value\":{}}}", judging.initial_value);
     for entry in &history.entries {
@@ -303,6 +310,7 @@ const HEADER_KEYS: &[&str] = &[
     "tokens_monotonic",
     "leadership",
     "quiet_from_ns",
+    "fault_from_ns",
     "initial_value",
 ];
 
@@ -535,6 +543,10 @@ impl Reader {
         match object.get("quiet_from_ns") {
             None | Some(Value::Null) => {}
             Some(v) => self.judging.quiet_from_ns = p.number(v, "quiet_from_ns"),
+        }
+        match object.get("fault_from_ns") {
+            None | Some(Value::Null) => {}
+            Some(v) => self.judging.fault_from_ns = p.number(v, "fault_from_ns"),
         }
         if let Some(v) = object.get("initial_value") {
             self.judging.initial_value = p.number(v, "initial_value").unwrap_or(0);

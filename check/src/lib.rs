@@ -21,8 +21,9 @@ mod text;
 pub mod verdict;
 
 pub use checker::{
-    HistoryError, Options, acquire_latencies_ns, acquire_waits_ns, check, leadership_failovers_ns,
-    nested_waits_ns, queue_lags_ns, read_write_waits_ns, tick_lateness_ns, time_waiting_ns,
+    HistoryError, Options, acquire_latencies_ns, acquire_waits_begun_ns, acquire_waits_ns, check,
+    leadership_failovers_ns, nested_waits_ns, queue_lags_ns, read_write_waits_ns, tick_lateness_ns,
+    time_waiting_ns,
 };
 pub use history::{
     Entry, Event, ExitReason, Fault, FaultKind, GrantId, History, NodeId, OpId, OpKind, OpOutcome,

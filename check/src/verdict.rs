@@ -330,6 +330,10 @@ pub struct Liveness {
     pub failover: Failover,
     /// Share of grants given in request order, in parts per million; `None` without grants.
     pub fairness_ppm: Option<u32>,
+    /// The figures of the fault window, from [`Options::fault_from_ns`](crate::Options) to
+    /// the quiet tail; `None` without both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_window: Option<FaultWindow>,
     /// How soon the lock was granted once the faults stopped; `None` when the run has no
     /// quiet tail ([`Options::quiet_from_ns`](crate::Options)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -350,6 +354,39 @@ impl Recovery {
     /// From the faults stopping to the first grant; `None` when no grant came.
     pub fn after_ns(&self) -> Option<u64> {
         self.first_grant_ns.map(|g| g - self.quiet_from_ns)
+    }
+}
+
+/// A run's figures over its fault window (docs/checker.md, fault window): the waits that began
+/// in it, the time in it with no holder while a client waited, and the critical sections
+/// granted in it that completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultWindow {
+    /// Its start (true time, ns): the first instant a fault may come.
+    pub from_ns: u64,
+    /// Its end: the quiet tail's start.
+    pub to_ns: u64,
+    /// The waits (as [`Liveness::acquire_latency`]) that began in the window, at their whole
+    /// length even past its end; `None` without one.
+    pub acquire_latency: Option<Percentiles>,
+    /// The censored waits among them.
+    pub acquire_censored: Censored,
+    /// True time in the window with no critical section open while a client waited.
+    pub unavailable_ns: u64,
+    /// Grants in the window whose critical sections completed (as
+    /// [`Liveness::cs_completed`]).
+    pub cs_completed: u64,
+}
+
+impl FaultWindow {
+    /// The share of the window with no holder while some client waited, from 0 to 1.
+    pub fn unavailable_share(&self) -> f64 {
+        let len = self.to_ns.saturating_sub(self.from_ns);
+        if len == 0 {
+            0.0
+        } else {
+            self.unavailable_ns.min(len) as f64 / len as f64
+        }
     }
 }
 

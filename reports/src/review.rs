@@ -189,11 +189,12 @@ pub struct ReviewCell {
     pub token_order: u64,
     /// Runs that granted no lock within the liveness bound after the faults stopped.
     pub no_recovery: u64,
-    /// The 99th percentile of the acquire latency over every run, in ms; `None` without any
-    /// acquisition.
+    /// The 99th percentile of the waits that began in the runs' fault windows (the checker's
+    /// fault window: from a request to its grant across every try given up), pooled over the
+    /// runs, in ms; `None` without any.
     pub acquire_p99_ms: Option<f64>,
-    /// The share of the runs' time in which no client waited for the lock while nobody held
-    /// it; `None` without runs.
+    /// One minus the share of the runs' fault windows with no holder while some client waited;
+    /// `None` without runs.
     pub availability: Option<f64>,
     /// The first seed whose property was violated.
     pub first_invalid: Option<u64>,

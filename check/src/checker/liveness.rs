@@ -5,7 +5,7 @@
 //! acquire latency, the unavailable time and the fairness share.
 
 use crate::history::{Event, ExitReason, FaultKind, History, NodeId};
-use crate::verdict::{Censored, Failover, Liveness, Percentiles, Recovery};
+use crate::verdict::{Censored, Failover, FaultWindow, Liveness, Percentiles, Recovery};
 
 use super::grants::{CsEnd, Grants};
 use super::safety::Replay;
@@ -37,6 +37,7 @@ pub(super) fn measure(
         acquire_censored: waits.censored,
         acquire_failures: waits.failures,
         unavailable_ns: unavailable_ns(grants, &waits.waiting),
+        fault_window: None,
         failover: failover(history, grants),
         fairness_ppm,
         recovery: quiet_from_ns.map(|quiet_from_ns| recovery(history, quiet_from_ns)),
@@ -77,14 +78,72 @@ pub fn acquire_waits_ns(history: &History) -> (Vec<u64>, u64) {
     (waits.latencies_ns, waiting)
 }
 
+/// The figures of a fault window `[from_ns, to_ns)` (a chaos run's faults, between its start
+/// and its quiet tail): what the clients met while faults came, without the time before and
+/// after, which every design of a review spends alike but which would dilute its figures in
+/// proportion to how often it grants when healthy.
+pub(super) fn fault_window(
+    history: &History,
+    grants: &Grants,
+    replay: &Replay,
+    from_ns: u64,
+    to_ns: u64,
+) -> FaultWindow {
+    let waits = waits(history);
+    let mut censored = Censored::default();
+    let mut began = Vec::new();
+    for (i, (&ns, &at)) in waits.latencies_ns.iter().zip(&waits.began_ns).enumerate() {
+        if (from_ns..to_ns).contains(&at) {
+            began.push(ns);
+            if waits.censored_at.contains(&i) {
+                censored.add(ns);
+            }
+        }
+    }
+    let released = CsEnd::Exit(ExitReason::Released);
+    let cs_completed = grants
+        .list
+        .iter()
+        .zip(&replay.wrote)
+        .filter(|(grant, wrote)| {
+            **wrote && grant.end == released && (from_ns..to_ns).contains(&grant.from_ns)
+        })
+        .count() as u64;
+    FaultWindow {
+        from_ns,
+        to_ns,
+        acquire_latency: percentiles(began),
+        acquire_censored: censored,
+        unavailable_ns: unavailable_within(grants, &waits.waiting, from_ns, to_ns),
+        cs_completed,
+    }
+}
+
+/// The waits of `history` that began in `[from_ns, to_ns)`, in nanoseconds (censored ones at
+/// their length so far): exactly the samples behind [`FaultWindow::acquire_latency`].
+pub fn acquire_waits_begun_ns(history: &History, from_ns: u64, to_ns: u64) -> Vec<u64> {
+    let waits = waits(history);
+    waits
+        .latencies_ns
+        .iter()
+        .zip(&waits.began_ns)
+        .filter(|&(_, at)| (from_ns..to_ns).contains(at))
+        .map(|(&ns, _)| ns)
+        .collect()
+}
+
 /// What the walk over requests and grants found.
 #[derive(Debug, Default)]
 struct Waits {
     /// Each wait's length: from the request that began it to its grant, or, censored, to its
     /// client's crash or the run's end.
     latencies_ns: Vec<u64>,
+    /// When each of `latencies_ns` began, in the same order.
+    began_ns: Vec<u64>,
     /// The censored waits among them: how many, and the shortest.
     censored: Censored,
+    /// The places in `latencies_ns` of the censored waits.
+    censored_at: Vec<usize>,
     failures: u64,
     /// Each wait as `[from_ns, to_ns)`, ended by a grant, a tick given up, a crash or the
     /// run's end.
@@ -107,7 +166,9 @@ fn waits(history: &History) -> Waits {
     // The clients whose next request (and so their open wait) is for a scheduled tick.
     let mut ticking: Vec<NodeId> = Vec::new();
     let censor = |waits: &mut Waits, from_ns: u64, to_ns: u64| {
+        waits.censored_at.push(waits.latencies_ns.len());
         waits.latencies_ns.push(to_ns - from_ns);
+        waits.began_ns.push(from_ns);
         waits.censored.add(to_ns - from_ns);
         waits.waiting.push((from_ns, to_ns));
     };
@@ -127,6 +188,7 @@ fn waits(history: &History) -> Waits {
                 }
                 if let Some(from_ns) = pending.remove(grant.client) {
                     waits.latencies_ns.push(time_ns - from_ns);
+                    waits.began_ns.push(from_ns);
                     waits.waiting.push((from_ns, time_ns));
                 }
             }
@@ -189,10 +251,15 @@ impl Pending {
 }
 
 /// Total true time with no critical section open while at least one client waited.
+fn unavailable_ns(grants: &Grants, waiting: &[(u64, u64)]) -> u64 {
+    unavailable_within(grants, waiting, 0, u64::MAX)
+}
+
+/// [`unavailable_ns`] counted only within `[from_ns, to_ns)`.
 ///
 /// A sweep over both kinds of interval. The order of edges at equal times does not matter
 /// here: the time between two edges at the same instant is zero.
-fn unavailable_ns(grants: &Grants, waiting: &[(u64, u64)]) -> u64 {
+fn unavailable_within(grants: &Grants, waiting: &[(u64, u64)], from_ns: u64, to_ns: u64) -> u64 {
     // (time, change in open sections, change in waiting clients)
     let mut edges: Vec<(u64, i64, i64)> =
         Vec::with_capacity(2 * (grants.list.len() + waiting.len()));
@@ -209,7 +276,9 @@ fn unavailable_ns(grants: &Grants, waiting: &[(u64, u64)]) -> u64 {
     let (mut open, mut waiters, mut last_ns, mut total_ns) = (0i64, 0i64, 0u64, 0u64);
     for (time_ns, open_change, waiting_change) in edges {
         if open <= 0 && waiters > 0 {
-            total_ns += time_ns - last_ns;
+            // The part of `[last_ns, time_ns)` inside the window.
+            let (a, b) = (last_ns.max(from_ns), time_ns.min(to_ns));
+            total_ns += b.saturating_sub(a);
         }
         last_ns = time_ns;
         open += open_change;

@@ -28,7 +28,9 @@ use crate::verdict::{Found, Validity, Verdict};
 pub use cron::tick_lateness_ns;
 use grants::Grants;
 pub use leadership::leadership_failovers_ns;
-pub use liveness::{acquire_latencies_ns, acquire_waits_ns, time_waiting_ns};
+pub use liveness::{
+    acquire_latencies_ns, acquire_waits_begun_ns, acquire_waits_ns, time_waiting_ns,
+};
 pub use queue::queue_lags_ns;
 pub use read_write::read_write_waits_ns;
 pub use reentry::nested_waits_ns;
@@ -48,6 +50,10 @@ pub struct Options {
     /// checker then measures how long the lock took to be granted again
     /// ([`Liveness::recovery`](crate::Liveness)).
     pub quiet_from_ns: Option<u64>,
+    /// True time (ns) of the first instant a fault may come: with `quiet_from_ns`, the fault
+    /// window, whose figures the checker then measures
+    /// ([`Liveness::fault_window`](crate::Liveness)).
+    pub fault_from_ns: Option<u64>,
     /// Read the history as leader election (one term per grant, each accepted write a work
     /// item) and fill [`Verdict::leadership`](crate::Verdict); off, the verdict has none.
     pub leadership: bool,
@@ -60,6 +66,7 @@ impl Default for Options {
             initial_value: 0,
             example_limit: 10,
             quiet_from_ns: None,
+            fault_from_ns: None,
             leadership: false,
         }
     }
@@ -148,7 +155,12 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         || token_order.count > 0
         || jobs_harmed;
     let overlapped = double_holders.pairs > 0;
-    let liveness = liveness::measure(history, &grants, &replay, options.quiet_from_ns);
+    let mut liveness = liveness::measure(history, &grants, &replay, options.quiet_from_ns);
+    liveness.fault_window = options
+        .fault_from_ns
+        .zip(options.quiet_from_ns)
+        .filter(|(from, to)| from < to)
+        .map(|(from, to)| liveness::fault_window(history, &grants, &replay, from, to));
     let leadership = options
         .leadership
         .then(|| leadership::measure(history, options.initial_value, limit));

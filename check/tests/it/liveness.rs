@@ -319,3 +319,40 @@ fn recovery_is_measured_from_the_quiet_tail_to_the_first_grant_at_or_after_it() 
     // Without a quiet tail nothing is measured.
     assert_eq!(verdict(&h).liveness.recovery, None);
 }
+
+#[test]
+fn the_fault_window_counts_the_waits_begun_in_it_and_the_time_inside_it() {
+    use lockstep_check::Options;
+    // docs/checker.md's worked example, with a fault window from 10 s to 30 s.
+    let history = history()
+        .request(0, C1)
+        .acquire_failed(5_000, C1)
+        .request(5_010, C1)
+        .request(20_000, C2)
+        .grant(31_000, C1, 1)
+        .release(32_000, C1, 1)
+        .end(40_000);
+    let whole = verdict(&history).liveness;
+    let l = whole.acquire_latency.expect("two waits");
+    assert_eq!((l.p50_ns, l.max_ns, l.count), (ms(20_000), ms(31_000), 2));
+    assert_eq!(whole.acquire_censored.shortest_ns, Some(ms(20_000)));
+    assert_eq!(whole.fault_window, None, "no window without both times");
+    let options = Options {
+        fault_from_ns: Some(ms(10_000)),
+        quiet_from_ns: Some(ms(30_000)),
+        ..Options::default()
+    };
+    let w = crate::support::verdict_with(&history, &options)
+        .liveness
+        .fault_window
+        .expect("a window");
+    let l = w.acquire_latency.expect("client-2's wait began in it");
+    assert_eq!((l.max_ns, l.count), (ms(20_000), 1));
+    assert_eq!(w.acquire_censored.count, 1);
+    assert_eq!(w.unavailable_ns, ms(20_000));
+    assert_eq!(w.unavailable_share(), 1.0);
+    assert_eq!(
+        w.cs_completed, 0,
+        "the one section was granted after the window"
+    );
+}

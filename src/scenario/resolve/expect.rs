@@ -92,11 +92,13 @@ fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
 pub(super) fn check_options(
     system: &dyn System,
     quiet_from_ns: Option<u64>,
+    fault_from_ns: Option<u64>,
     expect: &Expect,
 ) -> Options {
     Options {
         tokens_monotonic: system.tokens() == Tokens::Ordered { monotonic: true },
         quiet_from_ns,
+        fault_from_ns,
         leadership: system.workload().kind.measures().contains(&"leadership")
             || expect.bounds_leadership(),
         ..Options::default()

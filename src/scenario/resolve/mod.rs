@@ -276,6 +276,7 @@ pub(crate) fn resolve<M>(
         check_options: check_options(
             &*system,
             chaos.as_ref().map(|c| c.quiet_from.as_nanos()),
+            chaos.as_ref().map(|c| c.start.as_nanos()),
             &expect,
         ),
         system,
