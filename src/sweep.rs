@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lockstep_check::{Property, Validity, acquire_waits_ns, leadership_failovers_ns};
+use lockstep_check::{Property, Validity, acquire_waits_split_ns, leadership_failovers_ns};
 use lockstep_reports::QuantilesMs;
 pub use lockstep_reports::sweep::WallTime;
 use lockstep_reports::sweep::{ShardsView, Spread, SweepRates, SweepView, range_text};
@@ -922,7 +922,9 @@ impl Work<'_> {
         });
         let v = &r.verdict;
         let exhausted = r.outcome != Outcome::Completed;
-        let (acquire_latencies_ns, waiting_ns) = acquire_waits_ns(&r.history);
+        let window = v.liveness.fault_window.map(|w| (w.from_ns, w.to_ns));
+        let (acquire_latencies_ns, waiting_ns, begun_ns) =
+            acquire_waits_split_ns(&r.history, window);
         SeedOutcome {
             position,
             seed,
@@ -957,12 +959,7 @@ impl Work<'_> {
             waiting_ns,
             unavailable_ns: v.liveness.unavailable_ns,
             cs_completed: v.liveness.cs_completed,
-            fault_window: v.liveness.fault_window.map(|w| {
-                (
-                    w,
-                    lockstep_check::acquire_waits_begun_ns(&r.history, w.from_ns, w.to_ns),
-                )
-            }),
+            fault_window: v.liveness.fault_window.map(|w| (w, begun_ns)),
             end_ns: r.history.end_ns,
             leadership: v
                 .leadership

@@ -21,7 +21,7 @@ mod text;
 pub mod verdict;
 
 pub use checker::{
-    HistoryError, Options, acquire_latencies_ns, acquire_waits_begun_ns, acquire_waits_ns, check,
+    HistoryError, Options, acquire_latencies_ns, acquire_waits_ns, acquire_waits_split_ns, check,
     leadership_failovers_ns, nested_waits_ns, queue_lags_ns, read_write_waits_ns, tick_lateness_ns,
     time_waiting_ns,
 };

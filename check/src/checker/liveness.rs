@@ -16,6 +16,7 @@ pub(super) fn measure(
     grants: &Grants,
     replay: &Replay,
     quiet_from_ns: Option<u64>,
+    window: Option<(u64, u64)>,
 ) -> Liveness {
     let waits = waits(history);
     let grant_count = grants.list.len() as u64;
@@ -28,6 +29,10 @@ pub(super) fn measure(
         .count() as u64;
     // At most 1_000_000, since in-order grants are a subset of grants.
     let fairness_ppm = (grant_count > 0).then(|| (waits.in_order * 1_000_000 / grant_count) as u32);
+    let (unavailable_ns, unavailable_in_ns) = unavailable(grants, &waits.waiting, window);
+    let fault_window = window.map(|(from_ns, to_ns)| {
+        fault_window(&waits, grants, replay, from_ns, to_ns, unavailable_in_ns)
+    });
     Liveness {
         grants: grant_count,
         cs_completed,
@@ -36,8 +41,8 @@ pub(super) fn measure(
         acquire_latency: percentiles(waits.latencies_ns),
         acquire_censored: waits.censored,
         acquire_failures: waits.failures,
-        unavailable_ns: unavailable_ns(grants, &waits.waiting),
-        fault_window: None,
+        unavailable_ns,
+        fault_window,
         failover: failover(history, grants),
         fairness_ppm,
         recovery: quiet_from_ns.map(|quiet_from_ns| recovery(history, quiet_from_ns)),
@@ -79,17 +84,18 @@ pub fn acquire_waits_ns(history: &History) -> (Vec<u64>, u64) {
 }
 
 /// The figures of a fault window `[from_ns, to_ns)` (a chaos run's faults, between its start
-/// and its quiet tail): what the clients met while faults came, without the time before and
-/// after, which every design of a review spends alike but which would dilute its figures in
-/// proportion to how often it grants when healthy.
-pub(super) fn fault_window(
-    history: &History,
+/// and its quiet tail) from the walk `waits` and the window's `unavailable_ns`: what the
+/// clients met while faults came, without the time before and after, which every design of a
+/// review spends alike but which would dilute its figures in proportion to how often it grants
+/// when healthy.
+fn fault_window(
+    waits: &Waits,
     grants: &Grants,
     replay: &Replay,
     from_ns: u64,
     to_ns: u64,
+    unavailable_ns: u64,
 ) -> FaultWindow {
-    let waits = waits(history);
     let mut censored = Censored::default();
     let mut began = Vec::new();
     for (i, (&ns, &at)) in waits.latencies_ns.iter().zip(&waits.began_ns).enumerate() {
@@ -114,22 +120,29 @@ pub(super) fn fault_window(
         to_ns,
         acquire_latency: percentiles(began),
         acquire_censored: censored,
-        unavailable_ns: unavailable_within(grants, &waits.waiting, from_ns, to_ns),
+        unavailable_ns,
         cs_completed,
     }
 }
 
-/// The waits of `history` that began in `[from_ns, to_ns)`, in nanoseconds (censored ones at
-/// their length so far): exactly the samples behind [`FaultWindow::acquire_latency`].
-pub fn acquire_waits_begun_ns(history: &History, from_ns: u64, to_ns: u64) -> Vec<u64> {
+/// [`acquire_waits_ns`] of `history`, and the waits among them that began in `window`
+/// (`[from_ns, to_ns)`, the samples behind [`FaultWindow::acquire_latency`]), from one walk.
+pub fn acquire_waits_split_ns(
+    history: &History,
+    window: Option<(u64, u64)>,
+) -> (Vec<u64>, u64, Vec<u64>) {
     let waits = waits(history);
-    waits
-        .latencies_ns
-        .iter()
-        .zip(&waits.began_ns)
-        .filter(|&(_, at)| (from_ns..to_ns).contains(at))
-        .map(|(&ns, _)| ns)
-        .collect()
+    let waiting = waits.waiting.iter().map(|(from, to)| to - from).sum();
+    let begun = window.map_or_else(Vec::new, |(from_ns, to_ns)| {
+        waits
+            .latencies_ns
+            .iter()
+            .zip(&waits.began_ns)
+            .filter(|&(_, at)| (from_ns..to_ns).contains(at))
+            .map(|(&ns, _)| ns)
+            .collect()
+    });
+    (waits.latencies_ns, waiting, begun)
 }
 
 /// What the walk over requests and grants found.
@@ -250,16 +263,13 @@ impl Pending {
     }
 }
 
-/// Total true time with no critical section open while at least one client waited.
-fn unavailable_ns(grants: &Grants, waiting: &[(u64, u64)]) -> u64 {
-    unavailable_within(grants, waiting, 0, u64::MAX)
-}
-
-/// [`unavailable_ns`] counted only within `[from_ns, to_ns)`.
+/// Total true time with no critical section open while at least one client waited, and the
+/// part of it inside `window` (`[from_ns, to_ns)`; 0 without one).
 ///
 /// A sweep over both kinds of interval. The order of edges at equal times does not matter
 /// here: the time between two edges at the same instant is zero.
-fn unavailable_within(grants: &Grants, waiting: &[(u64, u64)], from_ns: u64, to_ns: u64) -> u64 {
+fn unavailable(grants: &Grants, waiting: &[(u64, u64)], window: Option<(u64, u64)>) -> (u64, u64) {
+    let (from_ns, to_ns) = window.unwrap_or((0, 0));
     // (time, change in open sections, change in waiting clients)
     let mut edges: Vec<(u64, i64, i64)> =
         Vec::with_capacity(2 * (grants.list.len() + waiting.len()));
@@ -273,18 +283,19 @@ fn unavailable_within(grants: &Grants, waiting: &[(u64, u64)], from_ns: u64, to_
     }
     // By time alone: edges at one instant add nothing between them, in any order.
     edges.sort_unstable_by_key(|&(time_ns, _, _)| time_ns);
-    let (mut open, mut waiters, mut last_ns, mut total_ns) = (0i64, 0i64, 0u64, 0u64);
+    let (mut open, mut waiters, mut last_ns) = (0i64, 0i64, 0u64);
+    let (mut total_ns, mut inside_ns) = (0u64, 0u64);
     for (time_ns, open_change, waiting_change) in edges {
         if open <= 0 && waiters > 0 {
+            total_ns += time_ns - last_ns;
             // The part of `[last_ns, time_ns)` inside the window.
-            let (a, b) = (last_ns.max(from_ns), time_ns.min(to_ns));
-            total_ns += b.saturating_sub(a);
+            inside_ns += time_ns.min(to_ns).saturating_sub(last_ns.max(from_ns));
         }
         last_ns = time_ns;
         open += open_change;
         waiters += waiting_change;
     }
-    total_ns
+    (total_ns, inside_ns)
 }
 
 /// Faults that took away a holder, and the time from each to the next grant to a client the

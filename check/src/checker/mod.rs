@@ -29,7 +29,7 @@ pub use cron::tick_lateness_ns;
 use grants::Grants;
 pub use leadership::leadership_failovers_ns;
 pub use liveness::{
-    acquire_latencies_ns, acquire_waits_begun_ns, acquire_waits_ns, time_waiting_ns,
+    acquire_latencies_ns, acquire_waits_ns, acquire_waits_split_ns, time_waiting_ns,
 };
 pub use queue::queue_lags_ns;
 pub use read_write::read_write_waits_ns;
@@ -155,12 +155,11 @@ pub fn check(history: &History, options: &Options) -> Result<Verdict, HistoryErr
         || token_order.count > 0
         || jobs_harmed;
     let overlapped = double_holders.pairs > 0;
-    let mut liveness = liveness::measure(history, &grants, &replay, options.quiet_from_ns);
-    liveness.fault_window = options
+    let window = options
         .fault_from_ns
         .zip(options.quiet_from_ns)
-        .filter(|(from, to)| from < to)
-        .map(|(from, to)| liveness::fault_window(history, &grants, &replay, from, to));
+        .filter(|(from, to)| from < to);
+    let liveness = liveness::measure(history, &grants, &replay, options.quiet_from_ns, window);
     let leadership = options
         .leadership
         .then(|| leadership::measure(history, options.initial_value, limit));
