@@ -843,6 +843,53 @@ fn pools(files: &[Table]) -> (Vec<String>, Vec<String>) {
     (strings, keys)
 }
 
+/// A proptest runner of `cases` cases drawn from `seed` (ChaCha): the same cases for the same
+/// seed, with nothing persisted.
+fn runner(cases: u32, seed: u64) -> TestRunner {
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    )
+}
+
+/// A case that went wrong: what, its edits and the first `chars` of its text.
+fn bad_case(what: &str, edits: &impl std::fmt::Debug, bytes: &[u8], chars: usize) -> String {
+    format!(
+        "{what}\n  {edits:?}\n  text: {}",
+        String::from_utf8_lossy(bytes)
+            .chars()
+            .take(chars)
+            .collect::<String>()
+            .escape_debug()
+    )
+}
+
+/// Prints a target's tally (`cases` names the cases, `read` what became of those read) and
+/// fails unless both kinds came up and no case went wrong.
+fn verdict_of_cases(cases: &str, read_as: &str, (read, refused, bad): (u64, u64, &[String])) {
+    eprintln!(
+        "fuzz: {cases}: {read} {read_as}, {refused} refused, {} bad",
+        bad.len()
+    );
+    assert!(
+        read > 0 && refused > 0,
+        "both kinds: {read} read, {refused} refused"
+    );
+    assert!(
+        bad.is_empty(),
+        "{} of the {cases} went wrong; the first:\n{}",
+        bad.len(),
+        bad.iter().take(3).cloned().collect::<Vec<_>>().join("\n\n")
+    );
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     let v = std::env::var(name).ok()?;
     Some(
@@ -880,17 +927,7 @@ fn malformed_scenario_files_load_or_are_refused_clearly_and_never_panic() {
     let dir = crate::support::TempDir::new("fuzz");
     let path = dir.join("fuzzed.toml");
 
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-    );
+    let mut runner = runner(cases, seed);
     let tally = RefCell::new(Tally::default());
     runner
         .run(&case(strings, keys), |case| {
@@ -1312,17 +1349,7 @@ fn malformed_histories_are_read_or_refused_by_line_and_never_panic() {
                 .collect()
         })
         .collect();
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-    );
+    let mut runner = runner(cases, seed);
     let strategy = (
         any::<Index>(),
         proptest::collection::vec(history_edit(), 1..5),
@@ -1340,32 +1367,16 @@ fn malformed_histories_are_read_or_refused_by_line_and_never_panic() {
             match judge_case(&bytes) {
                 None if read => t.0 += 1,
                 None => t.1 += 1,
-                Some(what) => t.2.push(format!(
-                    "{what}\n  {edits:?}\n  text: {}",
-                    String::from_utf8_lossy(&bytes)
-                        .chars()
-                        .take(2_000)
-                        .collect::<String>()
-                        .escape_debug()
-                )),
+                Some(what) => t.2.push(bad_case(&what, &edits, &bytes, 2_000)),
             }
             Ok(())
         })
         .expect("the cases never fail in the runner");
     let (read, refused, bad) = tally.into_inner();
-    eprintln!(
-        "fuzz: {cases} histories from seed {seed}: {read} read and judged, {refused} refused, {} bad",
-        bad.len()
-    );
-    assert!(
-        read > 0 && refused > 0,
-        "both kinds: {read} read, {refused} refused"
-    );
-    assert!(
-        bad.is_empty(),
-        "{} of {cases} cases went wrong; the first:\n{}",
-        bad.len(),
-        bad.iter().take(3).cloned().collect::<Vec<_>>().join("\n\n")
+    verdict_of_cases(
+        &format!("{cases} histories from seed {seed}"),
+        "read and judged",
+        (read, refused, &bad),
     );
 }
 
@@ -1553,17 +1564,7 @@ fn malformed_review_files_load_or_are_refused_by_key_and_never_panic() {
     std::os::unix::fs::symlink(root().join("scenarios"), dir.join("scenarios"))
         .expect("a link to scenarios/");
     let path = dir.join("reviews/fuzzed.toml");
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-    );
+    let mut runner = runner(cases, seed);
     let tally = RefCell::new(Tally::default());
     runner
         .run(&case(strings, keys), |case| {
@@ -1863,17 +1864,7 @@ fn malformed_sweep_summaries_are_read_or_refused_by_key_and_merge_never_panics()
             .collect()
     })
     .collect();
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
-    );
+    let mut runner = runner(cases, seed);
     let strategy = (
         any::<Index>(),
         any::<Index>(),
@@ -1893,31 +1884,15 @@ fn malformed_sweep_summaries_are_read_or_refused_by_key_and_merge_never_panics()
             match summary_case(&bytes, shard, shards) {
                 None if read => t.0 += 1,
                 None => t.1 += 1,
-                Some(what) => t.2.push(format!(
-                    "{what}\n  {edits:?}\n  text: {}",
-                    String::from_utf8_lossy(&bytes)
-                        .chars()
-                        .take(3_000)
-                        .collect::<String>()
-                        .escape_debug()
-                )),
+                Some(what) => t.2.push(bad_case(&what, &edits, &bytes, 3_000)),
             }
             Ok(())
         })
         .expect("the cases never fail in the runner");
     let (read, refused, bad) = tally.into_inner();
-    eprintln!(
-        "fuzz: {cases} sweep summaries from seed {seed}: {read} read and merged, {refused} refused, {} bad",
-        bad.len()
-    );
-    assert!(
-        read > 0 && refused > 0,
-        "both kinds: {read} read, {refused} refused"
-    );
-    assert!(
-        bad.is_empty(),
-        "{} of {cases} cases went wrong; the first:\n{}",
-        bad.len(),
-        bad.iter().take(3).cloned().collect::<Vec<_>>().join("\n\n")
+    verdict_of_cases(
+        &format!("{cases} sweep summaries from seed {seed}"),
+        "read and merged",
+        (read, refused, &bad),
     );
 }
