@@ -78,9 +78,8 @@ pub fn time_waiting_ns(history: &History) -> u64 {
 
 /// [`acquire_latencies_ns`] and [`time_waiting_ns`] of `history` from one walk.
 pub fn acquire_waits_ns(history: &History) -> (Vec<u64>, u64) {
-    let waits = waits(history);
-    let waiting = waits.waiting.iter().map(|(from, to)| to - from).sum();
-    (waits.latencies_ns, waiting)
+    let (latencies_ns, waiting_ns, _) = acquire_waits_split_ns(history, None);
+    (latencies_ns, waiting_ns)
 }
 
 /// The figures of a fault window `[from_ns, to_ns)` (a chaos run's faults, between its start
