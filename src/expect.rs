@@ -1,193 +1,41 @@
 //! What a scenario expects of its runs, and whether a verdict meets it.
 
-use std::fmt;
-
-use lockstep_check::{Cron, Leadership, Property, Queue, Validity, Verdict};
+use lockstep_check::metrics::{Matter, Metric, NEVER, Unit};
+use lockstep_check::{Property, Validity, Verdict};
 pub use lockstep_reports::suite::Miss;
 use lockstep_sim::{AppliedFault, Clocks, Dur};
 
 use crate::scenario::Scenario;
 use crate::timeline::wall_fall;
 
-/// A count of the verdict a scenario can bound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Count {
-    /// Overlapping pairs of critical sections.
-    DoubleHolders,
-    /// Stale operations storage accepted.
-    StaleAccepted,
-    /// Stale operations fencing rejected.
-    StaleRejected,
-    /// Lost updates.
-    LostUpdates,
-    /// Token-order inversions.
-    TokenOrder,
-    /// Grants.
-    Grants,
-    /// Leadership terms (grants with an accepted write).
-    Terms,
-    /// Time with two leaders' work accepted together; bounded in ms, measured in ns.
-    TwoLeadersMs,
-    /// The longest leadership change (0 with fewer than two terms); bounded in ms.
-    FailoverMaxMs,
-    /// The longest time from a fault that took a holder away to the next grant to a client
-    /// it did not touch (the liveness failover; 0 when no fault took a holder, unbounded when
-    /// one was never followed by such a grant); bounded in ms.
-    HolderFailoverMaxMs,
-    /// Work items done twice.
-    DuplicateItems,
-    /// Work items skipped.
-    SkippedItems,
-    /// Jobs done at least once (a job queue).
-    JobsDone,
-    /// Jobs done twice.
-    JobsDoneTwice,
-    /// Jobs lost: never done while a later job was.
-    JobsLost,
-    /// Jobs left in the queue at the end.
-    JobsLeft,
-    /// The queue lag's 99th percentile; bounded in ms, measured in ns.
-    QueueLagP99Ms,
-    /// Ticks whose job ran (a scheduled job).
-    TicksRun,
-    /// Further runs of a tick already run.
-    TicksRunTwice,
-    /// Ticks never run while a later one came due.
-    TicksMissed,
-    /// The 99th percentile of the ticks' lateness; bounded in ms, measured in ns.
-    TickLatenessP99Ms,
-    /// The most critical sections of one lock open at once (readers share).
-    MaxConcurrent,
-    /// The longest writer wait of a read-write lock, counting waits never granted; bounded in
-    /// ms, measured in ns.
-    LongestWriterWaitMs,
+/// A bound of `[expect]` on a metric: the metric, and `min..=max` in its bound's unit (ms for
+/// a time).
+pub type MetricBound = (&'static Metric, u64, Option<u64>);
+
+/// The value of `metric` in `verdict` as a bound reads it: 0 when the run did not measure it
+/// (no job queue, no wait).
+fn value(metric: &Metric, verdict: &Verdict) -> u64 {
+    metric.of(verdict).unwrap_or(0)
 }
 
-impl Count {
-    /// The count in `verdict`.
-    pub fn of(self, verdict: &Verdict) -> u64 {
-        match self {
-            Count::DoubleHolders => verdict.double_holders.pairs,
-            Count::StaleAccepted => verdict.stale_accepted.count,
-            Count::StaleRejected => verdict.stale_rejected,
-            Count::LostUpdates => verdict.lost_updates.count,
-            Count::TokenOrder => verdict.token_order.count,
-            Count::Grants => verdict.liveness.grants,
-            Count::Terms => leadership(verdict, |l| l.terms),
-            Count::TwoLeadersMs => leadership(verdict, |l| l.two_leaders_ns),
-            Count::FailoverMaxMs => leadership(verdict, |l| l.failover.map_or(0, |f| f.max_ns)),
-            Count::HolderFailoverMaxMs => {
-                let f = verdict.liveness.failover;
-                if f.recovered < f.count {
-                    NEVER
-                } else {
-                    f.max_ns.unwrap_or(0)
-                }
+/// The measured value as the expectation states it: a time for a time's bound.
+fn shown(metric: &Metric, n: u64) -> String {
+    match metric.unit {
+        Unit::Ns if n == NEVER => match metric.key {
+            "holder_failover_max_ns" => {
+                "no grant to another client after a fault took a holder".into()
             }
-            Count::DuplicateItems => leadership(verdict, |l| l.duplicate_items.count),
-            Count::SkippedItems => leadership(verdict, |l| l.skipped_items.count),
-            Count::JobsDone => queue(verdict, |q| q.done),
-            Count::JobsDoneTwice => queue(verdict, |q| q.done_twice.count),
-            Count::JobsLost => queue(verdict, |q| q.lost.count),
-            Count::JobsLeft => queue(verdict, |q| q.left),
-            Count::QueueLagP99Ms => queue(verdict, |q| q.lag.map_or(0, |l| l.p99_ns)),
-            Count::TicksRun => cron(verdict, |c| c.run),
-            Count::TicksRunTwice => cron(verdict, |c| c.run_twice.count),
-            Count::TicksMissed => cron(verdict, |c| c.missed.count),
-            Count::TickLatenessP99Ms => cron(verdict, |c| c.lateness.map_or(0, |l| l.p99_ns)),
-            Count::MaxConcurrent => u64::from(verdict.double_holders.max_concurrent),
-            Count::LongestWriterWaitMs => verdict
-                .read_write
-                .as_ref()
-                .map_or(0, |rw| rw.longest_writer_wait_ns),
-        }
-    }
-
-    /// The leadership counts: a bound on one makes the checker measure leadership.
-    pub const LEADERSHIP: [Count; 5] = [
-        Count::Terms,
-        Count::TwoLeadersMs,
-        Count::FailoverMaxMs,
-        Count::DuplicateItems,
-        Count::SkippedItems,
-    ];
-
-    /// Nanoseconds per unit of the bound: the `*_ms` keys bound times measured in ns.
-    fn unit_ns(self) -> u64 {
-        match self {
-            Count::TwoLeadersMs
-            | Count::FailoverMaxMs
-            | Count::HolderFailoverMaxMs
-            | Count::QueueLagP99Ms
-            | Count::TickLatenessP99Ms
-            | Count::LongestWriterWaitMs => 1_000_000,
-            _ => 1,
-        }
-    }
-
-    /// The measured value as the expectation states it: a time for the `*_ms` keys.
-    fn shown(self, n: u64) -> String {
-        match self.unit_ns() {
-            1 => n.to_string(),
-            _ if n == NEVER => "no grant to another client after a fault took a holder".into(),
-            _ => Dur::from_nanos(n).to_string(),
-        }
-    }
-
-    /// Whether the value in `verdict` lies outside `min..=max` (in the key's unit).
-    fn outside(self, verdict: &Verdict, min: u64, max: Option<u64>) -> bool {
-        let (n, unit) = (self.of(verdict), self.unit_ns());
-        n < min.saturating_mul(unit) || max.is_some_and(|m| n > m.saturating_mul(unit))
+            _ => "never".into(),
+        },
+        Unit::Ns => Dur::from_nanos(n).to_string(),
+        _ => n.to_string(),
     }
 }
 
-/// The holder failover of a run in which a fault took a holder and no other client was
-/// granted after it: above every bound.
-const NEVER: u64 = u64::MAX;
-
-/// A job queue value of `verdict`, 0 when the history has no jobs.
-fn queue(verdict: &Verdict, value: impl Fn(&Queue) -> u64) -> u64 {
-    verdict.queue.as_ref().map_or(0, value)
-}
-
-/// A scheduled job's value of `verdict`, 0 when the history has no ticks.
-fn cron(verdict: &Verdict, value: impl Fn(&Cron) -> u64) -> u64 {
-    verdict.cron.as_ref().map_or(0, value)
-}
-
-/// A leadership value of `verdict`, 0 when the checker measured none.
-fn leadership(verdict: &Verdict, value: impl Fn(&Leadership) -> u64) -> u64 {
-    verdict.leadership.as_ref().map_or(0, value)
-}
-
-impl fmt::Display for Count {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Count::DoubleHolders => "double_holders",
-            Count::StaleAccepted => "stale_accepted",
-            Count::StaleRejected => "stale_rejected",
-            Count::LostUpdates => "lost_updates",
-            Count::TokenOrder => "token_order",
-            Count::Grants => "grants",
-            Count::Terms => "terms",
-            Count::TwoLeadersMs => "two_leaders_ms",
-            Count::FailoverMaxMs => "failover_max_ms",
-            Count::HolderFailoverMaxMs => "holder_failover_max_ms",
-            Count::DuplicateItems => "duplicate_items",
-            Count::SkippedItems => "skipped_items",
-            Count::JobsDone => "jobs_done",
-            Count::JobsDoneTwice => "jobs_done_twice",
-            Count::JobsLost => "jobs_lost",
-            Count::JobsLeft => "jobs_left",
-            Count::QueueLagP99Ms => "queue_lag_p99_ms",
-            Count::TicksRun => "ticks_run",
-            Count::TicksRunTwice => "ticks_run_twice",
-            Count::TicksMissed => "ticks_missed",
-            Count::TickLatenessP99Ms => "tick_lateness_p99_ms",
-            Count::MaxConcurrent => "max_concurrent",
-            Count::LongestWriterWaitMs => "longest_writer_wait_ms",
-        })
-    }
+/// Whether the value of `metric` in `verdict` lies outside `min..=max` (in the bound's unit).
+fn outside(metric: &Metric, verdict: &Verdict, min: u64, max: Option<u64>) -> bool {
+    let (n, unit) = (value(metric, verdict), metric.bound_scale());
+    n < min.saturating_mul(unit) || max.is_some_and(|m| n > m.saturating_mul(unit))
 }
 
 /// A scenario's `[expect]`: the property judged, its expected verdict, and bounds on counts.
@@ -198,8 +46,8 @@ pub struct Expect {
     /// The verdict the scenario expects (`valid` when the file does not say; `None` for
     /// `verdict = "any"`, when only the bounds matter).
     pub verdict: Option<Validity>,
-    /// Bounds `min..=max` on counts, in the key's unit (ms for the `*_ms` keys).
-    pub bounds: Vec<(Count, u64, Option<u64>)>,
+    /// Bounds `min..=max` on metrics, in the bound key's unit (ms for a time).
+    pub bounds: Vec<MetricBound>,
     /// With a chaos profile: the lock is granted again within this long of the faults
     /// stopping (the start of the quiet tail), the profile's liveness, plus what the faults
     /// of each run add to it ([`RecoveryBound`]).
@@ -292,23 +140,10 @@ impl RecoveryBound {
     }
 }
 
-impl Count {
-    /// True for the counts of safety: all but grants, terms and failovers (two leaders' work,
-    /// items done twice or skipped harm the work as a lost update does).
-    fn is_safety(self) -> bool {
-        !matches!(
-            self,
-            Count::Grants | Count::Terms | Count::FailoverMaxMs | Count::HolderFailoverMaxMs
-        )
-    }
-}
-
 impl Expect {
     /// Whether a bound asks for leadership metrics.
     pub fn bounds_leadership(&self) -> bool {
-        self.bounds
-            .iter()
-            .any(|(count, ..)| Count::LEADERSHIP.contains(count))
+        self.bounds.iter().any(|(m, ..)| m.section == "leadership")
     }
 
     /// What kind of miss a run with `verdict` is (`exhausted` when it ran out of events or
@@ -332,7 +167,7 @@ impl Expect {
         let bound_missed = self
             .bounds
             .iter()
-            .any(|&(count, min, max)| count.is_safety() && count.outside(verdict, min, max));
+            .any(|&(m, min, max)| m.matter == Matter::Safety && outside(m, verdict, min, max));
         Some(if verdict_missed || bound_missed {
             Miss::Safety
         } else {
@@ -351,14 +186,15 @@ impl Expect {
                 self.property
             ));
         }
-        for &(count, min, max) in &self.bounds {
-            if !count.outside(verdict, min, max) {
+        for &(m, min, max) in &self.bounds {
+            if !outside(m, verdict, min, max) {
                 continue;
             }
-            let n = count.shown(count.of(verdict));
+            let n = shown(m, value(m, verdict));
+            let count = m.bound_key();
             match max {
                 Some(max) if min == max => unmet.push(format!("expected {count} = {min}, got {n}")),
-                Some(max) if !count.outside(verdict, 0, Some(max)) => {
+                Some(max) if !outside(m, verdict, 0, Some(max)) => {
                     unmet.push(format!("expected {count} >= {min}, got {n}"))
                 }
                 Some(max) => unmet.push(format!("expected {count} <= {max}, got {n}")),

@@ -34,7 +34,7 @@ pub mod sweepmap;
 pub mod timeline;
 pub mod trace;
 
-pub use expect::{Count, Expect};
+pub use expect::{Expect, MetricBound};
 pub use run::{RunResult, run, run_schedule};
 pub use scenario::{Loaded, MAX_SEEDS, Scenario, ScenarioError, Schedule, Seeds, load, parse};
 pub use suite::{SuiteResult, check_suite};

@@ -76,6 +76,9 @@ enum Command {
     /// from the figures; a page (.html), Markdown or JSON with --out, and text on stdout.
     #[command(after_help = REVIEW_EXIT_CODES)]
     Review(ReviewArgs),
+    /// List the checker's metrics: the figures `[expect]` bounds, sweeps, reports and reviews
+    /// read by key, with their units, which way is better and what a bound on each is.
+    Metrics,
     /// Print a completion script for a shell (`lockstep completions bash >
     /// ~/.local/share/bash-completion/completions/lockstep`).
     Completions {
@@ -319,6 +322,10 @@ fn main() -> ExitCode {
         Command::Map(args) => cmd_map(&args),
         Command::Report(args) => cmd_report(&args),
         Command::Review(args) => cmd_review(&args),
+        Command::Metrics => {
+            print!("{}", lockstep_check::metrics::markdown_table());
+            ExitCode::SUCCESS
+        }
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();

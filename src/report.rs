@@ -16,8 +16,8 @@
 use std::path::{Path, PathBuf};
 
 use lockstep_check::{
-    Validity, Verdict, acquire_latencies_ns, leadership_failovers_ns, nested_waits_ns,
-    queue_lags_ns, read_write_waits_ns, tick_lateness_ns, time_waiting_ns,
+    Validity, acquire_latencies_ns, leadership_failovers_ns, nested_waits_ns, queue_lags_ns,
+    read_write_waits_ns, tick_lateness_ns, time_waiting_ns,
 };
 use lockstep_models::family::Role;
 use lockstep_models::observe::{ACQUIRE_REQUESTS, ACQUISITIONS};
@@ -25,14 +25,14 @@ pub use lockstep_models::system::SystemLabel;
 use lockstep_reports::format::ms;
 use lockstep_reports::sweepmap::Measure;
 use lockstep_reports::{
-    Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, HerdStats, KEPT_FAILING,
-    KeysStats, LeadershipStats, OverlapStats, QueueStats, Rates, ReadWriteStats, RecoveryStats,
-    ReentryStats, Row, Source, Verdicts, Visuals,
+    Comparison, CronStats, FORMAT, FailingSeed, HerdStats, KEPT_FAILING, KeysStats,
+    LeadershipStats, QueueStats, Rates, ReadWriteStats, RecoveryStats, ReentryStats, Row, Source,
+    Verdicts, Visuals,
 };
 
 use crate::run::{RunResult, run};
 use crate::scenario::{Loaded, Scenario, ScenarioError, Schedule, Seeds};
-use crate::stats::{Histogram, rate};
+use crate::stats::{Histogram, Metrics, rate};
 use crate::suite::{FindError, run_report, scenario_files, seeds_of};
 use crate::sweep::{self, SweepSummary};
 
@@ -310,22 +310,10 @@ struct Tally {
     met: u64,
     verdicts: Verdicts,
     failed: u64,
-    double_holders: u64,
-    stale_runs: u64,
-    lost_runs: u64,
-    token_runs: u64,
-    overlap: OverlapStats,
-    overlap_ns: u128,
-    max_overlap_ns: u64,
-    data: DataStats,
-    availability_sum: f64,
-    availability_runs: u64,
+    /// The checker's metrics, by key (`Metrics`: the same tally a sweep keeps).
+    metrics: Metrics,
     latency: Histogram,
-    grants: u64,
     run_ns: u128,
-    failover: FailoverStats,
-    failover_sum_ns: u128,
-    failover_max_ns: Option<u64>,
     recovery_runs: u64,
     recovery_late: u64,
     recovery: Histogram,
@@ -369,32 +357,11 @@ impl Tally {
             Validity::Invalid => self.verdicts.invalid += 1,
             Validity::Unknown => self.verdicts.unknown += 1,
         }
-        self.double_holders += u64::from(v.double_holders.pairs > 0);
-        self.stale_runs += u64::from(v.stale_accepted.count > 0);
-        self.lost_runs += u64::from(v.lost_updates.count > 0);
-        self.token_runs += u64::from(v.token_order.count > 0);
-        self.overlap.pairs += v.double_holders.pairs;
-        self.overlap_ns += u128::from(v.double_holders.overlap_ns);
-        self.max_overlap_ns = self.max_overlap_ns.max(v.double_holders.overlap_ns);
-        self.overlap.max_concurrent = self
-            .overlap
-            .max_concurrent
-            .max(v.double_holders.max_concurrent);
-        self.data.stale_accepted += v.stale_accepted.count;
-        self.data.stale_rejected += v.stale_rejected;
-        self.data.lost_updates += v.lost_updates.count;
-        let end = r.history.end_ns;
-        if end > 0 {
-            let unavailable = v.liveness.unavailable_ns.min(end);
-            self.availability_sum += 1.0 - unavailable as f64 / end as f64;
-            self.availability_runs += 1;
-        }
+        self.metrics.add(v);
         for ns in acquire_latencies_ns(&r.history) {
             self.latency.add(ns);
         }
-        self.grants += v.liveness.grants;
-        self.run_ns += u128::from(end);
-        self.add_failover(v);
+        self.run_ns += u128::from(r.history.end_ns);
         self.add_leadership(r);
         self.add_queue(r);
         self.add_cron(r);
@@ -511,31 +478,10 @@ impl Tally {
         }
     }
 
-    fn add_failover(&mut self, v: &Verdict) {
-        let f = &v.liveness.failover;
-        self.failover.faults += f.count;
-        self.failover.recovered += f.recovered;
-        if let Some(mean) = f.mean_ns {
-            self.failover_sum_ns += u128::from(mean) * u128::from(f.recovered);
-        }
-        if let Some(max) = f.max_ns {
-            self.failover_max_ns = Some(self.failover_max_ns.map_or(max, |m| m.max(max)));
-        }
-    }
-
     fn row(self, loaded: &Loaded) -> Row {
         let s = &loaded.scenario;
         let label = s.system.describe();
         let n = self.seeds;
-        let mut overlap = self.overlap;
-        overlap.total_ms = self.overlap_ns as f64 / 1e6;
-        overlap.max_ms = ms(self.max_overlap_ns);
-        let mut failover = self.failover;
-        if self.failover.recovered > 0 {
-            failover.mean_ms =
-                Some(self.failover_sum_ns as f64 / self.failover.recovered as f64 / 1e6);
-            failover.max_ms = self.failover_max_ns.map(ms);
-        }
         Row {
             scenario: s.name.clone(),
             file: loaded.path.display().to_string(),
@@ -552,19 +498,9 @@ impl Tally {
             rates: Rates {
                 invalid: rate(self.verdicts.invalid, n),
                 failed: rate(self.failed, n),
-                double_holders: rate(self.double_holders, n),
-                stale_accepted: rate(self.stale_runs, n),
-                lost_updates: rate(self.lost_runs, n),
-                token_order: rate(self.token_runs, n),
             },
-            overlap: Some(overlap),
-            data: Some(self.data),
-            availability: (self.availability_runs > 0)
-                .then(|| self.availability_sum / self.availability_runs as f64),
+            metrics: self.metrics.rows(),
             acquire_latency_ms: self.latency.quantiles_ms(),
-            grants_per_s: (self.run_ns > 0)
-                .then(|| self.grants as f64 / (self.run_ns as f64 / 1e9)),
-            failover: Some(failover),
             recovery: (self.recovery_runs > 0).then(|| RecoveryStats {
                 runs: self.recovery_runs,
                 recovered: self.recovery.count(),
@@ -710,17 +646,9 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
         rates: Rates {
             invalid: rate(s.verdict_counts.invalid, n),
             failed: rate(s.failed, n),
-            double_holders: rate(v.double_holders, n),
-            stale_accepted: rate(v.stale_accepted, n),
-            lost_updates: rate(v.lost_updates, n),
-            token_order: rate(v.token_order, n),
         },
-        overlap: None,
-        data: None,
-        availability: None,
+        metrics: s.metrics.rows(),
         acquire_latency_ms: s.acquire_latency_ns.quantiles_ms(),
-        grants_per_s: None,
-        failover: None,
         recovery: (chaos || s.recovery_ns.count() > 0 || v.no_recovery > 0).then(|| {
             RecoveryStats {
                 runs: n,

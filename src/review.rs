@@ -929,10 +929,10 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                 // A run that ended unknown says nothing of the rate: the interval is over the
                 // runs judged.
                 ci95: wilson(invalid, s.runs.saturating_sub(unknown)).unwrap_or((0.0, 1.0)),
-                double_holders: s.violations.double_holders,
-                stale_accepted: s.violations.stale_accepted,
-                lost_updates: s.violations.lost_updates,
-                token_order: s.violations.token_order,
+                double_holders: s.metrics.runs_with("double_holders"),
+                stale_accepted: s.metrics.runs_with("stale_accepted"),
+                lost_updates: s.metrics.runs_with("lost_updates"),
+                token_order: s.metrics.runs_with("token_order"),
                 no_recovery: s.violations.no_recovery,
                 acquire_p99_ms: waits.quantile(990).map(|ns| ns as f64 / 1e6),
                 availability: (run_ns > 0)

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use lockstep_check::metrics::{Better, METRICS, Matter, Metric, metric};
 use lockstep_check::{Property, Validity, acquire_waits_split_ns, leadership_failovers_ns};
 use lockstep_reports::QuantilesMs;
 pub use lockstep_reports::sweep::WallTime;
@@ -25,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::run::{Mismatch, rerun_matches, run};
 use crate::scenario::{Scenario, ScenarioError, parse};
-use crate::stats::{Histogram, rate};
+use crate::stats::{Histogram, Metrics, rate};
 use crate::suite::{SeedFailure, VerdictCounts, seed_failure};
 
 /// How many failing seeds (and nondeterministic seeds) a summary keeps in detail: the first
@@ -38,7 +39,7 @@ pub const KEPT_FAILURES: usize = 10;
 pub const MAX_SHARDS: u64 = 100_000;
 
 /// The `format` of a summary's JSON; `merge` reads only this one.
-pub const FORMAT: &str = "lockstep-sweep/1";
+pub const FORMAT: &str = "lockstep-sweep/2";
 
 /// A scenario file loaded for a sweep, with the hash of its text that keeps the shards of
 /// different files from being merged.
@@ -196,8 +197,10 @@ pub struct SeedOutcome {
     pub exhausted: bool,
     /// Events handled.
     pub events: u64,
-    /// Which violations the run showed.
+    /// Whether the run ran out of events and missed its recovery bound.
     pub violations: Violations,
+    /// The checker's metrics the run measured, with their values, in the checker's order.
+    pub metrics: Vec<(&'static Metric, u64)>,
     /// Grants in the run.
     pub grants: u64,
     /// With a chaos profile, from the quiet tail's start to the next grant, if one came.
@@ -232,55 +235,20 @@ pub struct SeedOutcome {
     pub mismatch: Option<Mismatch>,
 }
 
-/// Which violations a run showed, or in how many runs each occurred.
+/// What a run showed besides the checker's metrics, or in how many runs each occurred.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Violations {
-    /// Two clients inside their critical sections at once.
-    pub double_holders: u64,
-    /// Storage accepted a stale op.
-    pub stale_accepted: u64,
-    /// An update was lost.
-    pub lost_updates: u64,
-    /// A fencing token went backwards.
-    pub token_order: u64,
     /// The run ran out of events (`max_events`): its verdict is at best unknown.
     pub exhausted: u64,
     /// With a chaos profile: no grant within its liveness bound of the quiet tail's start.
     pub no_recovery: u64,
-    /// The run enqueued jobs (a job queue): the two below apply.
-    #[serde(default)]
-    pub queue: u64,
-    /// A job was done twice.
-    #[serde(default)]
-    pub jobs_done_twice: u64,
-    /// A job was lost.
-    #[serde(default)]
-    pub jobs_lost: u64,
-    /// The run's clients ran a scheduled job: the two below apply.
-    #[serde(default)]
-    pub cron: u64,
-    /// A tick's job ran twice.
-    #[serde(default)]
-    pub ticks_run_twice: u64,
-    /// A tick was missed.
-    #[serde(default)]
-    pub ticks_missed: u64,
 }
 
 impl Violations {
     fn add(&mut self, other: &Violations) {
-        self.double_holders += other.double_holders;
-        self.stale_accepted += other.stale_accepted;
-        self.lost_updates += other.lost_updates;
-        self.token_order += other.token_order;
         self.exhausted += other.exhausted;
         self.no_recovery += other.no_recovery;
-        self.queue += other.queue;
-        self.jobs_done_twice += other.jobs_done_twice;
-        self.jobs_lost += other.jobs_lost;
-        self.cron += other.cron;
-        self.ticks_run_twice += other.ticks_run_twice;
-        self.ticks_missed += other.ticks_missed;
     }
 }
 
@@ -345,8 +313,11 @@ pub struct SweepSummary {
     pub failed: u64,
     /// The verdicts of the property.
     pub verdict_counts: VerdictCounts,
-    /// For each kind of violation, the runs that showed it.
+    /// The runs that ran out of events or missed their recovery bound.
     pub violations: Violations,
+    /// The checker's metrics over the runs, by key (docs/checker.md, Metrics): the runs that
+    /// measured each, those above 0, its sum and its largest value.
+    pub metrics: Metrics,
     /// Events handled, summed over the runs.
     pub events: u64,
     /// Every acquire latency of every run, in nanoseconds.
@@ -450,6 +421,7 @@ impl SweepSummary {
             failed: 0,
             verdict_counts: VerdictCounts::default(),
             violations: Violations::default(),
+            metrics: Metrics::default(),
             events: 0,
             acquire_latency_ns: Histogram::new(),
             grants_per_run: Histogram::new(),
@@ -535,39 +507,25 @@ impl SweepSummary {
         };
         let runs = ("runs", self.runs);
         for (key, n) in [
-            ("violations.double_holders", v.double_holders),
-            ("violations.stale_accepted", v.stale_accepted),
-            ("violations.lost_updates", v.lost_updates),
-            ("violations.token_order", v.token_order),
             ("violations.exhausted", v.exhausted),
             ("violations.no_recovery", v.no_recovery),
-            ("violations.queue", v.queue),
-            ("violations.cron", v.cron),
             ("recovery_ns.count", self.recovery_ns.count()),
             ("nondeterministic", self.nondeterministic),
         ] {
             at_most(key, n, runs)?;
         }
-        at_most(
-            "violations.jobs_done_twice",
-            v.jobs_done_twice,
-            ("violations.queue", v.queue),
-        )?;
-        at_most(
-            "violations.jobs_lost",
-            v.jobs_lost,
-            ("violations.queue", v.queue),
-        )?;
-        at_most(
-            "violations.ticks_run_twice",
-            v.ticks_run_twice,
-            ("violations.cron", v.cron),
-        )?;
-        at_most(
-            "violations.ticks_missed",
-            v.ticks_missed,
-            ("violations.cron", v.cron),
-        )?;
+        for (key, t) in &self.metrics.0 {
+            if metric(key).is_none() {
+                return Err(format!("`metrics.{key}`: not a metric of the checker"));
+            }
+            at_most(&format!("metrics.{key}.runs"), t.runs, runs)?;
+            if !t.consistent() {
+                return Err(format!(
+                    "`metrics.{key}`: its counts cannot be one metric's over runs (more runs \
+                     above 0 than runs, more never than above 0, or a sum without a largest value)"
+                ));
+            }
+        }
         if let Some(l) = &self.leadership {
             at_most("leadership.two_leaders_runs", l.two_leaders_runs, runs)?;
         }
@@ -638,6 +596,9 @@ impl SweepSummary {
         }
         self.verdict_counts.add(o.judged);
         self.violations.add(&o.violations);
+        for &(m, value) in &o.metrics {
+            self.metrics.add_value(m, value);
+        }
         self.events = self.events.saturating_add(o.events);
         for &ns in &o.acquire_latencies_ns {
             self.acquire_latency_ns.add(ns);
@@ -706,16 +667,16 @@ impl SweepSummary {
             valid: rate(self.verdict_counts.valid, n),
             invalid: rate(self.verdict_counts.invalid, n),
             unknown: rate(self.verdict_counts.unknown, n),
-            double_holders: rate(v.double_holders, n),
-            stale_accepted: rate(v.stale_accepted, n),
-            lost_updates: rate(v.lost_updates, n),
-            token_order: rate(v.token_order, n),
             exhausted: rate(v.exhausted, n),
             no_recovery: rate(v.no_recovery, n),
-            jobs_done_twice: (v.queue > 0).then(|| rate(v.jobs_done_twice, n)).flatten(),
-            jobs_lost: (v.queue > 0).then(|| rate(v.jobs_lost, n)).flatten(),
-            ticks_run_twice: (v.cron > 0).then(|| rate(v.ticks_run_twice, n)).flatten(),
-            ticks_missed: (v.cron > 0).then(|| rate(v.ticks_missed, n)).flatten(),
+            metrics: METRICS
+                .iter()
+                .filter(|m| m.matter == Matter::Safety && m.better == Better::Lower)
+                .filter_map(|m| {
+                    let t = self.metrics.0.get(m.key)?;
+                    Some((m.key.to_string(), rate(t.nonzero, n)))
+                })
+                .collect(),
         }
     }
 
@@ -934,25 +895,14 @@ impl Work<'_> {
             exhausted,
             events: r.events,
             violations: Violations {
-                double_holders: u64::from(v.double_holders.pairs > 0),
-                stale_accepted: u64::from(v.stale_accepted.count > 0),
-                lost_updates: u64::from(v.lost_updates.count > 0),
-                token_order: u64::from(v.token_order.count > 0),
                 exhausted: u64::from(exhausted),
                 no_recovery: u64::from(
                     r.recovery_bound
                         .as_ref()
                         .is_some_and(|b| b.missed(v.liveness.recovery.and_then(|r| r.after_ns()))),
                 ),
-                queue: u64::from(v.queue.is_some()),
-                jobs_done_twice: u64::from(
-                    v.queue.as_ref().is_some_and(|q| q.done_twice.count > 0),
-                ),
-                jobs_lost: u64::from(v.queue.as_ref().is_some_and(|q| q.lost.count > 0)),
-                cron: u64::from(v.cron.is_some()),
-                ticks_run_twice: u64::from(v.cron.as_ref().is_some_and(|c| c.run_twice.count > 0)),
-                ticks_missed: u64::from(v.cron.as_ref().is_some_and(|c| c.missed.count > 0)),
             },
+            metrics: crate::stats::values(v).collect(),
             grants: v.liveness.grants,
             recovery_ns: v.liveness.recovery.and_then(|r| r.after_ns()),
             acquire_latencies_ns,
@@ -1182,6 +1132,9 @@ impl SweepSummary {
         self.verdict_counts.invalid += other.verdict_counts.invalid;
         self.verdict_counts.unknown += other.verdict_counts.unknown;
         self.violations.add(&other.violations);
+        self.metrics
+            .merge(&other.metrics)
+            .ok_or("metrics: a count would pass 2^64 - 1")?;
         self.events = self.events.saturating_add(other.events);
         self.digest = self.digest.wrapping_add(other.digest);
         self.failures.extend(other.failures.iter().cloned());

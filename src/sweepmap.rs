@@ -437,9 +437,9 @@ pub fn run_grid_observed(
             unknown: s.verdict_counts.unknown,
             rate: invalid as f64 / s.runs.max(1) as f64,
             ci95,
-            double_holders: s.violations.double_holders,
-            stale_accepted: s.violations.stale_accepted,
-            lost_updates: s.violations.lost_updates,
+            double_holders: s.metrics.runs_with("double_holders"),
+            stale_accepted: s.metrics.runs_with("stale_accepted"),
+            lost_updates: s.metrics.runs_with("lost_updates"),
             digest: format!("{:016x}", s.digest),
             figures,
         });

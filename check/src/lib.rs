@@ -17,6 +17,7 @@ mod checker;
 mod explain;
 pub mod history;
 pub mod jsonl;
+pub mod metrics;
 mod text;
 pub mod verdict;
 
@@ -29,4 +30,5 @@ pub use history::{
     Entry, Event, ExitReason, Fault, FaultKind, GrantId, History, NodeId, OpId, OpKind, OpOutcome,
     StorageOp,
 };
+pub use metrics::{METRICS, Metric, metric};
 pub use verdict::*;

@@ -301,6 +301,9 @@ pub struct TokenInversion {
 /// Liveness metrics. They never change a verdict; scenarios may set bounds on them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Liveness {
+    /// The history's end (true time, ns): the length of the run the figures cover.
+    #[serde(default)]
+    pub end_ns: u64,
     /// Number of grants.
     pub grants: u64,
     /// Grants with at least one accepted write whose critical section ended with

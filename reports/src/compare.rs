@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
-use crate::format::{duration_ms, expected, percent, plural, rate};
+use crate::format::{duration_ms, expected, ms, percent, plural, rate};
 
 /// The `format` of the report's JSON.
 pub const FORMAT: &str = "lockstep-report/1";
@@ -77,14 +77,25 @@ pub struct Rates {
     pub invalid: Option<Rate>,
     /// Runs that did not meet the scenario's `[expect]`.
     pub failed: Option<Rate>,
-    /// Runs with two holders at once.
-    pub double_holders: Option<Rate>,
-    /// Runs where storage accepted a stale op.
-    pub stale_accepted: Option<Rate>,
-    /// Runs with a lost update.
-    pub lost_updates: Option<Rate>,
-    /// Runs whose tokens went out of grant order.
-    pub token_order: Option<Rate>,
+}
+
+/// One metric of the checker over a row's runs (docs/checker.md, Metrics): read by its key,
+/// so a metric the checker adds shows here with no change to this crate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricRow {
+    /// The metric's key (`lockstep_check::metric` gives its unit and which way is better).
+    pub key: String,
+    /// Runs that measured it.
+    pub runs: u64,
+    /// The runs whose value was above 0, as a share of `runs`; `None` without runs.
+    pub nonzero: Option<Rate>,
+    /// Runs whose value was "never" (a time after which something was to come and did not).
+    pub never: u64,
+    /// The sum over the other runs, in the metric's unit; `None` for a metric that does not
+    /// add up (a percentile, a maximum).
+    pub total: Option<u64>,
+    /// The largest value of the other runs; `None` when every run measured 0 or never.
+    pub max: Option<u64>,
 }
 
 /// Nearest-rank percentiles and the maximum, in milliseconds.
@@ -96,43 +107,6 @@ pub struct QuantilesMs {
     pub p99: f64,
     /// Largest.
     pub max: f64,
-}
-
-/// Double holders over all the runs of a row.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OverlapStats {
-    /// Overlapping pairs of critical sections, summed over the runs.
-    pub pairs: u64,
-    /// Time with two or more holders, summed over the runs, in ms.
-    pub total_ms: f64,
-    /// The most such time in one run, in ms.
-    pub max_ms: f64,
-    /// The most holders at one instant in any run.
-    pub max_concurrent: u32,
-}
-
-/// Stale operations and lost updates over all the runs of a row.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DataStats {
-    /// Stale operations storage accepted, summed.
-    pub stale_accepted: u64,
-    /// Stale operations fencing rejected, summed.
-    pub stale_rejected: u64,
-    /// Lost updates, summed.
-    pub lost_updates: u64,
-}
-
-/// Failover after faults that took away a holder, over all the runs of a row.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct FailoverStats {
-    /// Faults (crash, pause, partition) that took away a holder, summed.
-    pub faults: u64,
-    /// Of those, how many were followed by a grant to another client.
-    pub recovered: u64,
-    /// Mean time from such a fault to that grant, in ms; `None` when none recovered.
-    pub mean_ms: Option<f64>,
-    /// Longest such time, in ms.
-    pub max_ms: Option<f64>,
 }
 
 /// Leadership metrics over all the runs of a row whose scenario measures them.
@@ -290,21 +264,11 @@ pub struct Row {
     pub verdicts: Verdicts,
     /// Rates over the runs.
     pub rates: Rates,
-    /// Double holders; `None` for a sweep (its summary counts runs, not pairs).
-    pub overlap: Option<OverlapStats>,
-    /// Stale ops and lost updates; `None` for a sweep.
-    pub data: Option<DataStats>,
-    /// Mean over the runs of the share of true time the lock was not unavailable while a
-    /// client waited (`1 - unavailable / run duration`); `None` for a sweep or without runs.
-    pub availability: Option<f64>,
-    /// Acquire latency over every grant of every run; `None` without grants.
+    /// The checker's metrics over the runs, in the checker's order (docs/checker.md,
+    /// Metrics): the same for a scenario's runs and for a sweep summary of them.
+    pub metrics: Vec<MetricRow>,
+    /// Every wait for the lock of every run (want to grant); `None` without one.
     pub acquire_latency_ms: Option<QuantilesMs>,
-    /// Throughput: grants per second of simulated time, every grant of every run over their
-    /// summed durations; `None` for a sweep (its summary keeps no sum of grants).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grants_per_s: Option<f64>,
-    /// Failover; `None` for a sweep.
-    pub failover: Option<FailoverStats>,
     /// Recovery after chaos faults; `None` without a chaos profile.
     pub recovery: Option<RecoveryStats>,
     /// Leadership metrics; `None` when the scenario does not measure them, and for a sweep.
@@ -821,11 +785,13 @@ pub(crate) const COLUMNS: [(&str, &str); 15] = [
     ("lost updates", "Lost updates, summed over the runs."),
     (
         "availability",
-        "Mean share of the run the lock was not unavailable while a client waited.",
+        "1 - unavailable: the share of the runs' fault windows (of the whole runs without chaos), \
+         summed over the runs, in which no client waited without a holder.",
     ),
     (
         "acquire p50/p99",
-        "Acquire latency (request to grant), pooled over every grant of every run.",
+        "Waits for the lock (first request to grant, across give-ups), pooled over every wait \
+         of every run.",
     ),
     (
         "grants/s",
@@ -860,22 +826,62 @@ pub(crate) fn cells(r: &Row) -> Vec<String> {
         ),
         rate(r.rates.invalid),
         holders_text(r),
-        match r.data {
-            Some(d) => format!("{} / {}", d.stale_accepted, d.stale_rejected),
-            None => runs_text(r.rates.stale_accepted, "accepted"),
-        },
-        match r.data {
-            Some(d) => d.lost_updates.to_string(),
-            None => runs_text(r.rates.lost_updates, ""),
-        },
-        r.availability.map_or("-".to_string(), percent),
+        format!(
+            "{} / {}",
+            r.total("stale_accepted"),
+            r.total("stale_rejected")
+        ),
+        r.total("lost_updates").to_string(),
+        r.availability().map_or("-".to_string(), percent),
         r.acquire_latency_ms.map_or("-".to_string(), |q| {
             format!("{} / {}", duration_ms(q.p50), duration_ms(q.p99))
         }),
-        r.grants_per_s.map_or("-".to_string(), per_second),
-        failover_text(r.failover),
+        r.grants_per_s().map_or("-".to_string(), per_second),
+        failover_text(r),
         recovery_text(r.recovery),
     ]
+}
+
+impl Row {
+    /// The row's figures of metric `key`, if some run measured it.
+    pub fn metric(&self, key: &str) -> Option<&MetricRow> {
+        self.metrics.iter().find(|m| m.key == key)
+    }
+
+    /// The sum of metric `key` over the runs; 0 when no run measured it.
+    pub fn total(&self, key: &str) -> u64 {
+        self.metric(key).and_then(|m| m.total).unwrap_or(0)
+    }
+
+    /// The runs whose metric `key` was above 0.
+    pub fn runs_with(&self, key: &str) -> u64 {
+        self.metric(key)
+            .and_then(|m| m.nonzero)
+            .map_or(0, |r| r.seeds)
+    }
+
+    /// The largest value of metric `key` in one run; 0 when none was above 0.
+    pub fn max(&self, key: &str) -> u64 {
+        self.metric(key).and_then(|m| m.max).unwrap_or(0)
+    }
+
+    /// 1 - the unavailable share of the runs' time: of their fault windows when they had them
+    /// (`fault_unavailable_ns` over `fault_window_ns`), else of the whole runs; `None` without
+    /// time.
+    pub fn availability(&self) -> Option<f64> {
+        let (unavailable, of) = match self.metric("fault_window_ns") {
+            Some(_) => ("fault_unavailable_ns", "fault_window_ns"),
+            None => ("unavailable_ns", "run_ns"),
+        };
+        let len = self.total(of);
+        (len > 0).then(|| 1.0 - self.total(unavailable).min(len) as f64 / len as f64)
+    }
+
+    /// Grants per second of simulated time, over every run; `None` without time.
+    pub fn grants_per_s(&self) -> Option<f64> {
+        let run_ns = self.total("run_ns");
+        (run_ns > 0).then(|| self.total("grants") as f64 / (run_ns as f64 / 1e9))
+    }
 }
 
 /// A rate per second, with three significant digits.
@@ -897,45 +903,33 @@ fn or_dash(s: &str) -> String {
     }
 }
 
-/// For a sweep row, which counts runs rather than events: `3 runs`.
-fn runs_text(rate: Option<Rate>, what: &str) -> String {
-    match rate {
-        Some(r) if what.is_empty() => format!("{} runs", r.seeds),
-        Some(r) => format!("{} runs {what}", r.seeds),
-        None => "-".to_string(),
-    }
-}
-
 fn holders_text(r: &Row) -> String {
-    let runs = r.rates.double_holders.map_or(0, |x| x.seeds);
-    match r.overlap {
-        Some(o) if o.pairs > 0 => format!(
-            "{runs} runs: {} pairs, {} total, {} max, {} at once",
-            o.pairs,
-            duration_ms(o.total_ms),
-            duration_ms(o.max_ms),
-            o.max_concurrent
-        ),
-        Some(_) => "0".to_string(),
-        None => format!("{runs} runs"),
+    let (runs, pairs) = (r.runs_with("double_holders"), r.total("double_holders"));
+    if pairs == 0 {
+        return "0".to_string();
     }
+    format!(
+        "{runs} runs: {pairs} pairs, {} total, {} max, {} at once",
+        duration_ms(ms(r.total("overlap_ns"))),
+        duration_ms(ms(r.max("overlap_ns"))),
+        r.max("max_concurrent")
+    )
 }
 
-fn failover_text(f: Option<FailoverStats>) -> String {
-    match f {
-        None => "-".to_string(),
-        Some(f) if f.faults == 0 => "-".to_string(),
-        Some(f) => match (f.mean_ms, f.max_ms) {
-            (Some(mean), Some(max)) => format!(
-                "{}/{} recovered, mean {}, max {}",
-                f.recovered,
-                f.faults,
-                duration_ms(mean),
-                duration_ms(max)
-            ),
-            _ => format!("0/{} recovered", f.faults),
-        },
+fn failover_text(r: &Row) -> String {
+    let (faults, recovered) = (r.total("holder_faults"), r.total("holder_faults_recovered"));
+    if faults == 0 {
+        return "-".to_string();
     }
+    if recovered == 0 {
+        return format!("0/{faults} recovered");
+    }
+    let mean = r.total("holder_failover_sum_ns") as f64 / recovered as f64 / 1e6;
+    format!(
+        "{recovered}/{faults} recovered, mean {}, max {}",
+        duration_ms(mean),
+        duration_ms(ms(r.max("holder_failover_max_ns")))
+    )
 }
 
 fn recovery_text(r: Option<RecoveryStats>) -> String {

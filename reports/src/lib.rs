@@ -26,9 +26,9 @@ mod table;
 pub mod timeline;
 
 pub use compare::{
-    Comparison, CronStats, DataStats, FORMAT, FailingSeed, FailoverStats, FaultEntry, HerdStats,
-    KEPT_FAILING, KEPT_FAULTS, KeysStats, LeadershipStats, OverlapStats, QuantilesMs, QueueStats,
-    Rate, Rates, ReadWriteStats, RecoveryStats, ReentryStats, Row, Source, Verdicts, Visuals,
+    Comparison, CronStats, FORMAT, FailingSeed, FaultEntry, HerdStats, KEPT_FAILING, KEPT_FAULTS,
+    KeysStats, LeadershipStats, MetricRow, QuantilesMs, QueueStats, Rate, Rates, ReadWriteStats,
+    RecoveryStats, ReentryStats, Row, Source, Verdicts, Visuals,
 };
 pub use markdown::KEPT_EXPLANATIONS;
 pub use run_report::{

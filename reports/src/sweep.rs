@@ -7,6 +7,7 @@
 //! its JSON) stays there, and every figure shown here is computed there: this module formats
 //! and never judges.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -79,7 +80,7 @@ pub struct ShardsView<'a> {
 
 /// The rates of a sweep's runs with their 95% Wilson intervals; each is `None` without runs.
 /// Also the `rates` of a sweep summary's JSON.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepRates {
     /// Runs that did not meet `[expect]`.
     pub failed: Option<Rate>,
@@ -89,30 +90,14 @@ pub struct SweepRates {
     pub invalid: Option<Rate>,
     /// Runs judged unknown.
     pub unknown: Option<Rate>,
-    /// Runs with two holders at once.
-    pub double_holders: Option<Rate>,
-    /// Runs where storage accepted a stale op.
-    pub stale_accepted: Option<Rate>,
-    /// Runs with a lost update.
-    pub lost_updates: Option<Rate>,
-    /// Runs whose tokens went out of grant order.
-    pub token_order: Option<Rate>,
     /// Runs that ran out of events.
     pub exhausted: Option<Rate>,
     /// With a chaos profile: runs not granted within the liveness bound of the quiet tail.
     pub no_recovery: Option<Rate>,
-    /// A job queue's runs with a job done twice; `None` when no run enqueued jobs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jobs_done_twice: Option<Rate>,
-    /// A job queue's runs with a job lost; `None` when no run enqueued jobs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jobs_lost: Option<Rate>,
-    /// A scheduled job's runs with a tick run twice; `None` when no run had ticks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ticks_run_twice: Option<Rate>,
-    /// A scheduled job's runs with a tick missed; `None` when no run had ticks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ticks_missed: Option<Rate>,
+    /// For each safety metric of the checker some run measured (docs/checker.md, Metrics):
+    /// the runs whose value was above 0 (`double_holders`, `jobs_lost`, ...).
+    #[serde(flatten)]
+    pub metrics: BTreeMap<String, Option<Rate>>,
 }
 
 /// A sweep's values of one kind: nearest-rank percentiles, the maximum, and how many.
@@ -205,22 +190,23 @@ impl SweepView<'_> {
             ("valid", r.valid),
             ("invalid", r.invalid),
             ("unknown", r.unknown),
-            ("double holders", r.double_holders),
-            ("stale accepted", r.stale_accepted),
-            ("lost updates", r.lost_updates),
-            ("token order", r.token_order),
+        ];
+        let metrics = lockstep_check::METRICS.iter().filter_map(|m| {
+            let rate = r.metrics.get(m.key)?;
+            Some((m.key.replace('_', " "), *rate))
+        });
+        let tail = [
             ("out of events", r.exhausted),
             ("no recovery", r.no_recovery),
         ];
-        let queue = [
-            ("jobs done twice", r.jobs_done_twice),
-            ("jobs lost", r.jobs_lost),
-            ("ticks run twice", r.ticks_run_twice),
-            ("ticks missed", r.ticks_missed),
-        ];
         let rows = rows
             .into_iter()
-            .chain(queue.into_iter().filter(|(_, rate)| rate.is_some()));
+            .map(|(name, rate)| (name.to_string(), rate))
+            .chain(metrics)
+            .chain(
+                tail.into_iter()
+                    .map(|(name, rate)| (name.to_string(), rate)),
+            );
         for (name, rate) in rows {
             // Without runs there is no rate, and every count is 0.
             let k = rate.map_or(0, |r| r.seeds);

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use lockstep_check::metrics::{METRICS, Metric, metric_bounded_as};
 use lockstep_models::keys::DistSpec;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -497,36 +498,83 @@ pub(crate) struct ClockStrobeSection {
     pub(crate) for_ms: f64,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `[expect]`: the property and verdict, whether the lock recovers, and bounds on metrics by
+/// their bound keys (`double_holders = 0`, `two_leaders_ms = { max = 0 }`): any metric of the
+/// checker's list (`lockstep_check::METRICS`), so adding a metric adds its key here.
+#[derive(Debug, Default)]
 pub(crate) struct ExpectSection {
-    #[serde(default)]
     pub(crate) property: PropertyName,
     pub(crate) verdict: Option<VerdictName>,
-    pub(crate) double_holders: Option<Bound>,
-    pub(crate) stale_accepted: Option<Bound>,
-    pub(crate) stale_rejected: Option<Bound>,
-    pub(crate) lost_updates: Option<Bound>,
-    pub(crate) token_order: Option<Bound>,
-    pub(crate) grants: Option<Bound>,
-    pub(crate) terms: Option<Bound>,
-    pub(crate) two_leaders_ms: Option<Bound>,
-    pub(crate) failover_max_ms: Option<Bound>,
-    pub(crate) holder_failover_max_ms: Option<Bound>,
-    pub(crate) duplicate_items: Option<Bound>,
-    pub(crate) skipped_items: Option<Bound>,
-    pub(crate) jobs_done: Option<Bound>,
-    pub(crate) jobs_done_twice: Option<Bound>,
-    pub(crate) jobs_lost: Option<Bound>,
-    pub(crate) jobs_left: Option<Bound>,
-    pub(crate) queue_lag_p99_ms: Option<Bound>,
-    pub(crate) ticks_run: Option<Bound>,
-    pub(crate) ticks_run_twice: Option<Bound>,
-    pub(crate) ticks_missed: Option<Bound>,
-    pub(crate) tick_lateness_p99_ms: Option<Bound>,
-    pub(crate) max_concurrent: Option<Bound>,
-    pub(crate) longest_writer_wait_ms: Option<Bound>,
     pub(crate) recovers: Option<bool>,
+    /// The bounds, in the file's order.
+    pub(crate) bounds: Vec<(&'static Metric, Bound)>,
+}
+
+/// The keys of `[expect]` besides the metrics' bound keys.
+const EXPECT_KEYS: [&str; 3] = ["property", "verdict", "recovers"];
+
+impl<'de> Deserialize<'de> for ExpectSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ExpectSection, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ExpectSection;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExpectSection, A::Error> {
+                let mut e = ExpectSection::default();
+                let mut seen = std::collections::BTreeSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(de::Error::custom(format!("duplicate key `{key}`")));
+                    }
+                    match key.as_str() {
+                        "property" => e.property = map.next_value()?,
+                        "verdict" => e.verdict = Some(map.next_value()?),
+                        "recovers" => e.recovers = Some(map.next_value()?),
+                        _ => match metric_bounded_as(&key) {
+                            Some(metric) => e.bounds.push((metric, map.next_value()?)),
+                            // Refused as its value is read, so the error names
+                            // `expect.KEY` and its line.
+                            None => map.next_value_seed(Refuse(unknown_expect_key(&key)))?,
+                        },
+                    }
+                }
+                Ok(e)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Reading a value fails with its message: an error at the value's key path and line.
+struct Refuse(String);
+
+impl<'de> de::DeserializeSeed<'de> for Refuse {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, _: D) -> Result<(), D::Error> {
+        Err(de::Error::custom(self.0))
+    }
+}
+
+/// The error for a key of `[expect]` that is neither one of [`EXPECT_KEYS`] nor a metric's
+/// bound key: the nearest key when it looks like a typo, and where the metrics are listed.
+fn unknown_expect_key(key: &str) -> String {
+    let bound_keys: Vec<String> = METRICS.iter().map(|m| m.bound_key()).collect();
+    let known: Vec<&str> = EXPECT_KEYS
+        .iter()
+        .copied()
+        .chain(bound_keys.iter().map(String::as_str))
+        .collect();
+    let hint = match crate::scenario::resolve::closest(key, &known) {
+        Some(k) => format!(" (did you mean `{k}`?)"),
+        None => String::new(),
+    };
+    format!(
+        "unknown field `{key}`{hint}, expected {} or a bound on a metric of the checker \
+         (docs/checker.md, Metrics: `lockstep metrics` lists them)",
+        EXPECT_KEYS.map(|k| format!("`{k}`")).join(", ")
+    )
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]

@@ -397,7 +397,9 @@ fn a_sweep_summary_is_a_row_and_its_failing_seeds_are_replayed() {
     assert_eq!((sweep.seeds, sweep.verdicts), (run.seeds, run.verdicts));
     assert_eq!(sweep.rates.invalid, run.rates.invalid);
     assert_eq!(sweep.acquire_latency_ms, run.acquire_latency_ms);
-    assert!(sweep.overlap.is_none() && run.overlap.is_some());
+    // Every metric of the checker, read by key, is the same from the summary and the runs.
+    assert!(!run.metrics.is_empty());
+    assert_eq!(sweep.metrics, run.metrics);
     // The sweep's first failing seeds, run again, are the scenario's.
     let of = |row| -> Vec<(u64, String)> {
         c.failing
@@ -644,7 +646,7 @@ fn throughput_is_grants_over_simulated_time_summed_over_the_runs() {
     let json = report_to(&dir.join("r.json"), &[K1, "--seeds", "3"]);
     let c = Comparison::from_json(&json).expect("parses");
     let got = c.rows[0]
-        .grants_per_s
+        .grants_per_s()
         .expect("a scenario row has a throughput");
     let (mut grants, mut ms) = (0u64, 0f64);
     for seed in 1..=3 {
@@ -697,6 +699,66 @@ fn the_sample_review_is_current() {
             &format!("review.{ext}"),
             &now,
             "the review of reviews/designs.toml",
+        );
+    }
+}
+
+/// Every metric of the checker is one figure however its runs are gathered: a sweep summary
+/// and a report of the same runs agree on each, for every shipped scenario (`scenarios/`, one
+/// seed each: the runs are the same, so more seeds would only add the same sums).
+#[test]
+fn sweep_and_report_agree_on_every_metric_over_the_scenarios() {
+    let files = scenario_files("scenarios");
+    assert!(files.len() > 150, "{} files", files.len());
+    let mut inputs = Vec::new();
+    for path in &files {
+        let target = lockstep::sweep::load(path, None).expect("a catalogue scenario loads");
+        let seed = target.scenario.seed;
+        let config = lockstep::sweep::SweepConfig {
+            from: seed,
+            count: 1,
+            shard: None,
+            jobs: 1,
+            check_determinism: false,
+        };
+        let summary = lockstep::sweep::sweep(&target, &config, |_| {});
+        inputs.push(report::Input::Scenario(
+            lockstep::scenario::load(path).expect("loads"),
+        ));
+        inputs.push(report::Input::Sweep(report::SweepInput {
+            path: path.with_extension("json"),
+            summary,
+            scenario: Some(target.scenario),
+            replayable: false,
+        }));
+    }
+    let options = ReportOptions {
+        seeds: Some(1),
+        jobs: 2,
+    };
+    let built = report::build(&inputs, options, |_| {});
+    let mut compared = BTreeSet::new();
+    for pair in built.comparison.rows.chunks(2) {
+        let (run, sweep) = (&pair[0], &pair[1]);
+        assert_eq!(run.scenario, sweep.scenario);
+        assert!(!run.metrics.is_empty(), "{}: no metric", run.scenario);
+        assert_eq!(run.metrics, sweep.metrics, "{}", run.scenario);
+        compared.extend(run.metrics.iter().map(|m| m.key.clone()));
+    }
+    // The scenarios measure every section: queues, schedules, readers, re-entry, leaders,
+    // fault windows.
+    let sections = [
+        "jobs_lost",
+        "ticks_missed",
+        "reader_grants",
+        "nested",
+        "terms",
+        "fault_unavailable_ns",
+    ];
+    for key in sections {
+        assert!(
+            compared.contains(key),
+            "no catalogue scenario measured {key}"
         );
     }
 }

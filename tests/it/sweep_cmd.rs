@@ -80,7 +80,7 @@ fn a_sweep_counts_the_failing_seeds_and_names_the_first_with_reproduce_commands(
     assert_eq!((summary.runs, summary.passed, summary.failed), (24, 21, 3));
     assert_eq!(summary.verdict_counts.valid, 3);
     assert_eq!(summary.verdict_counts.invalid, 21);
-    assert_eq!(summary.violations.double_holders, 21);
+    assert_eq!(summary.metrics.runs_with("double_holders"), 21);
     assert_eq!(summary.grants_per_run.count(), 24);
     let latencies: usize = seen.iter().map(|s| s.6.len()).sum();
     assert_eq!(summary.acquire_latency_ns.count(), latencies as u64);
@@ -481,11 +481,25 @@ fn every_count_of_a_summary_is_bounded_by_what_it_holds_with_its_key_named() {
             "`violations.exhausted`: 3 is more than `runs` (2)",
         ),
         (
-            "/violations/ticks_missed",
-            1.into(),
-            "`violations.ticks_missed`",
+            "/metrics/grants/runs",
+            3.into(),
+            "`metrics.grants.runs`: 3 is more than `runs` (2)",
         ),
-        ("/violations/jobs_lost", 1.into(), "`violations.jobs_lost`"),
+        (
+            "/metrics/token_order/nonzero",
+            1.into(),
+            "`metrics.token_order`: its counts cannot be one metric's",
+        ),
+        (
+            "/metrics/grants/total",
+            0.into(),
+            "`metrics.grants`: its counts cannot be one metric's",
+        ),
+        (
+            "/metrics/grant",
+            serde_json::json!({"runs": 1, "nonzero": 0, "never": 0, "total": 0, "max": 0}),
+            "`metrics.grant`: not a metric of the checker",
+        ),
         ("/nondeterministic", 1.into(), "`nondeterministic`"),
         (
             "/failures",
@@ -506,7 +520,18 @@ fn every_count_of_a_summary_is_bounded_by_what_it_holds_with_its_key_named() {
     ];
     for (pointer, value, message) in cases {
         let mut edited = half.clone();
-        *edited.pointer_mut(pointer).expect(pointer) = value;
+        match edited.pointer_mut(pointer) {
+            Some(old) => *old = value,
+            // A key the summary does not have: added to its table.
+            None => {
+                let (table, key) = pointer.rsplit_once('/').expect(pointer);
+                let table = edited.pointer_mut(table).expect(pointer);
+                table
+                    .as_object_mut()
+                    .expect(pointer)
+                    .insert(key.into(), value);
+            }
+        }
         let error = SweepSummary::from_json(&edited.to_string()).expect_err(pointer);
         assert!(error.contains(message), "{pointer}: {error}");
     }

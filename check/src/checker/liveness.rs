@@ -34,6 +34,7 @@ pub(super) fn measure(
         fault_window(&waits, grants, replay, from_ns, to_ns, unavailable_in_ns)
     });
     Liveness {
+        end_ns: history.end_ns,
         grants: grant_count,
         cs_completed,
         accepted_writes: replay.accepted_writes,

@@ -1,12 +1,13 @@
 //! `[expect]`: what a run is expected to show, and what the checker must measure for it.
 
+use lockstep_check::metrics::{Metric, Unit};
 use lockstep_check::{Options, Property, Validity};
 use lockstep_models::family::Tokens;
 use lockstep_models::keys::{MAX_MS, out_of_range};
 use lockstep_models::system::System;
 
 use super::Resolver;
-use crate::expect::{Count, Expect};
+use crate::expect::Expect;
 use crate::scenario::schema::{Bound, ExpectSection, PropertyName, VerdictName};
 
 pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
@@ -20,34 +21,11 @@ pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
         Some(VerdictName::Unknown) => Some(Validity::Unknown),
         Some(VerdictName::Any) => None,
     };
-    let bounds = [
-        (Count::DoubleHolders, e.double_holders),
-        (Count::StaleAccepted, e.stale_accepted),
-        (Count::StaleRejected, e.stale_rejected),
-        (Count::LostUpdates, e.lost_updates),
-        (Count::TokenOrder, e.token_order),
-        (Count::Grants, e.grants),
-        (Count::Terms, e.terms),
-        (Count::TwoLeadersMs, e.two_leaders_ms),
-        (Count::FailoverMaxMs, e.failover_max_ms),
-        (Count::HolderFailoverMaxMs, e.holder_failover_max_ms),
-        (Count::DuplicateItems, e.duplicate_items),
-        (Count::SkippedItems, e.skipped_items),
-        (Count::JobsDone, e.jobs_done),
-        (Count::JobsDoneTwice, e.jobs_done_twice),
-        (Count::JobsLost, e.jobs_lost),
-        (Count::JobsLeft, e.jobs_left),
-        (Count::QueueLagP99Ms, e.queue_lag_p99_ms),
-        (Count::TicksRun, e.ticks_run),
-        (Count::TicksRunTwice, e.ticks_run_twice),
-        (Count::TicksMissed, e.ticks_missed),
-        (Count::TickLatenessP99Ms, e.tick_lateness_p99_ms),
-        (Count::MaxConcurrent, e.max_concurrent),
-        (Count::LongestWriterWaitMs, e.longest_writer_wait_ms),
-    ]
-    .into_iter()
-    .filter_map(|(c, b)| b.and_then(|b| bound(r, c, b)).map(|b| (c, b.min, b.max)))
-    .collect();
+    let bounds = e
+        .bounds
+        .iter()
+        .filter_map(|&(m, b)| bound(r, m, b).map(|b| (m, b.min, b.max)))
+        .collect();
     Expect {
         property,
         verdict,
@@ -57,8 +35,8 @@ pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
 }
 
 /// A bound that some value can meet: `min` at most `max`, and a time within the run's range.
-fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
-    let path = format!("expect.{count}");
+fn bound(r: &mut Resolver, metric: &Metric, b: Bound) -> Option<Bound> {
+    let path = format!("expect.{}", metric.bound_key());
     if let Some(max) = b.max.filter(|&max| max < b.min) {
         r.problems.push(
             path,
@@ -66,15 +44,7 @@ fn bound(r: &mut Resolver, count: Count, b: Bound) -> Option<Bound> {
         );
         return None;
     }
-    let is_ms = matches!(
-        count,
-        Count::TwoLeadersMs
-            | Count::FailoverMaxMs
-            | Count::HolderFailoverMaxMs
-            | Count::QueueLagP99Ms
-            | Count::TickLatenessP99Ms
-            | Count::LongestWriterWaitMs
-    );
+    let is_ms = metric.unit == Unit::Ns;
     let largest = b.max.unwrap_or(b.min);
     if is_ms && largest as f64 > MAX_MS {
         let message = format!("{} ms", out_of_range(largest, 0, MAX_MS));

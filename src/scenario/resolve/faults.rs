@@ -203,7 +203,7 @@ fn reaches(r: &mut Resolver, path: &str, node: NodeId, name: &str, mark: &str) {
 
 /// The mark of `marks` nearest `mark` by edit distance (an adjacent swap counts as one edit),
 /// when it is close enough to be a typo: at most two edits, and fewer than half its length.
-fn closest<'a>(mark: &str, marks: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(mark: &str, marks: &[&'a str]) -> Option<&'a str> {
     marks
         .iter()
         .map(|&m| (distance(mark, m), m))

@@ -10,6 +10,8 @@ mod sequence;
 mod sweep;
 mod system;
 
+pub(crate) use faults::closest;
+
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
