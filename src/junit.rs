@@ -36,6 +36,7 @@ pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
             attr(&s.file),
             times.scenario(i).as_secs_f64()
         );
+        properties(&mut x, s);
         if !s.ok {
             let _ = write!(
                 x,
@@ -66,6 +67,33 @@ pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
+}
+
+/// A test case's `<properties>`: each metric of the checker its runs measured, in the
+/// checker's order, by key (`<property name="double_holders" value="runs=20 nonzero=3
+/// never=0 total=51 max=27"/>`: docs/checker.md, Metrics).
+fn properties(x: &mut String, s: &lockstep_reports::suite::ScenarioResult) {
+    let measured: Vec<_> = lockstep_check::METRICS
+        .iter()
+        .filter_map(|m| s.metrics.0.get(m.key).map(|t| (m.key, t)))
+        .collect();
+    if measured.is_empty() {
+        return;
+    }
+    x.push_str("\n      <properties>");
+    for (key, t) in measured {
+        let _ = write!(
+            x,
+            "\n        <property name=\"{}\" value=\"runs={} nonzero={} never={} total={} max={}\"/>",
+            attr(key),
+            t.runs,
+            t.nonzero,
+            t.never,
+            t.total,
+            t.max
+        );
+    }
+    x.push_str("\n      </properties>");
 }
 
 /// The `type` of a scenario's `<failure>`: the gravest kind of miss among its failing seeds

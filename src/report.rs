@@ -32,9 +32,10 @@ use lockstep_reports::{
 
 use crate::run::{RunResult, run};
 use crate::scenario::{Loaded, Scenario, ScenarioError, Schedule, Seeds};
-use crate::stats::{Histogram, Metrics, rate};
+use crate::stats::{Histogram, metric_rows, rate};
 use crate::suite::{FindError, run_report, scenario_files, seeds_of};
 use crate::sweep::{self, SweepSummary};
+use lockstep_check::metrics::Metrics;
 
 /// One input of a report.
 #[derive(Clone, Debug)]
@@ -499,7 +500,7 @@ impl Tally {
                 invalid: rate(self.verdicts.invalid, n),
                 failed: rate(self.failed, n),
             },
-            metrics: self.metrics.rows(),
+            metrics: metric_rows(&self.metrics),
             acquire_latency_ms: self.latency.quantiles_ms(),
             recovery: (self.recovery_runs > 0).then(|| RecoveryStats {
                 runs: self.recovery_runs,
@@ -647,7 +648,7 @@ pub fn sweep_row(input: &SweepInput, index: usize) -> (Row, Vec<(FailingSeed, Fa
             invalid: rate(s.verdict_counts.invalid, n),
             failed: rate(s.failed, n),
         },
-        metrics: s.metrics.rows(),
+        metrics: metric_rows(&s.metrics),
         acquire_latency_ms: s.acquire_latency_ns.quantiles_ms(),
         recovery: (chaos || s.recovery_ns.count() > 0 || v.no_recovery > 0).then(|| {
             RecoveryStats {

@@ -7,10 +7,7 @@
 //! gives the same buckets bit for bit. Floating point appears only in what is derived for
 //! people to read (rates and their intervals), always from those integers.
 
-use std::collections::BTreeMap;
-
-use lockstep_check::Verdict;
-use lockstep_check::metrics::{METRICS, Metric, NEVER, metric};
+use lockstep_check::metrics::{METRICS, MetricTally, Metrics, metric};
 use lockstep_reports::format::ms;
 use lockstep_reports::{MetricRow, QuantilesMs, Rate};
 use serde::{Deserialize, Serialize};
@@ -264,125 +261,25 @@ pub fn rate(k: u64, n: u64) -> Option<Rate> {
     })
 }
 
-/// One metric of the checker ([`lockstep_check::METRICS`]) over many runs: exact counts,
-/// merged by adding, so a sweep's shards and a report's runs give the same figures.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetricTally {
-    /// Runs that measured it.
-    pub runs: u64,
-    /// Of those, the runs whose value was above 0 (a "never" counts).
-    pub nonzero: u64,
-    /// Of those, the runs whose value was "never" (a time after which something was to come
-    /// and did not: [`NEVER`]).
-    pub never: u64,
-    /// The sum of the other runs' values, at most 2^64 - 1.
-    pub total: u64,
-    /// The largest of the other runs' values.
-    pub max: u64,
-}
-
-impl MetricTally {
-    /// Counts one run's value.
-    pub fn add(&mut self, value: u64) {
-        self.runs += 1;
-        self.nonzero += u64::from(value > 0);
-        if value == NEVER {
-            self.never += 1;
-        } else {
-            self.total = self.total.saturating_add(value);
-            self.max = self.max.max(value);
-        }
-    }
-
-    /// Adds `other`'s runs; `None`, and nothing changed, when a count would pass 2^64 - 1.
-    #[must_use]
-    pub fn merge(&mut self, other: &MetricTally) -> Option<()> {
-        let merged = MetricTally {
-            runs: self.runs.checked_add(other.runs)?,
-            nonzero: self.nonzero.checked_add(other.nonzero)?,
-            never: self.never.checked_add(other.never)?,
-            total: self.total.saturating_add(other.total),
-            max: self.max.max(other.max),
-        };
-        *self = merged;
-        Some(())
-    }
-
-    /// Whether its counts can be one metric's over runs: no more runs above 0 than runs, no
-    /// more "never" than those, a largest value above 0 exactly when some run other than a
-    /// "never" was above 0, and a sum of 0 exactly when that largest value is.
-    pub fn consistent(&self) -> bool {
-        self.nonzero <= self.runs
-            && self.never <= self.nonzero
-            && (self.nonzero > self.never) == (self.max > 0)
-            && (self.total == 0) == (self.max == 0)
-    }
-
-    /// The row of a report: `key`'s figures, with the rate of runs above 0.
-    pub fn row(&self, key: &str) -> MetricRow {
-        let additive = metric(key).is_some_and(|m| m.additive);
-        MetricRow {
-            key: key.to_string(),
-            runs: self.runs,
-            nonzero: rate(self.nonzero, self.runs),
-            never: self.never,
-            total: additive.then_some(self.total),
-            max: (self.nonzero > self.never).then_some(self.max),
-        }
+/// The row of a report: `key`'s figures over runs, with the rate of the runs above 0.
+pub fn metric_row(key: &str, t: &MetricTally) -> MetricRow {
+    let additive = metric(key).is_some_and(|m| m.additive);
+    MetricRow {
+        key: key.to_string(),
+        runs: t.runs,
+        nonzero: rate(t.nonzero, t.runs),
+        never: t.never,
+        total: additive.then_some(t.total),
+        max: (t.nonzero > t.never).then_some(t.max),
     }
 }
 
-/// The checker's metrics over many runs, by key: every metric some run measured.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Metrics(pub BTreeMap<String, MetricTally>);
-
-impl Metrics {
-    /// Counts the metrics of one run's verdict.
-    pub fn add(&mut self, verdict: &Verdict) {
-        for (m, value) in values(verdict) {
-            self.add_value(m, value);
-        }
-    }
-
-    /// Counts one run's `value` of `metric`.
-    pub fn add_value(&mut self, metric: &Metric, value: u64) {
-        self.0.entry(metric.key.to_string()).or_default().add(value);
-    }
-
-    /// Adds `other`'s runs; `None` when a count would pass 2^64 - 1 (then `self` may be
-    /// partly merged: the caller drops it).
-    #[must_use]
-    pub fn merge(&mut self, other: &Metrics) -> Option<()> {
-        for (key, tally) in &other.0 {
-            self.0.entry(key.clone()).or_default().merge(tally)?;
-        }
-        Some(())
-    }
-
-    /// The tally of `key`; an empty one when no run measured it.
-    pub fn get(&self, key: &str) -> MetricTally {
-        self.0.get(key).copied().unwrap_or_default()
-    }
-
-    /// Runs whose value of `key` was above 0.
-    pub fn runs_with(&self, key: &str) -> u64 {
-        self.get(key).nonzero
-    }
-
-    /// A report's rows, in the checker's order of metrics.
-    pub fn rows(&self) -> Vec<MetricRow> {
-        METRICS
-            .iter()
-            .filter_map(|m| self.0.get(m.key).map(|t| t.row(m.key)))
-            .collect()
-    }
-}
-
-/// The metrics a run measured, with their values, in the checker's order.
-pub fn values(verdict: &Verdict) -> impl Iterator<Item = (&'static Metric, u64)> + '_ {
-    METRICS.iter().filter_map(|m| m.of(verdict).map(|v| (m, v)))
+/// A report's rows of `metrics`, in the checker's order of metrics.
+pub fn metric_rows(metrics: &Metrics) -> Vec<MetricRow> {
+    METRICS
+        .iter()
+        .filter_map(|m| metrics.0.get(m.key).map(|t| metric_row(m.key, t)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use lockstep_check::metrics::{Metric, Metrics, values};
 pub use lockstep_reports::suite::{
     DeterminismCheck, Mismatch, ScenarioResult, SeedFailure, SuiteResult, VerdictCounts, WallTimes,
 };
@@ -257,6 +258,7 @@ fn empty_result(loaded: &Loaded, file: &str, options: CheckOptions) -> ScenarioR
         events: 0,
         failures: Vec::new(),
         determinism: options.check_determinism.then(DeterminismCheck::default),
+        metrics: Metrics::default(),
     }
 }
 
@@ -272,6 +274,8 @@ struct SeedRun {
     failure: Option<SeedFailure>,
     /// With the determinism check, the second run's difference, if any.
     mismatch: Option<Mismatch>,
+    /// The checker's metrics the run measured.
+    metrics: Vec<(&'static Metric, u64)>,
 }
 
 fn seed_run(s: &crate::Scenario, file: &str, seed: u64, check_determinism: bool) -> SeedRun {
@@ -290,6 +294,7 @@ fn seed_run(s: &crate::Scenario, file: &str, seed: u64, check_determinism: bool)
         expected: r.expected(),
         failure,
         mismatch,
+        metrics: values(&r.verdict).collect(),
     }
 }
 
@@ -311,6 +316,9 @@ impl Fold for ScenarioResult {
             }
         }
         self.seeds += 1;
+        for &(m, value) in &r.metrics {
+            self.metrics.add_value(m, value);
+        }
         self.events = self.events.saturating_add(r.events);
         self.verdict_counts.add(r.judged);
         if r.exhausted {

@@ -26,8 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::run::{Mismatch, rerun_matches, run};
 use crate::scenario::{Scenario, ScenarioError, parse};
-use crate::stats::{Histogram, Metrics, rate};
+use crate::stats::{Histogram, rate};
 use crate::suite::{SeedFailure, VerdictCounts, seed_failure};
+use lockstep_check::metrics::Metrics;
 
 /// How many failing seeds (and nondeterministic seeds) a summary keeps in detail: the first
 /// in the range. The rest are counted.
@@ -902,7 +903,7 @@ impl Work<'_> {
                         .is_some_and(|b| b.missed(v.liveness.recovery.and_then(|r| r.after_ns()))),
                 ),
             },
-            metrics: crate::stats::values(v).collect(),
+            metrics: lockstep_check::metrics::values(v).collect(),
             grants: v.liveness.grants,
             recovery_ns: v.liveness.recovery.and_then(|r| r.after_ns()),
             acquire_latencies_ns,

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use lockstep_check::metrics::Metrics;
 use lockstep_check::{Property, Validity};
 use serde::{Deserialize, Serialize};
 use tabled::builder::Builder;
@@ -116,6 +117,8 @@ pub struct ScenarioResult {
     /// With `--check-determinism`, the seeds whose second run differed; absent without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub determinism: Option<DeterminismCheck>,
+    /// The checker's metrics over the seeds, by key, as a sweep summary keeps them.
+    pub metrics: Metrics,
 }
 
 /// What the determinism check (every seed run twice) found in one scenario.

@@ -207,6 +207,20 @@ fn a_wrong_expectation_exits_1_and_the_junit_failure_carries_the_unmet_text_and_
     }
     assert!(body.contains("expected resource to be valid, got invalid"));
     assert!(body.contains("stale op accepted"), "the violation: {body}");
+    // The test case carries the checker's metrics by key, as check's JSON counts them.
+    let property = |name: &str| {
+        failing
+            .descendants()
+            .find(|n| n.has_tag_name("property") && n.attribute("name") == Some(name))
+            .and_then(|n| n.attribute("value"))
+            .map(str::to_string)
+    };
+    let stale = property("stale_accepted").expect("a stale_accepted property");
+    assert!(
+        stale.starts_with("runs=2 nonzero=2 never=0 total="),
+        "{stale}"
+    );
+    assert!(property("grants").is_some() && property("no_such_metric").is_none());
     let passing = cases
         .iter()
         .find(|c| c.attribute("name") == Some("clean"))
