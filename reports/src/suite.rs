@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
-use crate::format::{expected, plural, seconds};
+use crate::format::{expected, percent, plural, seconds};
 
 /// How many runs judged the scenario's property valid, invalid and unknown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +35,36 @@ impl VerdictCounts {
             Validity::Valid => self.valid += 1,
             Validity::Invalid => self.invalid += 1,
             Validity::Unknown => self.unknown += 1,
+        }
+    }
+}
+
+/// `[expect] invalid_rate`: bounds on the share of a scenario's seeds whose property is judged
+/// invalid, each a share from 0 to 1 (at least one given, `at_least` at most `at_most`). The
+/// seeds together are judged against it, never one run (`lockstep::expect::rate_unmet`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateBound {
+    /// The smallest share expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_least: Option<f64>,
+    /// The largest share expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<f64>,
+}
+
+// The shares are checked to lie in [0, 1] where a bound is made (a scenario's `[expect]`, a
+// sweep summary read), so none is NaN and equality is total.
+impl Eq for RateBound {}
+
+impl std::fmt::Display for RateBound {
+    /// `invalid_rate >= 1.0%`, `invalid_rate <= 50.0%`, `invalid_rate 1.0% to 50.0%`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.at_least, self.at_most) {
+            (Some(l), Some(m)) => write!(f, "invalid_rate {} to {}", percent(l), percent(m)),
+            (Some(l), None) => write!(f, "invalid_rate >= {}", percent(l)),
+            (None, Some(m)) => write!(f, "invalid_rate <= {}", percent(m)),
+            (None, None) => f.write_str("invalid_rate any"),
         }
     }
 }

@@ -527,6 +527,15 @@ pub(crate) struct ExpectSection {
     pub(crate) max_concurrent: Option<Bound>,
     pub(crate) longest_writer_wait_ms: Option<Bound>,
     pub(crate) recovers: Option<bool>,
+    pub(crate) invalid_rate: Option<RateSection>,
+}
+
+/// `invalid_rate = { at_least = .., at_most = .. }`: shares of the seeds, either key optional.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RateSection {
+    pub(crate) at_least: Option<f64>,
+    pub(crate) at_most: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
