@@ -69,6 +69,19 @@ impl std::fmt::Display for RateBound {
     }
 }
 
+/// The property, the verdict `[expect]` asks for and its bound on the invalid rate, if any:
+/// `resource any`, `resource any, invalid_rate >= 1.0%`.
+pub fn expected_with_rate(
+    property: Property,
+    verdict: Option<Validity>,
+    rate: Option<RateBound>,
+) -> String {
+    match rate {
+        Some(r) => format!("{}, {r}", expected(property, verdict)),
+        None => expected(property, verdict),
+    }
+}
+
 /// What kind of miss a run that did not meet `[expect]` is, as TigerBeetle's simulator tells
 /// them apart: the exit code stays 1 for each, and the JSON and JUnit say which.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,7 +136,8 @@ pub struct ScenarioResult {
     pub name: String,
     /// The file, as found under the paths given.
     pub file: String,
-    /// True when every seed met `[expect]` (and there was at least one seed).
+    /// True when every seed met `[expect]`, the seeds together met its `invalid_rate` (when
+    /// given), and there was at least one seed.
     pub ok: bool,
     /// Seeds run.
     pub seeds: u64,
@@ -135,8 +149,15 @@ pub struct ScenarioResult {
     pub property: Property,
     /// The verdict `[expect]` asks for; `None` (JSON `null`) for `verdict = "any"`.
     pub expected_verdict: Option<Validity>,
+    /// `[expect] invalid_rate`; absent from the JSON when the scenario sets none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_invalid_rate: Option<RateBound>,
     /// The verdicts of the property over all seeds.
     pub verdict_counts: VerdictCounts,
+    /// What the seeds together did not meet (`invalid_rate`), as sentences; no seed fails for
+    /// it. Absent from the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmet: Vec<String>,
     /// Runs cut short by `max_events`.
     pub exhausted: u64,
     /// Events handled, summed over the runs.
@@ -246,7 +267,7 @@ impl SuiteResult {
                 s.name.clone(),
                 s.file.clone(),
                 s.seeds.to_string(),
-                expected(s.property, s.expected_verdict),
+                expected_with_rate(s.property, s.expected_verdict, s.expected_invalid_rate),
                 format!("{}/{}", s.passed, s.seeds),
                 if s.ok { "ok" } else { "FAIL" }.to_string(),
                 s.events.to_string(),
@@ -286,29 +307,41 @@ impl SuiteResult {
 }
 
 impl ScenarioResult {
-    /// One line: how many seeds fell short of `[expect]`, and the first sentence why.
+    /// One line: how many seeds fell short of `[expect]`, and the first sentence why; then
+    /// what the seeds together did not meet (`invalid_rate`), which fails no seed of its own.
     pub fn failure_message(&self) -> String {
         if self.seeds == 0 {
             return "no seeds were run".to_string();
         }
+        let together = self.unmet.join("; ");
         let first_mismatch = self.determinism.as_ref().and_then(|d| d.mismatches.first());
-        if let (0, Some(d), Some(first)) = (self.failed, &self.determinism, first_mismatch) {
-            return format!(
-                "{} of {} seed{} ran differently the second time; {first}",
-                d.mismatched,
-                self.seeds,
-                plural(self.seeds)
-            );
-        }
-        let mut m = format!(
-            "{} of {} seed{} did not meet [expect]",
-            self.failed,
-            self.seeds,
-            plural(self.seeds)
-        );
-        if let Some(f) = self.failures.first() {
-            let why = f.unmet.first().map_or("", String::as_str);
-            let _ = write!(m, "; seed {}: {why}", f.seed);
+        let mut m =
+            if let (0, Some(d), Some(first)) = (self.failed, &self.determinism, first_mismatch) {
+                format!(
+                    "{} of {} seed{} ran differently the second time; {first}",
+                    d.mismatched,
+                    self.seeds,
+                    plural(self.seeds)
+                )
+            } else if self.failed == 0 && !together.is_empty() {
+                return format!(
+                    "every seed met [expect] on its own, but not the seeds together: {together}"
+                );
+            } else {
+                let mut m = format!(
+                    "{} of {} seed{} did not meet [expect]",
+                    self.failed,
+                    self.seeds,
+                    plural(self.seeds)
+                );
+                if let Some(f) = self.failures.first() {
+                    let why = f.unmet.first().map_or("", String::as_str);
+                    let _ = write!(m, "; seed {}: {why}", f.seed);
+                }
+                m
+            };
+        if !together.is_empty() {
+            let _ = write!(m, "; and the seeds together: {together}");
         }
         m
     }

@@ -1,5 +1,6 @@
 //! `[expect] invalid_rate`: a bound on the share of a scenario's seeds whose property is
-//! judged invalid, missed only when the rate's 95% Wilson interval lies wholly outside it. A
+//! judged invalid. No run is held to it: `check`, `sweep` and `merge` judge the seeds together
+//! by the rate's 95% Wilson interval, and a miss fails the scenario with every seed met. A
 //! bound no rate can meet, or a per-run verdict beside it, is refused naming its key.
 
 use std::path::Path;
@@ -7,11 +8,28 @@ use std::path::Path;
 use lockstep::expect::{RateBound, rate_unmet};
 use lockstep::parse;
 
-use crate::support::{CLEAN, errors_of};
+use crate::support::{CLEAN, TempDir, errors_of, lockstep, root, stderr, stdout, temp_scenario};
 
 /// CLEAN, valid on every seed, with `[expect]` lines.
 fn with_expect(lines: &str) -> String {
     format!("{CLEAN}\n[expect]\n{lines}\n")
+}
+
+/// K1, invalid on every seed, with its `verdict = "invalid"` line replaced by `line`.
+fn k1_with(line: &str) -> String {
+    let text =
+        std::fs::read_to_string(root().join("scenarios/catalogue/k1-gc-pause-unfenced.toml"))
+            .expect("K1");
+    assert!(
+        text.contains("\nverdict = \"invalid\"\n"),
+        "K1's verdict line"
+    );
+    text.replace("\nverdict = \"invalid\"\n", &format!("\n{line}\n"))
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    let raw = stdout(out);
+    serde_json::from_str(&raw).unwrap_or_else(|e| panic!("{e}: {raw}{}", stderr(out)))
 }
 
 fn at_least(share: f64) -> RateBound {
@@ -139,4 +157,127 @@ fn invalid_rates_no_rate_can_meet_are_errors_naming_the_key() {
             "`{lines}`: no `{expected}` in {lines_of:#?}"
         );
     }
+}
+
+#[test]
+fn check_fails_a_scenario_whose_seeds_together_miss_its_rate_with_every_seed_met() {
+    let check = |test: &str, rate: &str, extra: &[&str]| {
+        let path = temp_scenario(test, &with_expect(rate));
+        let file = path.to_str().expect("utf-8").to_string();
+        let mut args = vec!["check", file.as_str(), "--seeds", "20"];
+        args.extend(extra);
+        let out = lockstep(&args);
+        (out, path)
+    };
+    // 0 invalid of 20 seeds does not contradict 10%.
+    let (out, _path) = check(
+        "rate-met",
+        "invalid_rate = { at_least = 0.1 }",
+        &["--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = json(&out);
+    let s = &v["scenarios"][0];
+    assert_eq!(
+        (&v["passed"], &s["ok"]),
+        (&true.into(), &true.into()),
+        "{v}"
+    );
+    assert_eq!(
+        s["expected_invalid_rate"],
+        serde_json::json!({ "at_least": 0.1 })
+    );
+    assert!(s.get("unmet").is_none(), "{s}");
+
+    // It contradicts 20%: the scenario fails, though every seed met [expect].
+    let missed =
+        "expected invalid_rate >= 20.0%, got 0 of 20 seeds (0.0%, 95% interval 0.0%–16.1%)";
+    let (out, _path) = check(
+        "rate-missed",
+        "invalid_rate = { at_least = 0.2 }",
+        &["--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v = json(&out);
+    let s = &v["scenarios"][0];
+    assert_eq!(
+        (&v["passed"], &v["failed_scenarios"]),
+        (&false.into(), &1.into())
+    );
+    assert_eq!(
+        (&s["ok"], &s["passed"], &s["failed"]),
+        (&false.into(), &20.into(), &0.into())
+    );
+    assert_eq!(s["unmet"], serde_json::json!([missed]));
+    assert_eq!(s["failures"], serde_json::json!([]));
+
+    // The table says what the seeds together missed, and the JUnit failure is of type `rate`.
+    let dir = TempDir::new("rate-junit");
+    let junit = dir.join("junit.xml");
+    let junit_arg = junit.to_str().expect("utf-8").to_string();
+    let (out, _path) = check(
+        "rate-missed-table",
+        "invalid_rate = { at_least = 0.2 }",
+        &["--junit", &junit_arg],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let table = stdout(&out);
+    let said = format!("every seed met [expect] on its own, but not the seeds together: {missed}");
+    assert!(table.contains(&said), "{table}");
+    assert!(
+        table.contains("resource any, invalid_rate >= 20.0%"),
+        "{table}"
+    );
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit file");
+    let doc = roxmltree::Document::parse(&xml).expect("XML");
+    let failure = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("a failure");
+    assert_eq!(failure.attribute("type"), Some("rate"));
+    assert_eq!(failure.attribute("message"), Some(said.as_str()));
+}
+
+#[test]
+fn check_and_sweep_fail_a_design_invalid_more_often_than_its_rate_allows() {
+    let path = temp_scenario("rate-at-most", &k1_with("invalid_rate = { at_most = 0.5 }"));
+    let file = path.to_str().expect("utf-8");
+    let missed =
+        "expected invalid_rate <= 50.0%, got 10 of 10 seeds (100.0%, 95% interval 72.2%–100.0%)";
+    let out = lockstep(&["check", file, "--seeds", "10", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let s = &json(&out)["scenarios"][0];
+    assert_eq!(
+        (&s["failed"], &s["unmet"]),
+        (&0.into(), &serde_json::json!([missed]))
+    );
+
+    let out = lockstep(&["sweep", file, "--seeds", "10", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!((&v["ok"], &v["failed"]), (&false.into(), &0.into()), "{v}");
+    assert_eq!(v["unmet"], serde_json::json!([missed]));
+    assert_eq!(
+        v["expected_invalid_rate"],
+        serde_json::json!({ "at_most": 0.5 })
+    );
+    let out = lockstep(&["sweep", file, "--seeds", "10"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("expect     resource any, invalid_rate <= 50.0%"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "10 seeds: every run met [expect]; not met by the runs together: {missed}"
+        )),
+        "{text}"
+    );
+    // 10 of 10 (72.2%-100%) does not contradict at most 80%.
+    let path = temp_scenario(
+        "rate-at-most-met",
+        &k1_with("invalid_rate = { at_most = 0.8 }"),
+    );
+    let out = lockstep(&["check", path.to_str().expect("utf-8"), "--seeds", "10"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
