@@ -281,3 +281,69 @@ fn check_and_sweep_fail_a_design_invalid_more_often_than_its_rate_allows() {
     let out = lockstep(&["check", path.to_str().expect("utf-8"), "--seeds", "10"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
+
+/// Two shards that do not contradict a rate alone can contradict it together: `merge` judges
+/// the merged counts, as the whole sweep does.
+#[test]
+fn merge_judges_the_rate_on_the_merged_counts() {
+    let shipped = std::fs::read_to_string(root().join("scenarios/chaos/redis-unfenced.toml"))
+        .expect("the chaos scenario");
+    assert!(
+        shipped.contains("invalid_rate = { at_least = 0.02 }"),
+        "its claim"
+    );
+    let path = temp_scenario(
+        "rate-merge",
+        &shipped.replace("at_least = 0.02", "at_least = 0.1"),
+    );
+    let file = path.to_str().expect("utf-8");
+    let dir = path.parent().expect("a temp dir");
+    let mut shards = Vec::new();
+    for i in 1..=2 {
+        let shard = format!("{i}/2");
+        let out = lockstep(&[
+            "sweep", file, "--seeds", "400", "--shard", &shard, "--format", "json",
+        ]);
+        let v = json(&out);
+        // Each shard's 200 seeds: about 7% invalid, an interval reaching above 10%.
+        let high = v["rates"]["invalid"]["ci95"][1]
+            .as_f64()
+            .expect("an interval");
+        assert!(high >= 0.1, "shard {shard}: {v}");
+        assert_eq!(
+            (out.status.code(), &v["ok"]),
+            (Some(0), &true.into()),
+            "shard {shard}"
+        );
+        let shard_file = dir.join(format!("shard{i}.json"));
+        std::fs::write(&shard_file, stdout(&out)).expect("write a shard");
+        shards.push(shard_file.display().to_string());
+    }
+    let out = lockstep(&["merge", "--format", "json", &shards[0], &shards[1]]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let merged = json(&out);
+    assert_eq!(merged["ok"], false);
+    assert_eq!(
+        merged["unmet"],
+        serde_json::json!([
+            "expected invalid_rate >= 10.0%, got 27 of 400 seeds (6.8%, 95% interval 4.7%–9.6%)"
+        ])
+    );
+    // The whole sweep says the same, byte for byte.
+    let whole = lockstep(&["sweep", file, "--seeds", "400", "--format", "json"]);
+    assert_eq!(whole.status.code(), Some(1));
+    assert_eq!(stdout(&whole), stdout(&out));
+
+    // A summary whose bound no rate can meet is refused, naming the key.
+    let edited = std::fs::read_to_string(&shards[1])
+        .expect("a shard")
+        .replace("\"at_least\":0.1", "\"at_least\":1.5");
+    std::fs::write(&shards[1], edited).expect("write");
+    let out = lockstep(&["merge", &shards[0], &shards[1]]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`expected_invalid_rate.at_least`: 1.5 is out of range: expected 0 to 1"),
+        "{err}"
+    );
+}
