@@ -2,7 +2,8 @@
 
 use lockstep_check::metrics::{Matter, Metric, NEVER, Unit};
 use lockstep_check::{Property, Validity, Verdict};
-pub use lockstep_reports::suite::Miss;
+use lockstep_reports::format::{interval, percent, plural};
+pub use lockstep_reports::suite::{Miss, RateBound};
 use lockstep_sim::{AppliedFault, Clocks, Dur};
 
 use crate::scenario::Scenario;
@@ -52,6 +53,31 @@ pub struct Expect {
     /// stopping (the start of the quiet tail), the profile's liveness, plus what the faults
     /// of each run add to it ([`RecoveryBound`]).
     pub recovery: Option<Dur>,
+    /// Bounds on the share of the seeds whose property is invalid (`invalid_rate`), judged
+    /// over the seeds together by `check` and `sweep` ([`rate_unmet`]), never per run.
+    pub invalid_rate: Option<RateBound>,
+}
+
+/// How `invalid` runs judged invalid of `runs` fall short of `bound`, as a sentence; `None`
+/// when they meet it, or when no run is there to judge. The evidence must contradict the bound
+/// at 95%: the rate's 95% Wilson score interval ([`crate::stats::wilson`]) lies wholly below
+/// `at_least` or wholly above `at_most`. Every check and sweep, and the merge of a sweep's
+/// shards, judges its counts with this function.
+pub fn rate_unmet(bound: &RateBound, invalid: u64, runs: u64) -> Option<String> {
+    let got = crate::stats::rate(invalid, runs)?;
+    let (low, high) = got.ci95;
+    let (op, share) = match (bound.at_least, bound.at_most) {
+        (Some(at_least), _) if high < at_least => (">=", at_least),
+        (_, Some(at_most)) if low > at_most => ("<=", at_most),
+        _ => return None,
+    };
+    Some(format!(
+        "expected invalid_rate {op} {}, got {invalid} of {runs} seed{} ({}, 95% interval {})",
+        percent(share),
+        plural(runs),
+        percent(got.rate),
+        interval(got.ci95)
+    ))
 }
 
 /// The time one chaos run allows from the faults stopping to the next grant.

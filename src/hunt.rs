@@ -310,8 +310,9 @@ fn first_failing(scenario: &Scenario, options: HuntOptions) -> Vec<u64> {
 /// The text as the file of what hunt found in scenario `name` at `seed`: named
 /// `<name>-seed-<seed>`, and its `[expect]` asking for the violation (`verdict = "invalid"`
 /// of its property), with the original's other bounds when `bounds`, and without `recovers`,
-/// which needs the chaos profile the written file no longer has. The text as it was when it
-/// does not parse (`write_scenario` then says why).
+/// which needs the chaos profile the written file no longer has, or `invalid_rate`, a claim
+/// about many seeds that cannot go with a verdict. The text as it was when it does not parse
+/// (`write_scenario` then says why).
 fn as_found(text: &str, name: &str, seed: u64, bounds: bool) -> String {
     use toml_edit::{Item, Table, value};
     let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
@@ -325,6 +326,7 @@ fn as_found(text: &str, name: &str, seed: u64, bounds: bool) -> String {
     }
     if let Some(e) = doc.get_mut("expect").and_then(Item::as_table_like_mut) {
         e.remove("recovers");
+        e.remove("invalid_rate");
         if !bounds {
             let others: Vec<String> = e
                 .iter()

@@ -9,9 +9,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use lockstep_reports::format::{expected, plural};
+use lockstep_reports::format::plural;
+use lockstep_reports::suite::expected_with_rate;
 
-use crate::suite::{SeedFailure, SuiteResult, WallTimes};
+use crate::suite::{ScenarioResult, SuiteResult, WallTimes};
 
 /// The JUnit XML document of `suite`; `times` gives the `time` attributes (seconds).
 pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
@@ -42,7 +43,7 @@ pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
                 x,
                 "\n      <failure message=\"{}\" type=\"{}\">{}</failure>",
                 attr(&s.failure_message()),
-                failure_type(&s.failures),
+                failure_type(s),
                 text(&s.failure_text())
             );
         }
@@ -52,7 +53,7 @@ pub fn render(suite: &SuiteResult, times: &WallTimes) -> String {
             s.seeds,
             plural(s.seeds),
             s.passed,
-            expected(s.property, s.expected_verdict),
+            expected_with_rate(s.property, s.expected_verdict, s.expected_invalid_rate),
             s.property,
             v.valid,
             v.invalid,
@@ -97,11 +98,18 @@ fn properties(x: &mut String, s: &lockstep_reports::suite::ScenarioResult) {
 }
 
 /// The `type` of a scenario's `<failure>`: the gravest kind of miss among its failing seeds
-/// kept (`safety`, then `liveness`, then `unknown`), or `expectation` when none is known (a
-/// scenario that ran no seed, or ran differently the second time).
-fn failure_type(failures: &[SeedFailure]) -> &'static str {
+/// kept (`safety`, then `liveness`, then `unknown`); else `rate` when the seeds together
+/// missed `[expect] invalid_rate` (which fails no seed) and all ran alike twice; else
+/// `expectation` (a scenario that ran no seed, or ran differently the second time).
+fn failure_type(s: &ScenarioResult) -> &'static str {
     use lockstep_reports::suite::Miss;
-    let has = |m: Miss| failures.iter().any(|f| f.class == Some(m));
+    let has = |m: Miss| s.failures.iter().any(|f| f.class == Some(m));
+    let alike = s.determinism.as_ref().is_none_or(|d| d.mismatched == 0);
+    let fallback = if !s.unmet.is_empty() && alike {
+        "rate"
+    } else {
+        "expectation"
+    };
     [
         (Miss::Safety, "safety"),
         (Miss::Liveness, "liveness"),
@@ -109,7 +117,7 @@ fn failure_type(failures: &[SeedFailure]) -> &'static str {
     ]
     .into_iter()
     .find(|&(m, _)| has(m))
-    .map_or("expectation", |(_, name)| name)
+    .map_or(fallback, |(_, name)| name)
 }
 
 /// `lockstep.<directory>`: CI servers group test cases by class, and a directory of scenarios

@@ -18,6 +18,7 @@ pub use lockstep_reports::suite::{
 use lockstep_reports::{Counter, RunReport, RunSource};
 use lockstep_sim::Outcome;
 
+use crate::expect::rate_unmet;
 use crate::run::{RunResult, rerun_matches, run};
 use crate::scenario::{Loaded, Seeds};
 
@@ -253,7 +254,9 @@ fn empty_result(loaded: &Loaded, file: &str, options: CheckOptions) -> ScenarioR
         failed: 0,
         property: s.expect.property,
         expected_verdict: s.expect.verdict,
+        expected_invalid_rate: s.expect.invalid_rate,
         verdict_counts: VerdictCounts::default(),
+        unmet: Vec::new(),
         exhausted: 0,
         events: 0,
         failures: Vec::new(),
@@ -336,7 +339,13 @@ impl Fold for ScenarioResult {
 
     fn finish(&mut self) {
         let deterministic = self.determinism.as_ref().is_none_or(|d| d.mismatched == 0);
-        self.ok = self.failed == 0 && deterministic && self.seeds > 0;
+        // What the seeds together must meet, and no seed fails alone.
+        self.unmet = self
+            .expected_invalid_rate
+            .and_then(|b| rate_unmet(&b, self.verdict_counts.invalid, self.seeds))
+            .into_iter()
+            .collect();
+        self.ok = self.failed == 0 && deterministic && self.seeds > 0 && self.unmet.is_empty();
     }
 }
 

@@ -24,6 +24,7 @@ use lockstep_reports::sweep::{ShardsView, Spread, SweepRates, SweepView, range_t
 use lockstep_sim::Outcome;
 use serde::{Deserialize, Serialize};
 
+use crate::expect::{RateBound, rate_unmet};
 use crate::run::{Mismatch, rerun_matches, run};
 use crate::scenario::{Scenario, ScenarioError, parse};
 use crate::stats::{Histogram, rate};
@@ -300,6 +301,10 @@ pub struct SweepSummary {
     pub property: Property,
     /// The verdict `[expect]` asks for; `None` (JSON `null`) for `verdict = "any"`.
     pub expected_verdict: Option<Validity>,
+    /// `[expect] invalid_rate`, judged over the runs the summary holds (after a merge, all of
+    /// them); absent when the scenario sets none, so other sweeps' JSON does not change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_invalid_rate: Option<RateBound>,
     /// The whole range of seeds, of which this summary covers `shard`.
     pub seeds: SeedRange,
     /// The shards covered; `None` when the summary covers every seed of the range.
@@ -363,6 +368,8 @@ pub struct SweepLeadership {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 struct Derived {
     ok: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unmet: Vec<String>,
     missing_shards: Vec<u64>,
     rates: SweepRates,
     acquire_latency_ms: Option<QuantilesMs>,
@@ -408,6 +415,7 @@ impl SweepSummary {
             scenario_hash: target.text_hash,
             property: s.expect.property,
             expected_verdict: s.expect.verdict,
+            expected_invalid_rate: s.expect.invalid_rate,
             seeds: SeedRange {
                 from: config.from,
                 count: config.count,
@@ -436,10 +444,19 @@ impl SweepSummary {
         }
     }
 
-    /// True when every run met `[expect]` and, with the determinism check, ran the same twice.
-    /// The exit code follows it.
+    /// True when every run met `[expect]`, the runs together met its `invalid_rate` and, with
+    /// the determinism check, each ran the same twice. The exit code follows it.
     pub fn ok(&self) -> bool {
-        self.failed == 0 && self.nondeterministic == 0
+        self.failed == 0 && self.nondeterministic == 0 && self.unmet().is_empty()
+    }
+
+    /// What the runs together did not meet (`invalid_rate`), as sentences: judged on the
+    /// counts the summary holds, so a merge judges the merged counts.
+    pub fn unmet(&self) -> Vec<String> {
+        self.expected_invalid_rate
+            .and_then(|b| rate_unmet(&b, self.verdict_counts.invalid, self.runs))
+            .into_iter()
+            .collect()
     }
 
     /// Checks what a hand-edited or truncated file could get wrong, so that a merge of it is
@@ -483,6 +500,9 @@ impl SweepSummary {
                 "`runs`: {} runs, but its shards of `seeds` hold {seeds} seeds",
                 self.runs
             ));
+        }
+        if let Some(b) = &self.expected_invalid_rate {
+            rate_bound_consistent(b)?;
         }
         let c = &self.verdict_counts;
         let sum = |xs: &[u64]| xs.iter().map(|&x| u128::from(x)).sum::<u128>();
@@ -684,6 +704,7 @@ impl SweepSummary {
     fn derived(&self) -> Derived {
         Derived {
             ok: self.ok(),
+            unmet: self.unmet(),
             missing_shards: self.shard.as_ref().map(Shards::missing).unwrap_or_default(),
             rates: self.rates(),
             acquire_latency_ms: self.acquire_latency_ns.quantiles_ms(),
@@ -723,6 +744,27 @@ impl SweepSummary {
         }
         s.consistent()?;
         Ok(s)
+    }
+}
+
+/// A summary's `expected_invalid_rate` as a scenario's `[expect]` can give it: shares from 0 to
+/// 1, at least one, `at_least` at most `at_most`.
+fn rate_bound_consistent(b: &RateBound) -> Result<(), String> {
+    for (key, share) in [("at_least", b.at_least), ("at_most", b.at_most)] {
+        if let Some(share) = share.filter(|s| !(0.0..=1.0).contains(s)) {
+            return Err(format!(
+                "`expected_invalid_rate.{key}`: {share} is out of range: expected 0 to 1"
+            ));
+        }
+    }
+    match (b.at_least, b.at_most) {
+        (None, None) => {
+            Err("`expected_invalid_rate`: it gives neither at_least nor at_most".into())
+        }
+        (Some(l), Some(m)) if l > m => Err(format!(
+            "`expected_invalid_rate`: at_least {l} is above at_most {m}"
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -1173,6 +1215,8 @@ impl SweepSummary {
             }),
             property: self.property,
             expected_verdict: self.expected_verdict,
+            expected_invalid_rate: self.expected_invalid_rate,
+            unmet: self.unmet(),
             determinism_checked: self.determinism_checked,
             digest: self.digest,
             runs: self.runs,

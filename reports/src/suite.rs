@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
-use crate::format::{expected, plural, seconds};
+use crate::format::{expected, percent, plural, seconds};
 
 /// How many runs judged the scenario's property valid, invalid and unknown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +37,49 @@ impl VerdictCounts {
             Validity::Invalid => self.invalid += 1,
             Validity::Unknown => self.unknown += 1,
         }
+    }
+}
+
+/// `[expect] invalid_rate`: bounds on the share of a scenario's seeds whose property is judged
+/// invalid, each a share from 0 to 1 (at least one given, `at_least` at most `at_most`). The
+/// seeds together are judged against it, never one run (`lockstep::expect::rate_unmet`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateBound {
+    /// The smallest share expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_least: Option<f64>,
+    /// The largest share expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<f64>,
+}
+
+// The shares are checked to lie in [0, 1] where a bound is made (a scenario's `[expect]`, a
+// sweep summary read), so none is NaN and equality is total.
+impl Eq for RateBound {}
+
+impl std::fmt::Display for RateBound {
+    /// `invalid_rate >= 1.0%`, `invalid_rate <= 50.0%`, `invalid_rate 1.0% to 50.0%`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.at_least, self.at_most) {
+            (Some(l), Some(m)) => write!(f, "invalid_rate {} to {}", percent(l), percent(m)),
+            (Some(l), None) => write!(f, "invalid_rate >= {}", percent(l)),
+            (None, Some(m)) => write!(f, "invalid_rate <= {}", percent(m)),
+            (None, None) => f.write_str("invalid_rate any"),
+        }
+    }
+}
+
+/// The property, the verdict `[expect]` asks for and its bound on the invalid rate, if any:
+/// `resource any`, `resource any, invalid_rate >= 1.0%`.
+pub fn expected_with_rate(
+    property: Property,
+    verdict: Option<Validity>,
+    rate: Option<RateBound>,
+) -> String {
+    match rate {
+        Some(r) => format!("{}, {r}", expected(property, verdict)),
+        None => expected(property, verdict),
     }
 }
 
@@ -94,7 +137,8 @@ pub struct ScenarioResult {
     pub name: String,
     /// The file, as found under the paths given.
     pub file: String,
-    /// True when every seed met `[expect]` (and there was at least one seed).
+    /// True when every seed met `[expect]`, the seeds together met its `invalid_rate` (when
+    /// given), and there was at least one seed.
     pub ok: bool,
     /// Seeds run.
     pub seeds: u64,
@@ -106,8 +150,15 @@ pub struct ScenarioResult {
     pub property: Property,
     /// The verdict `[expect]` asks for; `None` (JSON `null`) for `verdict = "any"`.
     pub expected_verdict: Option<Validity>,
+    /// `[expect] invalid_rate`; absent from the JSON when the scenario sets none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_invalid_rate: Option<RateBound>,
     /// The verdicts of the property over all seeds.
     pub verdict_counts: VerdictCounts,
+    /// What the seeds together did not meet (`invalid_rate`), as sentences; no seed fails for
+    /// it. Absent from the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmet: Vec<String>,
     /// Runs cut short by `max_events`.
     pub exhausted: u64,
     /// Events handled, summed over the runs.
@@ -219,7 +270,7 @@ impl SuiteResult {
                 s.name.clone(),
                 s.file.clone(),
                 s.seeds.to_string(),
-                expected(s.property, s.expected_verdict),
+                expected_with_rate(s.property, s.expected_verdict, s.expected_invalid_rate),
                 format!("{}/{}", s.passed, s.seeds),
                 if s.ok { "ok" } else { "FAIL" }.to_string(),
                 s.events.to_string(),
@@ -259,29 +310,41 @@ impl SuiteResult {
 }
 
 impl ScenarioResult {
-    /// One line: how many seeds fell short of `[expect]`, and the first sentence why.
+    /// One line: how many seeds fell short of `[expect]`, and the first sentence why; then
+    /// what the seeds together did not meet (`invalid_rate`), which fails no seed of its own.
     pub fn failure_message(&self) -> String {
         if self.seeds == 0 {
             return "no seeds were run".to_string();
         }
+        let together = self.unmet.join("; ");
         let first_mismatch = self.determinism.as_ref().and_then(|d| d.mismatches.first());
-        if let (0, Some(d), Some(first)) = (self.failed, &self.determinism, first_mismatch) {
-            return format!(
-                "{} of {} seed{} ran differently the second time; {first}",
-                d.mismatched,
-                self.seeds,
-                plural(self.seeds)
-            );
-        }
-        let mut m = format!(
-            "{} of {} seed{} did not meet [expect]",
-            self.failed,
-            self.seeds,
-            plural(self.seeds)
-        );
-        if let Some(f) = self.failures.first() {
-            let why = f.unmet.first().map_or("", String::as_str);
-            let _ = write!(m, "; seed {}: {why}", f.seed);
+        let mut m =
+            if let (0, Some(d), Some(first)) = (self.failed, &self.determinism, first_mismatch) {
+                format!(
+                    "{} of {} seed{} ran differently the second time; {first}",
+                    d.mismatched,
+                    self.seeds,
+                    plural(self.seeds)
+                )
+            } else if self.failed == 0 && !together.is_empty() {
+                return format!(
+                    "every seed met [expect] on its own, but not the seeds together: {together}"
+                );
+            } else {
+                let mut m = format!(
+                    "{} of {} seed{} did not meet [expect]",
+                    self.failed,
+                    self.seeds,
+                    plural(self.seeds)
+                );
+                if let Some(f) = self.failures.first() {
+                    let why = f.unmet.first().map_or("", String::as_str);
+                    let _ = write!(m, "; seed {}: {why}", f.seed);
+                }
+                m
+            };
+        if !together.is_empty() {
+            let _ = write!(m, "; and the seeds together: {together}");
         }
         m
     }

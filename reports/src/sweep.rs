@@ -17,8 +17,10 @@ use tabled::builder::Builder;
 use tabled::settings::Style;
 
 use crate::Rate;
-use crate::format::{duration, expected, interval, percent, plural, seconds, seeds_per_second};
-use crate::suite::{Mismatch, SeedFailure, write_failures, write_seeds};
+use crate::format::{duration, interval, percent, plural, seconds, seeds_per_second};
+use crate::suite::{
+    Mismatch, RateBound, SeedFailure, expected_with_rate, write_failures, write_seeds,
+};
 
 /// A sweep's summary as its terminal text needs it.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +39,10 @@ pub struct SweepView<'a> {
     pub property: Property,
     /// The verdict `[expect]` asks for; `None` for `any`.
     pub expected_verdict: Option<Validity>,
+    /// `[expect] invalid_rate`, when given.
+    pub expected_invalid_rate: Option<RateBound>,
+    /// What the runs together did not meet (`invalid_rate`), as sentences.
+    pub unmet: Vec<String>,
     /// True when every seed ran twice and the trace hashes were compared.
     pub determinism_checked: bool,
     /// The sweep's digest.
@@ -138,7 +144,11 @@ impl SweepView<'_> {
         let _ = writeln!(
             out,
             "expect     {}{}",
-            expected(self.property, self.expected_verdict),
+            expected_with_rate(
+                self.property,
+                self.expected_verdict,
+                self.expected_invalid_rate
+            ),
             if self.determinism_checked {
                 ", every seed run twice"
             } else {
@@ -279,7 +289,8 @@ impl SweepView<'_> {
         }
     }
 
-    /// `1000 seeds: every run met [expect]`, or how many did not (and ran differently twice).
+    /// `1000 seeds: every run met [expect]`, or how many did not, what the runs together did
+    /// not meet (`invalid_rate`), and how many ran differently twice.
     pub fn summary_line(&self) -> String {
         let n = self.runs;
         let head = format!("{n} seed{}", plural(n));
@@ -296,6 +307,10 @@ impl SweepView<'_> {
         } else {
             format!("{head}: {} did not meet [expect]", self.failed)
         };
+        // `invalid_rate` is judged over the runs together: none of them fails for it.
+        for u in &self.unmet {
+            let _ = write!(line, "; not met by the runs together: {u}");
+        }
         if self.nondeterministic > 0 {
             let _ = write!(line, "; {} not deterministic", self.nondeterministic);
         } else if self.determinism_checked && n > 0 {

@@ -506,12 +506,13 @@ pub(crate) struct ExpectSection {
     pub(crate) property: PropertyName,
     pub(crate) verdict: Option<VerdictName>,
     pub(crate) recovers: Option<bool>,
+    pub(crate) invalid_rate: Option<RateSection>,
     /// The bounds, in the file's order.
     pub(crate) bounds: Vec<(&'static Metric, Bound)>,
 }
 
 /// The keys of `[expect]` besides the metrics' bound keys.
-const EXPECT_KEYS: [&str; 3] = ["property", "verdict", "recovers"];
+const EXPECT_KEYS: [&str; 4] = ["property", "verdict", "recovers", "invalid_rate"];
 
 impl<'de> Deserialize<'de> for ExpectSection {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ExpectSection, D::Error> {
@@ -532,6 +533,7 @@ impl<'de> Deserialize<'de> for ExpectSection {
                         "property" => e.property = map.next_value()?,
                         "verdict" => e.verdict = Some(map.next_value()?),
                         "recovers" => e.recovers = Some(map.next_value()?),
+                        "invalid_rate" => e.invalid_rate = Some(map.next_value()?),
                         _ => match metric_bounded_as(&key) {
                             Some(metric) => e.bounds.push((metric, map.next_value()?)),
                             // Refused as its value is read, so the error names
@@ -575,6 +577,14 @@ fn unknown_expect_key(key: &str) -> String {
          (docs/checker.md, Metrics: `lockstep metrics` lists them)",
         EXPECT_KEYS.map(|k| format!("`{k}`")).join(", ")
     )
+}
+
+/// `invalid_rate = { at_least = .., at_most = .. }`: shares of the seeds, either key optional.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RateSection {
+    pub(crate) at_least: Option<f64>,
+    pub(crate) at_most: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]

@@ -19,6 +19,7 @@ mod kubernetes_keys;
 mod leadership;
 mod outputs;
 mod per_client;
+mod rates;
 mod report;
 mod review;
 mod scenario_errors;

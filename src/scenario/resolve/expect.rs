@@ -7,8 +7,8 @@ use lockstep_models::keys::{MAX_MS, out_of_range};
 use lockstep_models::system::System;
 
 use super::Resolver;
-use crate::expect::Expect;
-use crate::scenario::schema::{Bound, ExpectSection, PropertyName, VerdictName};
+use crate::expect::{Expect, RateBound};
+use crate::scenario::schema::{Bound, ExpectSection, PropertyName, RateSection, VerdictName};
 
 pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
     let property = match e.property {
@@ -26,12 +26,74 @@ pub(super) fn expect(r: &mut Resolver, e: &ExpectSection) -> Expect {
         .iter()
         .filter_map(|&(m, b)| bound(r, m, b).map(|b| (m, b.min, b.max)))
         .collect();
+    let invalid_rate = e
+        .invalid_rate
+        .and_then(|rate| invalid_rate(r, rate, e.verdict));
     Expect {
         property,
-        verdict,
+        // A rate of invalid seeds asks no verdict of one run.
+        verdict: verdict.filter(|_| invalid_rate.is_none()),
         bounds,
         recovery: None,
+        invalid_rate,
     }
+}
+
+/// `invalid_rate`: shares from 0 to 1, `at_least` at most `at_most`, at least one given, and
+/// no per-run verdict but `any` beside it (one would hold every seed to it, which a rate
+/// contradicts).
+fn invalid_rate(
+    r: &mut Resolver,
+    rate: RateSection,
+    verdict: Option<VerdictName>,
+) -> Option<RateBound> {
+    const PATH: &str = "expect.invalid_rate";
+    let mut ok = true;
+    if let Some(v) = verdict.filter(|&v| v != VerdictName::Any) {
+        let v = match v {
+            VerdictName::Valid => "valid",
+            VerdictName::Invalid => "invalid",
+            _ => "unknown",
+        };
+        r.problems.push(
+            PATH,
+            format!(
+                "a rate of invalid seeds cannot go with verdict = \"{v}\", which every seed must \
+                 meet; leave the verdict out or set it to \"any\""
+            ),
+        );
+        ok = false;
+    }
+    for (key, share) in [("at_least", rate.at_least), ("at_most", rate.at_most)] {
+        if let Some(share) = share.filter(|s| !(0.0..=1.0).contains(s)) {
+            r.problems
+                .push(format!("{PATH}.{key}"), out_of_range(share, 0, 1));
+            ok = false;
+        }
+    }
+    match (rate.at_least, rate.at_most) {
+        (None, None) => {
+            r.problems.push(PATH, "give at_least, at_most or both");
+            ok = false;
+        }
+        (Some(l), Some(m)) if l > m => {
+            let message = format!("at_least {l} is above at_most {m}: no rate can meet it");
+            r.problems.push(PATH, message);
+            ok = false;
+        }
+        _ => {}
+    }
+    ok.then_some(RateBound {
+        at_least: rate.at_least.map(nine_places),
+        at_most: rate.at_most.map(nine_places),
+    })
+}
+
+/// A share rounded to 9 decimal places, far finer than any count of seeds resolves: so short
+/// a number reads back from a sweep summary's JSON as the same `f64`, and a merge of shards
+/// judges by the bound the whole sweep did.
+fn nine_places(share: f64) -> f64 {
+    (share * 1e9).round() / 1e9
 }
 
 /// A bound that some value can meet: `min` at most `max`, and a time within the run's range.
