@@ -895,7 +895,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
             };
             // The costs are measured over each run's fault window (the same for every design:
             // `equal_window`), from the checker's figures of it.
-            let (mut unavailable_ns, mut run_ns) = (0u128, 0u128);
+            let (mut unavailable_ns, mut run_ns, mut sections) = (0u128, 0u128, 0u128);
             let mut waits = crate::stats::Histogram::new();
             let mut first: Option<(u64, u64)> = None;
             let s = sweep(&target, &config, |o| {
@@ -903,6 +903,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     Some((w, begun)) => {
                         unavailable_ns += u128::from(w.unavailable_ns);
                         run_ns += u128::from(w.to_ns.saturating_sub(w.from_ns));
+                        sections += u128::from(w.cs_completed);
                         for &ns in begun {
                             waits.add(ns);
                         }
@@ -910,6 +911,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     None => {
                         unavailable_ns += u128::from(o.unavailable_ns);
                         run_ns += u128::from(o.end_ns);
+                        sections += u128::from(o.cs_completed);
                         for &ns in &o.acquire_latencies_ns {
                             waits.add(ns);
                         }
@@ -937,6 +939,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                 acquire_p99_ms: waits.quantile(990).map(|ns| ns as f64 / 1e6),
                 availability: (run_ns > 0)
                     .then(|| 1.0 - unavailable_ns.min(run_ns) as f64 / run_ns as f64),
+                sections_per_s: (run_ns > 0).then(|| sections as f64 * 1e9 / run_ns as f64),
                 first_invalid: first.map(|(_, seed)| seed),
                 digest: format!("{:016x}", s.digest),
             });

@@ -1540,6 +1540,7 @@ fn malformed_review_files_load_or_are_refused_by_key_and_never_panic() {
         "slow-links",
         "latency",
         "availability",
+        "throughput",
         "model.ttl_ms",
         "workload.clients",
         "clock[1].drift_ppm",

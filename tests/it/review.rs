@@ -4,6 +4,7 @@
 //! outputs.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use lockstep::review::{self, CLASSES};
 use lockstep_reports::review::CostOrder;
@@ -171,7 +172,7 @@ fn problems_name_the_review_file_and_key() {
             "[review]\nname = \"t\"\ncost = \"speed\"\n",
             vec![
                 "review.cost",
-                "unknown value `speed`, expected `latency` or `availability`",
+                "unknown value `speed`, expected one of `latency`, `availability`, `throughput`",
             ],
         ),
         (
@@ -682,15 +683,7 @@ fn every_design_of_the_shipped_review_runs_the_same_length_fault_window_and_tail
         "the files' own tails are alike: {own_tails:?}"
     );
     // The JSON says so, design by design.
-    let o = lockstep(&[
-        "review",
-        "reviews/designs.toml",
-        "--seeds",
-        "1",
-        "--format",
-        "json",
-    ]);
-    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let json = shipped_json();
     let windows: Vec<&serde_json::Value> = json["designs"]
         .as_array()
         .expect("designs")
@@ -711,4 +704,133 @@ fn every_design_of_the_shipped_review_runs_the_same_length_fault_window_and_tail
             Some((duration.as_nanos() - quiet_from.as_nanos()) / 1_000_000)
         )
     );
+}
+
+/// `lockstep review reviews/designs.toml --seeds 1 --format json`, run once for the tests that
+/// read it.
+fn shipped_json() -> &'static serde_json::Value {
+    static JSON: OnceLock<serde_json::Value> = OnceLock::new();
+    JSON.get_or_init(|| {
+        let o = lockstep(&[
+            "review",
+            "reviews/designs.toml",
+            "--seeds",
+            "1",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).expect("JSON")
+    })
+}
+
+#[test]
+fn each_cost_names_a_class_whose_cell_has_that_figure() {
+    let json = shipped_json();
+    let classes: Vec<&str> = json["classes"]
+        .as_array()
+        .expect("classes")
+        .iter()
+        .map(|c| c["name"].as_str().expect("a name"))
+        .collect();
+    let costs = json["costs"].as_array().expect("costs");
+    assert_eq!(
+        costs.len(),
+        json["designs"].as_array().expect("designs").len()
+    );
+    let mut ranked = Vec::new();
+    for (d, cost) in costs.iter().enumerate() {
+        let row = &json["cells"].as_array().expect("cells")[d * classes.len()..][..classes.len()];
+        // Each figure: the class named exists, its cell has that figure, and no class is worse.
+        for (figure, class, worse) in [
+            ("acquire_p99_ms", "acquire_p99_class", 1.0),
+            ("availability", "availability_class", -1.0),
+            ("sections_per_s", "sections_per_s_class", -1.0),
+        ] {
+            let name = cost[class]
+                .as_str()
+                .unwrap_or_else(|| panic!("{d}: no {class}: {cost}"));
+            let c = classes
+                .iter()
+                .position(|n| *n == name)
+                .unwrap_or_else(|| panic!("{d}: {class} `{name}` is not a class"));
+            let value = cost[figure].as_f64().expect("a figure");
+            assert_eq!(row[c][figure].as_f64(), Some(value), "{d} {figure}");
+            for other in row {
+                let v = other[figure].as_f64().expect("every cell has it");
+                assert!(
+                    v * worse <= value * worse,
+                    "{d} {figure}: {v} is worse than {value}"
+                );
+            }
+            if figure == "sections_per_s" {
+                assert!(value > 0.0, "{d}: no critical section completed");
+            }
+        }
+        if let Some(rank) = cost["rank"].as_u64() {
+            assert_eq!(json["standing"][d], "safe", "{d}");
+            ranked.push((rank, d));
+        } else {
+            assert_ne!(json["standing"][d], "safe", "{d}");
+        }
+    }
+    // The safe designs are ranked 1, 2, ... by their worst acquire p99 (the default cost).
+    ranked.sort();
+    for (i, (rank, _)) in ranked.iter().enumerate() {
+        assert_eq!(*rank, i as u64 + 1);
+    }
+    for pair in ranked.windows(2) {
+        let p99 = |d: usize| costs[d]["acquire_p99_ms"].as_f64().expect("p99");
+        assert!(p99(pair[0].1) <= p99(pair[1].1), "{pair:?}");
+    }
+    let first = &json["designs"][ranked[0].1]["name"];
+    assert!(
+        json["recommendation"][0]
+            .as_str()
+            .expect("a sentence")
+            .starts_with(&format!("Use “{}”", first.as_str().expect("a name"))),
+        "{}",
+        json["recommendation"][0]
+    );
+    assert!(
+        json["ranking"]
+            .as_str()
+            .expect("the ranking in words")
+            .contains("ranked by acquire p99 (lowest first), then availability (highest first)")
+    );
+}
+
+#[test]
+fn sections_per_second_are_the_sections_completed_over_the_fault_window() {
+    let dir = dir_with(
+        "sections",
+        &[
+            ("chaos.toml", CHAOS),
+            (
+                "review.toml",
+                &review_of("classes = [\"crashes\"]\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n")
+                    .replace("seeds = 4\n\n", "seeds = 3\n"),
+            ),
+        ],
+    );
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
+    let r = review::run(&plan, 1, |_, _| {});
+    let got = r.cells[0].sections_per_s.expect("a figure");
+    // Each seed's run, judged: the checker's fault window, summed over the seeds.
+    let scenario = &plan.designs[0].cells[0].1;
+    let (mut sections, mut ns) = (0u64, 0u64);
+    for seed in 1..=3 {
+        let w = lockstep::run(scenario, seed, false)
+            .verdict
+            .liveness
+            .fault_window
+            .expect("a chaos run's fault window");
+        sections += w.cs_completed;
+        ns += w.to_ns - w.from_ns;
+    }
+    assert!(sections > 0);
+    let want = sections as f64 / (ns as f64 / 1e9);
+    assert!((got - want).abs() <= want * 1e-9, "{got} vs {want}");
+    // The page shows it, with its class.
+    assert!(r.markdown().contains(" (crash) |"), "{}", r.markdown());
 }
