@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::escape::{html as esc, markdown as md, markdown_code};
-use crate::format::{interval, percent, percent_at_a_glance, plural};
+use crate::format::{interval, percent, percent_at_a_glance, plural, trimmed};
 
 /// The `format` of a review's JSON.
 pub const FORMAT: &str = "lockstep-review/1";
@@ -42,6 +42,9 @@ pub struct Review {
     pub seeds: ReviewSeeds,
     /// What makes one safe design cheaper than another.
     pub cost: CostOrder,
+    /// The review's workload: what every design's clients do, unless a design keeps its own
+    /// (its [`DesignInfo::workload`] then says what it ran).
+    pub workload: WorkloadInfo,
     /// The fault classes, in the order of the matrix's columns.
     pub classes: Vec<ClassInfo>,
     /// The designs, in the review file's order.
@@ -114,6 +117,133 @@ impl Figure {
     }
 }
 
+/// A workload: the loop its clients run, how many there are, and how long each thinks
+/// between critical sections and works in one. A review gives every design the same one
+/// unless a design keeps its own.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadInfo {
+    /// The loop (`workload.kind`): `counter`, `leader`, ...
+    pub kind: String,
+    /// `workload.clients`.
+    pub clients: u32,
+    /// `workload.think_ms`; `None` for a loop whose clients do not think (a scheduled job's
+    /// wait for its next tick).
+    pub think_ms: Option<Spread>,
+    /// `workload.work_ms`.
+    pub work_ms: Spread,
+}
+
+/// A distribution of durations in milliseconds, as scenario files write it
+/// (`{ uniform = [50, 200] }`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Spread {
+    /// Always this long.
+    Constant(f64),
+    /// Uniform between the two.
+    Uniform([f64; 2]),
+    /// `min` plus an exponential with mean `mean`.
+    Exponential {
+        /// The floor.
+        min: f64,
+        /// The exponential part's mean.
+        mean: f64,
+    },
+    /// A Pareto tail from `min`, capped at `max`.
+    Pareto {
+        /// The scale and shortest value.
+        min: f64,
+        /// The tail index.
+        alpha: f64,
+        /// The cap.
+        max: f64,
+    },
+}
+
+impl Spread {
+    /// In words: `50 ms to 200 ms`, `5 ms`, `1 ms + exponential of mean 10 ms`.
+    pub fn words(&self) -> String {
+        match *self {
+            Spread::Constant(v) => amount(v),
+            Spread::Uniform([lo, hi]) => format!("{} to {}", amount(lo), amount(hi)),
+            Spread::Exponential { min, mean } => {
+                format!("{} + exponential of mean {}", amount(min), amount(mean))
+            }
+            Spread::Pareto { min, alpha, max } => format!(
+                "Pareto from {} (alpha {alpha}) up to {}",
+                amount(min),
+                amount(max)
+            ),
+        }
+    }
+}
+
+/// The keys of a workload, in the order a difference is told.
+pub const WORKLOAD_KEYS: [&str; 4] = ["kind", "clients", "think_ms", "work_ms"];
+
+impl WorkloadInfo {
+    /// The keys of [`WORKLOAD_KEYS`] whose values differ between `self` and `other`.
+    pub fn differences(&self, other: &WorkloadInfo) -> Vec<&'static str> {
+        WORKLOAD_KEYS
+            .into_iter()
+            .filter(|&k| match k {
+                "kind" => self.kind != other.kind,
+                "clients" => self.clients != other.clients,
+                "think_ms" => self.think_ms != other.think_ms,
+                _ => self.work_ms != other.work_ms,
+            })
+            .collect()
+    }
+
+    /// The value of `key` (one of [`WORKLOAD_KEYS`]) in words: `the leader loop`,
+    /// `3 clients`, `think 1 s to 3 s`, `work 50 ms to 200 ms`, `no think`.
+    fn said(&self, key: &str) -> String {
+        match key {
+            "kind" => format!("the {} loop", self.kind),
+            "clients" => format!("{} client{}", self.clients, plural(self.clients)),
+            "think_ms" => self
+                .think_ms
+                .map_or("no think".to_string(), |t| format!("think {}", t.words())),
+            _ => format!("work {}", self.work_ms.words()),
+        }
+    }
+
+    /// The whole workload in words: `2 clients of the counter loop, think 0 ms to 100 ms,
+    /// work 50 ms to 200 ms`.
+    pub fn words(&self) -> String {
+        let mut s = format!("{} of the {} loop", self.said("clients"), self.kind);
+        for key in ["think_ms", "work_ms"] {
+            if key == "think_ms" && self.think_ms.is_none() {
+                continue;
+            }
+            let _ = write!(s, ", {}", self.said(key));
+        }
+        s
+    }
+
+    /// What of `self` differs from `review`, in words (`think 1 s to 3 s, work 50 ms to 2
+    /// s`); `None` when nothing does.
+    pub fn difference_words(&self, review: &WorkloadInfo) -> Option<String> {
+        let keys = self.differences(review);
+        (!keys.is_empty()).then(|| {
+            keys.iter()
+                .map(|k| self.said(k))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
+}
+
+/// An exact amount of milliseconds for people: `0 ms`, `50 ms`, `0.5 ms`, `1 s`, `2.5 s`.
+fn amount(v_ms: f64) -> String {
+    let ns = (v_ms * 1e6).round().max(0.0) as u64;
+    if ns >= 1_000_000_000 {
+        trimmed(ns, 1_000_000_000, " s")
+    } else {
+        trimmed(ns, 1_000_000, " ms")
+    }
+}
+
 /// The seeds of every cell: `count` from `from`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ReviewSeeds {
@@ -135,7 +265,7 @@ pub struct ClassInfo {
 }
 
 /// A candidate design.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DesignInfo {
     /// Its name in the review.
     pub name: String,
@@ -154,6 +284,12 @@ pub struct DesignInfo {
     pub fencing: FencingSupport,
     /// The run its cells ran: the same for every design of a review.
     pub window: Window,
+    /// The workload its cells ran: the review's, unless it keeps its own or its `set`
+    /// changes it ([`Review::workload`]).
+    pub workload: WorkloadInfo,
+    /// Whether the review file gave it `keep_workload = true`: it runs its own file's
+    /// workload rather than the review's.
+    pub keep_workload: bool,
 }
 
 /// A chaos run's length and its fault window, in whole milliseconds of true time: faults from
@@ -511,6 +647,12 @@ impl Review {
         ranks
     }
 
+    /// What of design `d`'s workload differs from the review's, in words; `None` when it ran
+    /// the review's.
+    pub fn own_workload(&self, d: usize) -> Option<String> {
+        self.designs[d].workload.difference_words(&self.workload)
+    }
+
     /// How the cost ranks designs across classes, in words: the sentence each output gives
     /// beside its cost table.
     pub fn ranking_words(&self) -> String {
@@ -620,6 +762,19 @@ impl Review {
                      which were not judged."
                 )),
             }
+        }
+        // Costs are measured alike only under one workload: say which designs ran another.
+        let own: Vec<String> = (0..self.designs.len())
+            .filter_map(|d| self.own_workload(d).map(|w| format!("{} ({w})", name(d))))
+            .collect();
+        if !own.is_empty() {
+            out.push(format!(
+                "Every design ran the review's workload ({}) but {}: {} costs are not measured \
+                 as the others' are.",
+                self.workload.words(),
+                list(&own),
+                if own.len() == 1 { "its" } else { "their" }
+            ));
         }
         for d in 0..self.designs.len() {
             let f = self.figures(d);
@@ -841,7 +996,26 @@ impl Review {
         if let Some(w) = self.window_words() {
             let _ = write!(line, "; {w}");
         }
+        let _ = write!(line, "; {}", self.workload_line());
         line
+    }
+
+    /// The review's workload, in words, and whether every design ran it.
+    fn workload_line(&self) -> String {
+        let own = (0..self.designs.len())
+            .filter(|&d| self.own_workload(d).is_some())
+            .count();
+        if own == 0 {
+            format!("every design's workload: {}", self.workload.words())
+        } else {
+            format!(
+                "the review's workload: {} ({own} design{} ran {}: said beside {})",
+                self.workload.words(),
+                plural(own),
+                if own == 1 { "its own" } else { "their own" },
+                if own == 1 { "its name" } else { "their names" }
+            )
+        }
     }
 
     /// The designs as the cost tables list them: the safe ones by rank, then the others in
@@ -920,6 +1094,7 @@ impl Review {
             standing: Vec<Standing>,
             costs: Vec<Cost<'a>>,
             ranking: String,
+            workload_differs: Vec<Vec<&'static str>>,
             recommendation: Vec<String>,
         }
         let ranks = self.ranks();
@@ -944,6 +1119,11 @@ impl Review {
                 })
                 .collect(),
             ranking: self.ranking_words(),
+            workload_differs: self
+                .designs
+                .iter()
+                .map(|d| d.workload.differences(&self.workload))
+                .collect(),
             recommendation: self.recommendation(),
         })
         .expect("a review serialises")
@@ -963,6 +1143,9 @@ impl Review {
         if let Some(w) = self.window_words() {
             let _ = writeln!(out, "{w}");
         }
+        for line in wrap(&self.workload_line(), WIDTH) {
+            let _ = writeln!(out, "{line}");
+        }
         out.push('\n');
         out.push_str("violation rate by fault class (seeds whose property was violated)\n");
         let name_width = (WIDTH - 1).saturating_sub(self.classes.len() * 10);
@@ -974,7 +1157,13 @@ impl Review {
         out.push('\n');
         for (d, design) in self.designs.iter().enumerate() {
             let label = format!("{}. {}", d + 1, design.name);
-            let _ = write!(out, "{:<name_width$}", one_line(&label, name_width - 1));
+            // A design that ran its own workload is marked, and told beneath.
+            let label = if self.own_workload(d).is_some() {
+                format!("{}*", one_line(&label, name_width - 2))
+            } else {
+                one_line(&label, name_width - 1)
+            };
+            let _ = write!(out, "{label:<name_width$}");
             for c in 0..self.classes.len() {
                 let _ = write!(out, " {:>9}", glance(self.cell(d, c)));
             }
@@ -999,6 +1188,20 @@ impl Review {
             );
             for u in unjudged {
                 for line in wrap(&u, WIDTH - 2) {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
+        }
+        let own: Vec<String> = (0..self.designs.len())
+            .filter_map(|d| {
+                self.own_workload(d)
+                    .map(|w| format!("{}. {}: {w}", d + 1, one_line(&self.designs[d].name, 40)))
+            })
+            .collect();
+        if !own.is_empty() {
+            out.push_str("* ran its own workload, not the review's:\n");
+            for o in own {
+                for line in wrap(&o, WIDTH - 2) {
                     let _ = writeln!(out, "  {line}");
                 }
             }
@@ -1075,9 +1278,14 @@ impl Review {
         }
     }
 
-    /// A design's name in Markdown, numbered.
+    /// A design's name in Markdown, numbered, with what of its workload differs from the
+    /// review's.
     fn md_name(&self, d: usize) -> String {
-        format!("{}. {}", d + 1, md(&self.designs[d].name))
+        let mut name = format!("{}. {}", d + 1, md(&self.designs[d].name));
+        if let Some(w) = self.own_workload(d) {
+            let _ = write!(name, " (own workload: {})", md(&w));
+        }
+        name
     }
 
     /// The review as Markdown (a pull-request comment): the recommendation, the matrix, the
@@ -1259,9 +1467,18 @@ impl Review {
         out
     }
 
-    /// A design's name in HTML, numbered.
+    /// A design's name in HTML, numbered, with what of its workload differs from the
+    /// review's beneath.
     fn html_name(&self, d: usize) -> String {
-        format!("{}. {}", d + 1, esc(&self.designs[d].name))
+        let mut name = format!("{}. {}", d + 1, esc(&self.designs[d].name));
+        if let Some(w) = self.own_workload(d) {
+            let _ = write!(
+                name,
+                "<div class=\"workload\">own workload: {}</div>",
+                esc(&w)
+            );
+        }
+        name
     }
 
     /// The cost table: each design's figures in its worst classes, the safe ones by rank.
@@ -1799,6 +2016,7 @@ th { background: #f6f8fa; }
 td.rate, td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.rate { min-width: 5em; font-weight: 600; }
 td.rate .ci, td.rate .unknown { font-weight: 400; font-size: 0.75em; color: #57606a; }
+.workload { font-size: 0.8em; color: #9a6700; }
 section.example { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5em 1em 1em; margin: 1em 0; }
 .timeline { overflow-x: auto; margin-top: 0.5em; }
 ";
@@ -1839,6 +2057,17 @@ mod tests {
                 fault_start_ms: 1_000,
                 quiet_tail_ms: 21_000,
             },
+            workload: workload(),
+            keep_workload: false,
+        }
+    }
+
+    fn workload() -> WorkloadInfo {
+        WorkloadInfo {
+            kind: "counter".into(),
+            clients: 2,
+            think_ms: Some(Spread::Uniform([0.0, 100.0])),
+            work_ms: Spread::Uniform([50.0, 200.0]),
         }
     }
 
@@ -1882,6 +2111,7 @@ mod tests {
                 count: 100,
             },
             cost: CostOrder::Latency,
+            workload: workload(),
             classes: vec![
                 class("pauses", "process pauses"),
                 class("clock-steps", "clock steps"),
@@ -2050,6 +2280,59 @@ mod tests {
             html.contains("<td class=\"num\" title=\"clock steps\">40 ms (clock-ste)</td>"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn a_design_with_its_own_workload_says_so_beside_its_name() {
+        let mut r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 9.0, 5.0], true);
+        assert_eq!(r.own_workload(2), None);
+        r.designs[2].workload.think_ms = Some(Spread::Uniform([1000.0, 3000.0]));
+        r.designs[2].workload.clients = 3;
+        let own = r.own_workload(2).expect("B's workload differs");
+        assert_eq!(own, "3 clients, think 1 s to 3 s");
+        let rec = r.recommendation();
+        assert!(
+            rec.iter().any(|s| s
+                == "Every design ran the review's workload (2 clients of the counter loop, \
+                    think 0 ms to 100 ms, work 50 ms to 200 ms) but “Lock B” (3 clients, think \
+                    1 s to 3 s): its costs are not measured as the others' are."),
+            "{rec:?}"
+        );
+        let md = r.markdown();
+        assert!(
+            md.contains("| 3. Lock B (own workload: 3 clients, think 1 s to 3 s) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("the review's workload: 2 clients of the counter loop"),
+            "{md}"
+        );
+        let table = r.table();
+        assert!(
+            table.lines().any(|l| l.starts_with("3. Lock B*")),
+            "{table}"
+        );
+        assert!(
+            table.contains("* ran its own workload, not the review's:\n  3. Lock B: 3 clients, think 1 s to 3 s\n"),
+            "{table}"
+        );
+        let html = r.html(&[]);
+        assert!(
+            html.contains(
+                "3. Lock B<div class=\"workload\">own workload: 3 clients, think 1 s to 3 s</div>"
+            ),
+            "{html}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(
+            json["workload_differs"],
+            serde_json::json!([[], [], ["clients", "think_ms"]])
+        );
+        assert_eq!(
+            json["designs"][2]["workload"]["think_ms"]["uniform"],
+            serde_json::json!([1000.0, 3000.0])
+        );
+        assert_eq!(json["workload"]["clients"], 2);
     }
 
     #[test]

@@ -7,8 +7,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use lockstep::review::{self, CLASSES};
+use lockstep_models::Role;
 use lockstep_reports::review::CostOrder;
-use lockstep_sim::Fault;
+use lockstep_sim::{Distribution, Dur, Fault};
 
 use crate::support::{GOOD, TempDir, lockstep, stderr, stdout};
 
@@ -722,6 +723,286 @@ fn shipped_json() -> &'static serde_json::Value {
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         serde_json::from_str(&stdout(&o)).expect("JSON")
     })
+}
+
+/// The workload a cell runs, read from its scenario: the loop, the clients, the think and the
+/// work.
+fn workload_of(s: &lockstep::Scenario) -> (&'static str, usize, Distribution, Distribution) {
+    let w = s.system.workload();
+    (
+        w.kind.kind(),
+        s.system.layout().with(|r| r == Role::Client).len(),
+        w.think.clone(),
+        w.work.clone(),
+    )
+}
+
+fn uniform_ms(lo: u64, hi: u64) -> Distribution {
+    Distribution::Uniform {
+        lo: Dur::from_millis(lo),
+        hi: Dur::from_millis(hi),
+    }
+}
+
+#[test]
+fn every_design_of_the_shipped_review_runs_the_reviews_workload() {
+    let plan = review::load(
+        &crate::support::root().join("reviews/designs.toml"),
+        Some(1),
+    )
+    .expect("the shipped review loads");
+    // From the cells the review runs: its own `workload` table, every design alike.
+    let want = ("counter", 2, uniform_ms(0, 100), uniform_ms(50, 200));
+    for d in &plan.designs {
+        assert!(!d.keep_workload, "{}", d.name);
+        for (c, (_, s)) in d.cells.iter().enumerate() {
+            assert_eq!(
+                workload_of(s),
+                want,
+                "{} under {}",
+                d.name,
+                plan.classes[c].name
+            );
+        }
+    }
+    // The Kubernetes files' own workload is another: the review changed it.
+    let own =
+        lockstep::load(&crate::support::root().join("scenarios/chaos/kubernetes-unfenced.toml"))
+            .expect("its file")
+            .scenario;
+    assert_eq!(workload_of(&own).2, uniform_ms(1_000, 3_000));
+    assert!(
+        plan.designs
+            .iter()
+            .any(|d| d.file.ends_with("kubernetes-unfenced.toml")),
+        "the review has a Kubernetes design"
+    );
+    // The JSON says so: the review's workload, each design's the same, no difference told.
+    let json = shipped_json();
+    assert_eq!(
+        json["workload"],
+        serde_json::json!({
+            "kind": "counter",
+            "clients": 2,
+            "think_ms": { "uniform": [0.0, 100.0] },
+            "work_ms": { "uniform": [50.0, 200.0] },
+        })
+    );
+    let designs = json["designs"].as_array().expect("designs");
+    assert_eq!(designs.len(), plan.designs.len());
+    for d in designs {
+        assert_eq!(d["workload"], json["workload"], "{}", d["name"]);
+    }
+    for differs in json["workload_differs"]
+        .as_array()
+        .expect("workload_differs")
+    {
+        assert_eq!(differs, &serde_json::json!([]));
+    }
+}
+
+#[test]
+fn a_design_that_keeps_its_own_workload_shows_the_difference() {
+    let design = |name: &str, file: &str, extra: &str| {
+        format!(
+            "\n[[design]]\nname = \"{name}\"\nscenario = \"{}\"\n{extra}\n",
+            shipped(&format!("scenarios/chaos/{file}.toml"))
+        )
+    };
+    let text = format!(
+        "[review]\nname = \"t\"\nseeds = 1\nclasses = [\"pauses\"]\n{}{}{}{}",
+        design("Redis", "redis-unfenced", ""),
+        design(
+            "Kubernetes, its own",
+            "kubernetes-unfenced",
+            "keep_workload = true"
+        ),
+        design("Kubernetes", "kubernetes-unfenced", ""),
+        design(
+            "Redis, three clients",
+            "redis-unfenced",
+            "set = { \"workload.clients\" = 3 }"
+        ),
+    );
+    let dir = dir_with("own-workload", &[("review.toml", &text)]);
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
+    // Without a `workload` table the review's is the first design's: Redis's file gives no
+    // think or work, so the loader's defaults.
+    let review_workload = ("counter", 2, uniform_ms(0, 100), uniform_ms(50, 200));
+    let cell = |d: usize| workload_of(&plan.designs[d].cells[0].1);
+    assert_eq!(cell(0), review_workload);
+    assert_eq!(
+        cell(1),
+        (
+            "counter",
+            2,
+            uniform_ms(1_000, 3_000),
+            uniform_ms(50, 2_000)
+        ),
+        "its own file's"
+    );
+    assert_eq!(cell(2), review_workload, "the review's, not its file's");
+    assert_eq!(
+        cell(3).1,
+        3,
+        "its own `set` comes after the review's workload"
+    );
+    // The replayed cell is what ran: the file's think time is gone from it.
+    let text = review::cell_text(&plan, "3", "pauses").expect("a cell");
+    assert!(!text.contains("1_000, 3_000"), "{text}");
+    assert!(
+        text.contains("think_ms = { uniform = [0, 100] }") || !text.contains("think_ms"),
+        "{text}"
+    );
+    let r = review::run(&plan, 1, |_, _| {});
+    let json: serde_json::Value = serde_json::from_str(&r.json()).expect("json");
+    assert_eq!(
+        json["workload_differs"],
+        serde_json::json!([[], ["think_ms", "work_ms"], [], ["clients"]])
+    );
+    assert_eq!(json["designs"][1]["keep_workload"], true);
+    assert_eq!(
+        json["designs"][1]["workload"]["think_ms"],
+        serde_json::json!({ "uniform": [1000.0, 3000.0] })
+    );
+    let md = r.markdown();
+    for want in [
+        "| 2. Kubernetes, its own (own workload: think 1 s to 3 s, work 50 ms to 2 s) |",
+        "| 4. Redis, three clients (own workload: 3 clients) |",
+        "| 3. Kubernetes |",
+        "the review's workload: 2 clients of the counter loop, think 0 ms to 100 ms, work 50 ms \
+         to 200 ms (2 designs ran their own: said beside their names)",
+    ] {
+        assert!(md.contains(want), "`{want}` not in:\n{md}");
+    }
+    let table = r.table();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("2. Kubernetes, its own*")),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "* ran its own workload, not the review's:\n  2. Kubernetes, its own: think 1 s to 3 \
+             s, work 50 ms to 2 s\n  4. Redis, three clients: 3 clients\n"
+        ),
+        "{table}"
+    );
+    assert!(
+        r.recommendation().iter().any(|s| s.starts_with(
+            "Every design ran the review's workload (2 clients of the counter loop, think 0 ms \
+             to 100 ms, work 50 ms to 200 ms) but “Kubernetes, its own” (think 1 s to 3 s, work \
+             50 ms to 2 s) and “Redis, three clients” (3 clients): their costs are not measured"
+        )),
+        "{:?}",
+        r.recommendation()
+    );
+    let html = r.html(&[]);
+    assert!(
+        html.contains(
+            "2. Kubernetes, its own<div class=\"workload\">own workload: think 1 s to 3 s, work \
+             50 ms to 2 s</div>"
+        ),
+        "{html}"
+    );
+}
+
+#[test]
+fn the_reviews_workload_table_is_every_designs() {
+    let text = format!(
+        "[review]\nname = \"t\"\nseeds = 1\nclasses = [\"pauses\", \"crashes\"]\n\
+         workload = {{ clients = 3, work_ms = 20 }}\n\n\
+         [[design]]\nname = \"Kubernetes\"\nscenario = \"{}\"\n\n\
+         [[design]]\nname = \"Redis\"\nscenario = \"{}\"\n",
+        shipped("scenarios/chaos/kubernetes-unfenced.toml"),
+        shipped("scenarios/chaos/redis-unfenced.toml"),
+    );
+    let dir = dir_with("workload-table", &[("review.toml", &text)]);
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
+    // The keys it gives, and the loader's default for one it does not (think_ms), even where
+    // a design's file gives its own (Kubernetes thinks 1-3 s).
+    let want = (
+        "counter",
+        3,
+        uniform_ms(0, 100),
+        Distribution::Constant(Dur::from_millis(20)),
+    );
+    for d in &plan.designs {
+        for (_, s) in &d.cells {
+            assert_eq!(workload_of(s), want, "{}", d.name);
+        }
+    }
+    assert_eq!(plan.workload.clients, 3);
+    assert_eq!(
+        plan.workload.work_ms,
+        lockstep_reports::review::Spread::Constant(20.0)
+    );
+    assert_eq!(
+        plan.workload.think_ms,
+        Some(lockstep_reports::review::Spread::Uniform([0.0, 100.0]))
+    );
+}
+
+#[test]
+fn a_workload_the_designs_cannot_share_is_refused_at_its_key() {
+    let leader = shipped("scenarios/failover/failover-redis-3.toml");
+    let redis = shipped("scenarios/chaos/redis-unfenced.toml");
+    let dir = dir_with("workload-errors", &[]);
+    let two = |workload: &str, second: &str, extra: &str| {
+        format!(
+            "[review]\nname = \"t\"\nseeds = 1\nclasses = [\"pauses\"]\n{workload}\n\n\
+             [[design]]\nname = \"a\"\nscenario = \"{redis}\"\n\n\
+             [[design]]\nname = \"b\"\nscenario = \"{second}\"\n{extra}\n"
+        )
+    };
+    let cases = [
+        (
+            two("workload = { clients = 0 }", &redis, ""),
+            "review.workload.clients: must be between 1 and 1000, not 0 (in every design)"
+                .to_string(),
+        ),
+        (
+            two("workload = { acquire = \"try\" }", &redis, ""),
+            "review.workload.acquire: not a key of a review's workload (clients, think_ms, \
+             work_ms)"
+                .to_string(),
+        ),
+        (
+            two("workload = { work_ms = { uniform = [5] } }", &redis, ""),
+            "review.workload.work_ms".to_string(),
+        ),
+        (
+            two("workload = 1979-05-27", &redis, ""),
+            "review.workload: a date or time is not a value this key takes".to_string(),
+        ),
+        // A design whose loop is another: refused, named at its file and key.
+        (
+            two("", &leader, ""),
+            format!(
+                "design[1].scenario: {leader}: workload.kind: runs the `leader` loop, not the \
+                 review's `counter` (the first design's): every design runs the review's \
+                 workload; give this design `keep_workload = true` to run its own"
+            ),
+        ),
+    ];
+    for (i, (text, wanted)) in cases.iter().enumerate() {
+        let path = dir.join(format!("review-{i}.toml"));
+        std::fs::write(&path, text).expect("write");
+        let e = review::load(&path, None).expect_err(text).to_string();
+        assert_eq!(e.lines().count(), 1, "one problem, once:\n{e}");
+        assert!(
+            e.starts_with(&format!("{}: {wanted}", path.display())),
+            "`{wanted}` is not the problem of:\n{e}"
+        );
+    }
+    // Kept, the leader design runs its own loop, clients and think, told beside its name.
+    let path = dir.join("kept.toml");
+    std::fs::write(&path, two("", &leader, "keep_workload = true")).expect("write");
+    let plan = review::load(&path, None).expect("loads");
+    let (kind, clients, think, _) = workload_of(&plan.designs[1].cells[0].1);
+    assert_eq!((kind, clients, think), ("leader", 3, uniform_ms(0, 5_000)));
+    assert_eq!(plan.workload.kind, "counter");
 }
 
 #[test]
