@@ -4,12 +4,14 @@
 //!
 //! A review file names the job, the designs (each a scenario file, with key overrides) and
 //! the fault classes; [`load`] builds and checks every cell's scenario before anything runs,
-//! and [`run`] sweeps each over the same seeds. A cell is the design's text with the job's and
-//! the design's keys set (`set`, as `[sweep]` axes set theirs, but a key the file lacks is
-//! added), given the default chaos profile when it has none (its own `[[fault]]` list is then
-//! dropped, as `sweep --chaos` does), and then the class's weights: every fault kind but the
-//! class's off (`chaos.weights`), partitions that drop or hold (`chaos.hold`), clock steps apart
-//! from drift and slews (`chaos.clock_kinds`). The figures are
+//! and [`run`] sweeps each over the same seeds. A cell is the design's text with the review's
+//! workload ([`WORKLOAD_KEYS`]: `[review] workload`, else the first design's; unless the design
+//! keeps its own), then the job's and the design's keys set (`set`, as `[sweep]` axes set
+//! theirs, but a key the file lacks is added), given the default chaos profile when it has
+//! none (its own `[[fault]]` list is then dropped, as `sweep --chaos` does), and then the
+//! class's weights: every fault kind but the class's off (`chaos.weights`), partitions that
+//! drop or hold (`chaos.hold`), clock steps apart from drift and slews (`chaos.clock_kinds`).
+//! The figures are
 //! [`lockstep_reports::review::Review`], which renders the page and derives the
 //! recommendation.
 //!
@@ -19,6 +21,7 @@
 //! job = "one compaction at a time over the ledger table"
 //! seeds = 500                          # per cell (default 200)
 //! classes = ["pauses", "crashes"]      # default: every class
+//! workload = { clients = 2, think_ms = { uniform = [0, 100] } }   # every design's
 //! set = { "model.ttl_ms" = 10_000 }    # applied to every design
 //!
 //! [[design]]
@@ -28,19 +31,23 @@
 //! [[design]]
 //! name = "Redis + INCR fencing"
 //! scenario = "../scenarios/chaos/redis-incr-atomic-fenced.toml"
-//! set = { "workload.clients" = 3 }
+//! keep_workload = true                 # its own file's workload, shown beside its name
+//! set = { "model.ttl_ms" = 5_000 }
 //! ```
 
 use std::fmt::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
 
 use lockstep_check::Validity;
+use lockstep_models::Role;
 use lockstep_models::StorageMode;
 use lockstep_models::family::Tokens;
+use lockstep_models::workload::{Counter, Workload as _};
 use lockstep_reports::review::{
     ClassInfo, CostOrder, DesignInfo, Example, FORMAT, FencingSupport, FencingValue, Review,
-    ReviewCell, ReviewSeeds, TokenKind, Window, shell_word,
+    ReviewCell, ReviewSeeds, Spread, TokenKind, Window, WorkloadInfo, shell_word,
 };
+use lockstep_sim::Distribution;
 use serde::Deserialize;
 use toml_edit::{DocumentMut, InlineTable, Item, Table};
 
@@ -199,6 +206,8 @@ struct ReviewSection {
     classes: Option<Vec<String>>,
     #[serde(default)]
     cost: CostOrder,
+    /// The workload every design runs: `clients`, `think_ms`, `work_ms`.
+    workload: Option<toml::Table>,
     #[serde(default)]
     set: toml::Table,
 }
@@ -212,9 +221,18 @@ fn one() -> u64 {
 struct DesignSection {
     name: String,
     scenario: PathBuf,
+    /// Run the file's own workload rather than the review's.
+    #[serde(default)]
+    keep_workload: bool,
     #[serde(default)]
     set: toml::Table,
 }
+
+/// The `[workload]` keys that make a review's workload: what every design's clients do,
+/// unless a design keeps its own. The loop (`kind`) is the first design's, and a design must
+/// run it; a loop's own keys and the others (`acquire`, `storage_timeout_ms`, ...) are each
+/// design's (a review sets them for all in `review.set`).
+pub const WORKLOAD_KEYS: [&str; 3] = ["clients", "think_ms", "work_ms"];
 
 /// A checked review: every cell's scenario, ready to run.
 #[derive(Clone, Debug)]
@@ -233,6 +251,9 @@ pub struct Plan {
     pub classes: Vec<&'static FaultClass>,
     /// `review.cost`: what makes one safe design cheaper than another.
     pub cost: CostOrder,
+    /// The review's workload, as the first design's file runs it with the review's keys
+    /// (`review.workload`, then `review.set`).
+    pub workload: WorkloadInfo,
     /// The designs, in the file's order.
     pub designs: Vec<PlannedDesign>,
 }
@@ -244,6 +265,8 @@ pub struct PlannedDesign {
     pub name: String,
     /// Its scenario file, as found from the review file.
     pub file: PathBuf,
+    /// `keep_workload`: its cells run its file's workload, not the review's.
+    pub keep_workload: bool,
     /// Per class (in column order): the cell's text and scenario.
     pub cells: Vec<(String, Scenario)>,
 }
@@ -437,6 +460,16 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
     let job_set = settings(&r.set, "review.set", &mut |at, m| {
         problem(&mut problems, at, m)
     });
+    // The review's workload: its own table's keys, else the first design's (read below).
+    let mut workload: Option<Vec<Given>> = r
+        .workload
+        .as_ref()
+        .map(|table| review_workload(table, &mut |at, m| problem(&mut problems, at, m)));
+    let explicit = workload.is_some();
+    // The first design's file with the review's workload and `set`: the review's workload
+    // as it runs, and its loop.
+    let mut review_text: Option<(String, PathBuf)> = None;
+    let mut review_kind: Option<String> = None;
     // The problems of the review's own `set` keys, met in the designs' cells: each reported
     // once, at its key, naming the designs it was met in, before the designs' own.
     let mut shared: Vec<(Met, Vec<usize>)> = Vec::new();
@@ -489,10 +522,57 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
             );
             continue;
         }
+        let given = workload.get_or_insert_with(|| first_workload(&base));
+        if i == 0 {
+            let mut t = apply_workload(&base, given).unwrap_or_else(|_| base.clone());
+            for (_, key, value) in &job_set {
+                t = set_value(&t, key, value).unwrap_or(t);
+            }
+            review_kind = kind_of(&t);
+            review_text = Some((t, scenario_path.clone()));
+        }
+        // A design runs the review's loop, or keeps its own workload, or chose another loop
+        // in its `set`.
+        let runs_review = !d.keep_workload;
+        if runs_review && !set.iter().any(|(_, key, _)| covers(key, "workload.kind")) {
+            let mut t = base.clone();
+            for (_, key, value) in job_set.iter().chain(&set) {
+                t = set_value(&t, key, value).unwrap_or(t);
+            }
+            if let (Some(kind), Some(review)) = (kind_of(&t), &review_kind) {
+                if kind != *review {
+                    problem(
+                        &mut problems,
+                        format!("design[{i}].scenario"),
+                        format!(
+                            "{}: workload.kind: runs the `{}` loop, not the review's `{}` (the \
+                             first design's): every design runs the review's workload; give \
+                             this design `keep_workload = true` to run its own",
+                            path_said(&scenario_path),
+                            said(&kind),
+                            said(review)
+                        ),
+                    );
+                    continue;
+                }
+            }
+        }
         // Every problem is met at most once per class; a key set by both the review and the
-        // design is the design's (set last).
+        // design is the design's (set last), and `set` keys come after the review's workload.
         let mut met: Vec<Met> = Vec::new();
         let mut text = base;
+        if runs_review {
+            // A key of the review's workload is a value: what cannot take it is the design's
+            // file (a `workload` that is not a table).
+            if let Err(why) = apply_workload(&text, given).map(|t| text = t) {
+                meet(
+                    &mut met,
+                    format!("design[{i}].scenario"),
+                    format!("{}: {}", path_said(&scenario_path), said(&why)),
+                    usize::MAX,
+                );
+            }
+        }
         for (key_at, key, value) in job_set.iter().chain(&set) {
             // A key that cannot be set is left out, so that the cells still show the other
             // problems.
@@ -501,6 +581,20 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
                 Err(why) => meet(&mut met, key_at.clone(), said(&why), usize::MAX),
             }
         }
+        // The keys that own a problem the loader finds at or under them, the last set last:
+        // the review's workload (its own table's keys), then the review's and the design's
+        // `set`.
+        let owners: Vec<(&str, &str)> = given
+            .iter()
+            .filter(|_| runs_review)
+            .filter_map(|g| g.at.as_deref().map(|at| (at, g.key.as_str())))
+            .chain(
+                job_set
+                    .iter()
+                    .chain(&set)
+                    .map(|(at, key, _)| (at.as_str(), key.as_str())),
+            )
+            .collect();
         let mut cells = Vec::new();
         let has_chaos = text
             .parse::<DocumentMut>()
@@ -543,18 +637,22 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
                         for p in found {
                             // The key the review or the design set that the problem is about,
                             // if any: the last one set wins.
-                            let owner = job_set
-                                .iter()
-                                .chain(&set)
-                                .rev()
-                                .find(|(_, key, _)| covers(key, &p.path));
+                            let owner = owners.iter().rev().find(|(_, key)| covers(key, &p.path));
                             let (at, message) = match owner {
-                                Some((key_at, key, _)) if *key == p.path => {
-                                    (key_at.clone(), said(&p.message))
+                                Some((key_at, key)) if *key == p.path => {
+                                    (key_at.to_string(), said(&p.message))
                                 }
-                                Some((key_at, _, _)) => (
-                                    key_at.clone(),
+                                Some((key_at, _)) => (
+                                    key_at.to_string(),
                                     format!("{}: {}", escaped(&p.path), said(&p.message)),
+                                ),
+                                None if runs_review && covers("workload", &p.path) => (
+                                    format!("design[{i}].scenario"),
+                                    format!(
+                                        "{} (with the review's workload: `keep_workload = \
+                                         true` runs the design's own)",
+                                        in_scenario(&scenario_path, &p)
+                                    ),
                                 ),
                                 None => (
                                     format!("design[{i}].scenario"),
@@ -591,6 +689,7 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
             designs.push(PlannedDesign {
                 name: d.name.clone(),
                 file: scenario_path,
+                keep_workload: d.keep_workload,
                 cells,
             });
         }
@@ -613,12 +712,42 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
             problem(&mut problems, "review".into(), message);
         }
     }
+    // The review's workload, as the loader reads it from the first design's file with the
+    // review's keys.
+    let mut workload_info = None;
+    if problems.is_empty() {
+        if let Some((text, file)) = &review_text {
+            match parse(text, file) {
+                Ok(s) => workload_info = Some(workload_of(&s)),
+                Err(e) => {
+                    for p in e.problems {
+                        problem(
+                            &mut problems,
+                            if explicit {
+                                "review.workload".to_string()
+                            } else {
+                                "design[0].scenario".to_string()
+                            },
+                            format!(
+                                "the review's workload on the first design's file (before its \
+                                 own set): {}",
+                                in_scenario(file, &p)
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
     if !problems.is_empty() {
         return Err(ReviewError {
             file: path.to_path_buf(),
             problems,
         });
     }
+    let Some(workload) = workload_info else {
+        unreachable!("a review with no problem has a first design whose workload loaded")
+    };
     Ok(Plan {
         path: path.to_path_buf(),
         name: r.name.clone(),
@@ -627,8 +756,145 @@ pub fn load(path: &Path, seeds: Option<u64>) -> Result<Plan, ReviewError> {
         seeds,
         classes,
         cost: r.cost,
+        workload,
         designs,
     })
+}
+
+/// A key of the review's workload, as every design that runs it gets it.
+#[derive(Clone, Debug)]
+struct Given {
+    /// Its key path in the review file (`review.workload.think_ms`) when the review's own
+    /// table gives it; `None` when it is the first design's.
+    at: Option<String>,
+    /// Its key path in a scenario file: `workload.think_ms`.
+    key: String,
+    /// Its value; `None`: the loader's default (the key is taken out of a design's file).
+    value: Option<toml_edit::Value>,
+}
+
+/// The review's own workload table (`[review.workload]`): each of [`WORKLOAD_KEYS`], as it
+/// gives it or the loader's default. Any other key is a problem.
+fn review_workload(table: &toml::Table, problem: &mut impl FnMut(String, String)) -> Vec<Given> {
+    // The TOML reader hands a date given for the whole table as a table of its own key.
+    if table.contains_key("$__toml_private_datetime") {
+        problem(
+            "review.workload".into(),
+            "a date or time is not a value this key takes: it takes a table of [workload] keys \
+             (clients, think_ms, work_ms)"
+                .into(),
+        );
+        return Vec::new();
+    }
+    for key in table.keys() {
+        if !WORKLOAD_KEYS.contains(&key.as_str()) {
+            problem(
+                format!("review.workload.{}", toml_key(key)),
+                format!(
+                    "not a key of a review's workload ({}); the loop and the other [workload] \
+                     keys are each design's own (set one for every design in review.set)",
+                    WORKLOAD_KEYS.join(", ")
+                ),
+            );
+        }
+    }
+    WORKLOAD_KEYS
+        .iter()
+        .map(|key| Given {
+            at: Some(format!("review.workload.{key}")),
+            key: format!("workload.{key}"),
+            value: table.get(*key).and_then(|v| match v {
+                toml::Value::Datetime(_) => {
+                    problem(
+                        format!("review.workload.{key}"),
+                        "a date or time is not a value this key takes".into(),
+                    );
+                    None
+                }
+                v => v.to_string().parse::<toml_edit::Value>().ok(),
+            }),
+        })
+        .collect()
+}
+
+/// The workload of the first design's file `text`: its [`WORKLOAD_KEYS`] as written, or the
+/// loader's default for a key it does not give.
+fn first_workload(text: &str) -> Vec<Given> {
+    let doc = text.parse::<DocumentMut>().ok();
+    let section = doc
+        .as_ref()
+        .and_then(|d| d.get("workload"))
+        .and_then(Item::as_table_like);
+    WORKLOAD_KEYS
+        .iter()
+        .map(|key| Given {
+            at: None,
+            key: format!("workload.{key}"),
+            value: section
+                .and_then(|t| t.get(key))
+                .and_then(|item| item.clone().into_value().ok())
+                .map(|mut v| {
+                    v.decor_mut().clear();
+                    v
+                }),
+        })
+        .collect()
+}
+
+/// `text` with the review's workload `given`.
+fn apply_workload(text: &str, given: &[Given]) -> Result<String, String> {
+    let mut text = text.to_string();
+    for g in given {
+        text = put(&text, &g.key, g.value.clone())?;
+    }
+    Ok(text)
+}
+
+/// The loop `text`'s `[workload]` names (`workload.kind`, the counter loop when it names
+/// none); `None` when it is not a string, which the loader refuses.
+fn kind_of(text: &str) -> Option<String> {
+    let doc = text.parse::<DocumentMut>().ok()?;
+    match doc.get("workload") {
+        None => Some(Counter::KIND.to_string()),
+        Some(w) => match w.as_table_like()?.get("kind") {
+            None => Some(Counter::KIND.to_string()),
+            Some(k) => k.as_str().map(str::to_string),
+        },
+    }
+}
+
+/// The workload cell `s` runs, as a review's page tells it.
+fn workload_of(s: &Scenario) -> WorkloadInfo {
+    let w = s.system.workload();
+    WorkloadInfo {
+        kind: w.kind.kind().to_string(),
+        clients: s.system.layout().with(|r| r == Role::Client).len() as u32,
+        // A scheduled job waits for its tick: it takes no think time.
+        think_ms: (!w.is_cron()).then(|| spread(&w.think)),
+        work_ms: spread(&w.work),
+    }
+}
+
+/// A distribution of durations in milliseconds.
+fn spread(d: &Distribution) -> Spread {
+    let ms = |d: lockstep_sim::Dur| d.as_nanos() as f64 / 1e6;
+    match *d {
+        Distribution::Constant(v) => Spread::Constant(ms(v)),
+        Distribution::Uniform { lo, hi } => Spread::Uniform([ms(lo), ms(hi)]),
+        Distribution::Exponential { min, mean } => Spread::Exponential {
+            min: ms(min),
+            mean: ms(mean),
+        },
+        Distribution::Pareto {
+            min,
+            alpha_milli,
+            max,
+        } => Spread::Pareto {
+            min: ms(min),
+            alpha: f64::from(alpha_milli) / 1000.0,
+            max: ms(max),
+        },
+    }
 }
 
 /// The run length and fault window of cell `s`.
@@ -788,6 +1054,41 @@ fn set_value(text: &str, key: &str, value: &Value) -> Result<String, String> {
     if path.iter().any(|s| s.index.is_some()) {
         return set_key(text, &path, value);
     }
+    edit(text, key, |table, last| {
+        if table.get(last).is_some_and(|i| i.is_table_like()) {
+            return Err(format!("`{key}` is a table, not a value"));
+        }
+        table.insert(last, toml_edit::value(value.toml()));
+        Ok(())
+    })
+}
+
+/// `text` with the key at `key` (no index) set to `value`, whatever it was (a distribution's
+/// table too), or taken out when `value` is `None`, so that the loader's default applies: a
+/// key of the review's workload, set as [`set_value`] sets a key.
+fn put(text: &str, key: &str, value: Option<toml_edit::Value>) -> Result<String, String> {
+    edit(text, key, |table, last| {
+        match value {
+            Some(v) => {
+                table.insert(last, Item::Value(v));
+            }
+            None => {
+                table.remove(last);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `text` with `change` made to the table that holds the key at `key` (a path without an
+/// index), given that table and the key's last part; the tables on the way are added when
+/// the file lacks them.
+fn edit(
+    text: &str,
+    key: &str,
+    change: impl FnOnce(&mut dyn toml_edit::TableLike, &str) -> Result<(), String>,
+) -> Result<String, String> {
+    let path = parse_key_path(key)?;
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| e.message().to_string())?;
@@ -795,6 +1096,9 @@ fn set_value(text: &str, key: &str, value: &Value) -> Result<String, String> {
     let mut table = doc.as_table_mut() as &mut dyn toml_edit::TableLike;
     let mut walked = String::new();
     for seg in tables {
+        if seg.index.is_some() {
+            return Err(format!("`{key}` names an array entry"));
+        }
         if !walked.is_empty() {
             walked.push('.');
         }
@@ -809,10 +1113,7 @@ fn set_value(text: &str, key: &str, value: &Value) -> Result<String, String> {
             .and_then(Item::as_table_like_mut)
             .ok_or_else(|| format!("`{walked}` is not a table"))?;
     }
-    if table.get(&last.key).is_some_and(|i| i.is_table_like()) {
-        return Err(format!("`{key}` is a table, not a value"));
-    }
-    table.insert(&last.key, toml_edit::value(value.toml()));
+    change(table, &last.key)?;
     Ok(doc.to_string())
 }
 
@@ -895,7 +1196,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
             };
             // The costs are measured over each run's fault window (the same for every design:
             // `equal_window`), from the checker's figures of it.
-            let (mut unavailable_ns, mut run_ns) = (0u128, 0u128);
+            let (mut unavailable_ns, mut run_ns, mut sections) = (0u128, 0u128, 0u128);
             let mut waits = crate::stats::Histogram::new();
             let mut first: Option<(u64, u64)> = None;
             let s = sweep(&target, &config, |o| {
@@ -903,6 +1204,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     Some((w, begun)) => {
                         unavailable_ns += u128::from(w.unavailable_ns);
                         run_ns += u128::from(w.to_ns.saturating_sub(w.from_ns));
+                        sections += u128::from(w.cs_completed);
                         for &ns in begun {
                             waits.add(ns);
                         }
@@ -910,6 +1212,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     None => {
                         unavailable_ns += u128::from(o.unavailable_ns);
                         run_ns += u128::from(o.end_ns);
+                        sections += u128::from(o.cs_completed);
                         for &ns in &o.acquire_latencies_ns {
                             waits.add(ns);
                         }
@@ -937,6 +1240,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                 acquire_p99_ms: waits.quantile(990).map(|ns| ns as f64 / 1e6),
                 availability: (run_ns > 0)
                     .then(|| 1.0 - unavailable_ns.min(run_ns) as f64 / run_ns as f64),
+                sections_per_s: (run_ns > 0).then(|| sections as f64 * 1e9 / run_ns as f64),
                 first_invalid: first.map(|(_, seed)| seed),
                 digest: format!("{:016x}", s.digest),
             });
@@ -980,6 +1284,7 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
             count: plan.seeds,
         },
         cost: plan.cost,
+        workload: plan.workload.clone(),
         classes: plan.classes.iter().map(|c| c.info()).collect(),
         designs: plan
             .designs
@@ -997,6 +1302,8 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                     file: d.file.display().to_string(),
                     fencing,
                     window: window_of(s),
+                    workload: workload_of(s),
+                    keep_workload: d.keep_workload,
                 }
             })
             .collect(),

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::escape::{html as esc, markdown as md, markdown_code};
-use crate::format::{interval, percent, percent_at_a_glance, plural};
+use crate::format::{interval, percent, percent_at_a_glance, plural, trimmed};
 
 /// The `format` of a review's JSON.
 pub const FORMAT: &str = "lockstep-review/1";
@@ -42,6 +42,9 @@ pub struct Review {
     pub seeds: ReviewSeeds,
     /// What makes one safe design cheaper than another.
     pub cost: CostOrder,
+    /// The review's workload: what every design's clients do, unless a design keeps its own
+    /// (its [`DesignInfo::workload`] then says what it ran).
+    pub workload: WorkloadInfo,
     /// The fault classes, in the order of the matrix's columns.
     pub classes: Vec<ClassInfo>,
     /// The designs, in the review file's order.
@@ -54,16 +57,191 @@ pub struct Review {
 }
 
 /// What makes one safe design cheaper than another (`[review] cost`): the figure of its worst
-/// class compared first; the other breaks ties, then the review file's order.
+/// class compared first; the others break ties in [`CostOrder::figures`]' order, then the
+/// review file's order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CostOrder {
-    /// The lowest acquire p99 first (the wait a client sees), then the highest availability.
+    /// The lowest acquire p99 first (the wait a client sees), then the highest availability,
+    /// then the most critical sections completed per second.
     #[default]
     Latency,
     /// The highest availability first (the time someone held the lock), then the lowest
-    /// acquire p99.
+    /// acquire p99, then the most critical sections completed per second.
     Availability,
+    /// The most critical sections completed per second first (the work done), then the
+    /// lowest acquire p99, then the highest availability.
+    Throughput,
+}
+
+/// A figure a design's cost is made of, each taken from the design's worst class for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Figure {
+    /// The highest acquire p99 of any class.
+    AcquireP99,
+    /// The lowest availability of any class.
+    Availability,
+    /// The fewest critical sections completed per second of any class.
+    Sections,
+}
+
+impl CostOrder {
+    /// The figures in the order they rank safe designs: the first decides, the next break
+    /// ties.
+    pub fn figures(self) -> [Figure; 3] {
+        match self {
+            CostOrder::Latency => [Figure::AcquireP99, Figure::Availability, Figure::Sections],
+            CostOrder::Availability => [Figure::Availability, Figure::AcquireP99, Figure::Sections],
+            CostOrder::Throughput => [Figure::Sections, Figure::AcquireP99, Figure::Availability],
+        }
+    }
+}
+
+impl Figure {
+    /// Its name in sentences, with the way it ranks: `acquire p99 (lowest first)`.
+    fn ranked(self) -> &'static str {
+        match self {
+            Figure::AcquireP99 => "acquire p99 (lowest first)",
+            Figure::Availability => "availability (highest first)",
+            Figure::Sections => "critical sections completed per second (most first)",
+        }
+    }
+
+    /// How its worst class is chosen, in words.
+    fn worst(self) -> &'static str {
+        match self {
+            Figure::AcquireP99 => "the highest acquire p99",
+            Figure::Availability => "the lowest availability",
+            Figure::Sections => "the fewest critical sections completed per second",
+        }
+    }
+}
+
+/// A workload: the loop its clients run, how many there are, and how long each thinks
+/// between critical sections and works in one. A review gives every design the same one
+/// unless a design keeps its own.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadInfo {
+    /// The loop (`workload.kind`): `counter`, `leader`, ...
+    pub kind: String,
+    /// `workload.clients`.
+    pub clients: u32,
+    /// `workload.think_ms`; `None` for a loop whose clients do not think (a scheduled job's
+    /// wait for its next tick).
+    pub think_ms: Option<Spread>,
+    /// `workload.work_ms`.
+    pub work_ms: Spread,
+}
+
+/// A distribution of durations in milliseconds, as scenario files write it
+/// (`{ uniform = [50, 200] }`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Spread {
+    /// Always this long.
+    Constant(f64),
+    /// Uniform between the two.
+    Uniform([f64; 2]),
+    /// `min` plus an exponential with mean `mean`.
+    Exponential {
+        /// The floor.
+        min: f64,
+        /// The exponential part's mean.
+        mean: f64,
+    },
+    /// A Pareto tail from `min`, capped at `max`.
+    Pareto {
+        /// The scale and shortest value.
+        min: f64,
+        /// The tail index.
+        alpha: f64,
+        /// The cap.
+        max: f64,
+    },
+}
+
+impl Spread {
+    /// In words: `50 ms to 200 ms`, `5 ms`, `1 ms + exponential of mean 10 ms`.
+    pub fn words(&self) -> String {
+        match *self {
+            Spread::Constant(v) => amount(v),
+            Spread::Uniform([lo, hi]) => format!("{} to {}", amount(lo), amount(hi)),
+            Spread::Exponential { min, mean } => {
+                format!("{} + exponential of mean {}", amount(min), amount(mean))
+            }
+            Spread::Pareto { min, alpha, max } => format!(
+                "Pareto from {} (alpha {alpha}) up to {}",
+                amount(min),
+                amount(max)
+            ),
+        }
+    }
+}
+
+/// The keys of a workload, in the order a difference is told.
+pub const WORKLOAD_KEYS: [&str; 4] = ["kind", "clients", "think_ms", "work_ms"];
+
+impl WorkloadInfo {
+    /// The keys of [`WORKLOAD_KEYS`] whose values differ between `self` and `other`.
+    pub fn differences(&self, other: &WorkloadInfo) -> Vec<&'static str> {
+        WORKLOAD_KEYS
+            .into_iter()
+            .filter(|&k| match k {
+                "kind" => self.kind != other.kind,
+                "clients" => self.clients != other.clients,
+                "think_ms" => self.think_ms != other.think_ms,
+                _ => self.work_ms != other.work_ms,
+            })
+            .collect()
+    }
+
+    /// The value of `key` (one of [`WORKLOAD_KEYS`]) in words: `the leader loop`,
+    /// `3 clients`, `think 1 s to 3 s`, `work 50 ms to 200 ms`, `no think`.
+    fn said(&self, key: &str) -> String {
+        match key {
+            "kind" => format!("the {} loop", self.kind),
+            "clients" => format!("{} client{}", self.clients, plural(self.clients)),
+            "think_ms" => self
+                .think_ms
+                .map_or("no think".to_string(), |t| format!("think {}", t.words())),
+            _ => format!("work {}", self.work_ms.words()),
+        }
+    }
+
+    /// The whole workload in words: `2 clients of the counter loop, think 0 ms to 100 ms,
+    /// work 50 ms to 200 ms`.
+    pub fn words(&self) -> String {
+        let mut s = format!("{} of the {} loop", self.said("clients"), self.kind);
+        for key in ["think_ms", "work_ms"] {
+            if key == "think_ms" && self.think_ms.is_none() {
+                continue;
+            }
+            let _ = write!(s, ", {}", self.said(key));
+        }
+        s
+    }
+
+    /// What of `self` differs from `review`, in words (`think 1 s to 3 s, work 50 ms to 2
+    /// s`); `None` when nothing does.
+    pub fn difference_words(&self, review: &WorkloadInfo) -> Option<String> {
+        let keys = self.differences(review);
+        (!keys.is_empty()).then(|| {
+            keys.iter()
+                .map(|k| self.said(k))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
+}
+
+/// An exact amount of milliseconds for people: `0 ms`, `50 ms`, `0.5 ms`, `1 s`, `2.5 s`.
+fn amount(v_ms: f64) -> String {
+    let ns = (v_ms * 1e6).round().max(0.0) as u64;
+    if ns >= 1_000_000_000 {
+        trimmed(ns, 1_000_000_000, " s")
+    } else {
+        trimmed(ns, 1_000_000, " ms")
+    }
 }
 
 /// The seeds of every cell: `count` from `from`.
@@ -87,7 +265,7 @@ pub struct ClassInfo {
 }
 
 /// A candidate design.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DesignInfo {
     /// Its name in the review.
     pub name: String,
@@ -106,6 +284,12 @@ pub struct DesignInfo {
     pub fencing: FencingSupport,
     /// The run its cells ran: the same for every design of a review.
     pub window: Window,
+    /// The workload its cells ran: the review's, unless it keeps its own or its `set`
+    /// changes it ([`Review::workload`]).
+    pub workload: WorkloadInfo,
+    /// Whether the review file gave it `keep_workload = true`: it runs its own file's
+    /// workload rather than the review's.
+    pub keep_workload: bool,
 }
 
 /// A chaos run's length and its fault window, in whole milliseconds of true time: faults from
@@ -196,6 +380,10 @@ pub struct ReviewCell {
     /// One minus the share of the runs' fault windows with no holder while some client waited;
     /// `None` without runs.
     pub availability: Option<f64>,
+    /// Critical sections granted in the runs' fault windows that completed (wrote and
+    /// released: the checker's fault window `cs_completed`), per second of the windows, over
+    /// the runs; `None` without runs.
+    pub sections_per_s: Option<f64>,
     /// The first seed whose property was violated.
     pub first_invalid: Option<u64>,
     /// The cell's sweep digest, 16 hex digits: two reviews ran alike when they agree.
@@ -249,8 +437,16 @@ pub struct DesignFigures {
     pub worst_ci_high: f64,
     /// The highest acquire p99 of any class, in ms.
     pub p99_ms: Option<f64>,
+    /// The class of `p99_ms` (the earlier column on a tie).
+    pub p99_class: Option<usize>,
     /// The lowest availability of any class.
     pub availability: Option<f64>,
+    /// The class of `availability` (the earlier column on a tie).
+    pub availability_class: Option<usize>,
+    /// The fewest critical sections completed per second of any class.
+    pub sections_per_s: Option<f64>,
+    /// The class of `sections_per_s` (the earlier column on a tie).
+    pub sections_class: Option<usize>,
     /// Runs with each kind of violation, over every class.
     pub double_holders: u64,
     /// See [`ReviewCell::stale_accepted`].
@@ -312,6 +508,35 @@ impl DesignFigures {
     }
 }
 
+/// The worst value of a cell's figure `value` among `cells` (the highest when
+/// `higher_is_worse`, else the lowest) and its cell's class; the earlier column on a tie.
+fn worst_of(
+    cells: &[&ReviewCell],
+    value: impl Fn(&ReviewCell) -> Option<f64>,
+    higher_is_worse: bool,
+) -> Option<(f64, usize)> {
+    let mut worst: Option<(f64, usize)> = None;
+    for cell in cells {
+        let Some(v) = value(cell) else { continue };
+        let worse = worst.is_none_or(|(w, _)| if higher_is_worse { v > w } else { v < w });
+        if worse {
+            worst = Some((v, cell.class));
+        }
+    }
+    worst
+}
+
+impl DesignFigures {
+    /// A figure of its cost and the class it comes from.
+    pub fn figure(&self, figure: Figure) -> (Option<f64>, Option<usize>) {
+        match figure {
+            Figure::AcquireP99 => (self.p99_ms, self.p99_class),
+            Figure::Availability => (self.availability, self.availability_class),
+            Figure::Sections => (self.sections_per_s, self.sections_class),
+        }
+    }
+}
+
 /// The safe designs the recommendation names beside the one it recommends.
 const ALSO_SAFE: usize = 3;
 
@@ -351,6 +576,10 @@ impl Review {
                 // The earlier column wins a tie.
                 .then(b.cmp(&a))
         });
+        // Each figure from its own worst class: they may differ.
+        let p99 = worst_of(&cells, |c| c.acquire_p99_ms, true);
+        let availability = worst_of(&cells, |c| c.availability, false);
+        let sections = worst_of(&cells, |c| c.sections_per_s, false);
         DesignFigures {
             runs: sum(|c| c.runs),
             invalid: sum(|c| c.invalid),
@@ -363,11 +592,12 @@ impl Review {
             broken,
             worst,
             worst_ci_high: cells.iter().map(|c| c.ci95.1).fold(0.0, f64::max),
-            p99_ms: cells
-                .iter()
-                .filter_map(|c| c.acquire_p99_ms)
-                .reduce(f64::max),
-            availability: cells.iter().filter_map(|c| c.availability).reduce(f64::min),
+            p99_ms: p99.map(|(v, _)| v),
+            p99_class: p99.map(|(_, c)| c),
+            availability: availability.map(|(v, _)| v),
+            availability_class: availability.map(|(_, c)| c),
+            sections_per_s: sections.map(|(v, _)| v),
+            sections_class: sections.map(|(_, c)| c),
             double_holders: sum(|c| c.double_holders),
             stale_accepted: sum(|c| c.stale_accepted),
             lost_updates: sum(|c| c.lost_updates),
@@ -386,19 +616,64 @@ impl Review {
             .collect();
         safe.sort_by(|&a, &b| {
             let (fa, fb) = (&figures[a], &figures[b]);
-            let p99 = |f: &DesignFigures| f.p99_ms.unwrap_or(f64::INFINITY);
-            let by_p99 = p99(fa).total_cmp(&p99(fb));
-            let by_availability = fb
-                .availability
-                .unwrap_or(0.0)
-                .total_cmp(&fa.availability.unwrap_or(0.0));
-            match self.cost {
-                CostOrder::Latency => by_p99.then(by_availability),
-                CostOrder::Availability => by_availability.then(by_p99),
-            }
-            .then(a.cmp(&b))
+            self.cost
+                .figures()
+                .into_iter()
+                .map(|figure| {
+                    // A figure a design lacks ranks it last.
+                    let (va, vb) = (fa.figure(figure).0, fb.figure(figure).0);
+                    match figure {
+                        Figure::AcquireP99 => va
+                            .unwrap_or(f64::INFINITY)
+                            .total_cmp(&vb.unwrap_or(f64::INFINITY)),
+                        Figure::Availability | Figure::Sections => {
+                            vb.unwrap_or(-1.0).total_cmp(&va.unwrap_or(-1.0))
+                        }
+                    }
+                })
+                .fold(std::cmp::Ordering::Equal, std::cmp::Ordering::then)
+                .then(a.cmp(&b))
         });
         safe
+    }
+
+    /// Each design's place among the safe designs by cost (1 the cheapest), `None` for a
+    /// design that is not safe.
+    pub fn ranks(&self) -> Vec<Option<usize>> {
+        let mut ranks = vec![None; self.designs.len()];
+        for (i, d) in self.safe_by_cost().into_iter().enumerate() {
+            ranks[d] = Some(i + 1);
+        }
+        ranks
+    }
+
+    /// What of design `d`'s workload differs from the review's, in words; `None` when it ran
+    /// the review's.
+    pub fn own_workload(&self, d: usize) -> Option<String> {
+        self.designs[d].workload.difference_words(&self.workload)
+    }
+
+    /// How the cost ranks designs across classes, in words: the sentence each output gives
+    /// beside its cost table.
+    pub fn ranking_words(&self) -> String {
+        let [first, second, third] = self.cost.figures();
+        format!(
+            "A design's cost is three figures, each from the class where it is worst, named \
+             beside it (the classes may differ): {}, {} and {} of any class, each over the \
+             fault window. The safe designs are ranked by {}, then {}, then {}, then the review \
+             file's order (cost = \"{}\").",
+            Figure::AcquireP99.worst(),
+            Figure::Availability.worst(),
+            Figure::Sections.worst(),
+            first.ranked(),
+            second.ranked(),
+            third.ranked(),
+            match self.cost {
+                CostOrder::Latency => "latency",
+                CostOrder::Availability => "availability",
+                CostOrder::Throughput => "throughput",
+            }
+        )
     }
 
     /// The recommendation, sentence by sentence, derived from the figures alone: the cheapest
@@ -424,7 +699,7 @@ impl Review {
                 if k == 1 { "" } else { "es" },
                 plural(n),
                 percent(f.worst_ci_high),
-                cost(&f, self.cost)
+                self.cost_words(&f)
             ));
             if f.worst_ci_high > SURE {
                 out.push(format!(
@@ -439,7 +714,7 @@ impl Review {
             let dearer: Vec<String> = safe[1..]
                 .iter()
                 .take(ALSO_SAFE)
-                .map(|&d| format!("{} ({})", name(d), cost(&self.figures(d), self.cost)))
+                .map(|&d| format!("{} ({})", name(d), self.cost_words(&self.figures(d))))
                 .collect();
             if !dearer.is_empty() {
                 let more = safe.len() - 1 - dearer.len();
@@ -487,6 +762,19 @@ impl Review {
                      which were not judged."
                 )),
             }
+        }
+        // Costs are measured alike only under one workload: say which designs ran another.
+        let own: Vec<String> = (0..self.designs.len())
+            .filter_map(|d| self.own_workload(d).map(|w| format!("{} ({w})", name(d))))
+            .collect();
+        if !own.is_empty() {
+            out.push(format!(
+                "Every design ran the review's workload ({}) but {}: {} costs are not measured \
+                 as the others' are.",
+                self.workload.words(),
+                list(&own),
+                if own.len() == 1 { "its" } else { "their" }
+            ));
         }
         for d in 0..self.designs.len() {
             let f = self.figures(d);
@@ -626,15 +914,80 @@ impl Review {
         s
     }
 
-    fn class_list(&self, classes: &[usize]) -> String {
-        let names: Vec<&str> = classes
+    /// A design's cost in words, each figure with the class it comes from, the figure that
+    /// ranks it first first: `acquire p99 5.0 s under process pauses, available 64.7% of the
+    /// time under partitions that hold (TCP) and 1.23 critical sections completed per second
+    /// under crashes and restarts, each in its worst class`; a class that is the worst for
+    /// every figure is named once.
+    fn cost_words(&self, f: &DesignFigures) -> String {
+        let figures = self.cost.figures();
+        let classes: Vec<Option<usize>> = figures.iter().map(|&x| f.figure(x).1).collect();
+        // One class for every figure is named once.
+        let one = classes
             .iter()
-            .map(|&c| self.classes[c].title.as_str())
+            .all(|&c| c.is_some() && c == classes[0])
+            .then_some(classes[0])
+            .flatten();
+        let words: Vec<String> = figures
+            .into_iter()
+            .map(|figure| {
+                let (value, class) = f.figure(figure);
+                let class = class.filter(|_| one.is_none());
+                let value = match (figure, value) {
+                    (Figure::AcquireP99, v) => {
+                        format!("acquire p99 {}", figure_value(figure, v))
+                    }
+                    (Figure::Availability, v) => {
+                        format!("available {} of the time", figure_value(figure, v))
+                    }
+                    (Figure::Sections, Some(v)) => {
+                        format!("{} critical sections completed per second", per_second(v))
+                    }
+                    (Figure::Sections, None) => {
+                        "critical sections completed per second -".to_string()
+                    }
+                };
+                match class {
+                    Some(c) => format!("{value} under {}", self.classes[c].title),
+                    None => value,
+                }
+            })
             .collect();
-        match names.as_slice() {
-            [] => "no class".to_string(),
-            [one] => (*one).to_string(),
-            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        match one {
+            Some(c) => format!(
+                "{}, {} and {}, all in its worst class ({})",
+                words[0], words[1], words[2], self.classes[c].title
+            ),
+            None => format!(
+                "{}, {} and {}, each in its worst class",
+                words[0], words[1], words[2]
+            ),
+        }
+    }
+
+    /// A figure of design figures `f` for a table, with the short name of its class:
+    /// `5.0 s (part-hold)`.
+    fn figure_cell(&self, f: &DesignFigures, figure: Figure) -> String {
+        let (value, class) = f.figure(figure);
+        match class {
+            Some(c) => format!(
+                "{} ({})",
+                figure_value(figure, value),
+                self.classes[c].short
+            ),
+            None => figure_value(figure, value),
+        }
+    }
+
+    fn class_list(&self, classes: &[usize]) -> String {
+        let names: Vec<String> = classes
+            .iter()
+            .map(|&c| self.classes[c].title.clone())
+            .collect();
+        if names.is_empty() {
+            "no class".to_string()
+        } else {
+            list(&names)
         }
     }
 
@@ -643,7 +996,43 @@ impl Review {
         if let Some(w) = self.window_words() {
             let _ = write!(line, "; {w}");
         }
+        let _ = write!(line, "; {}", self.workload_line());
         line
+    }
+
+    /// The review's workload, in words, and whether every design ran it.
+    fn workload_line(&self) -> String {
+        let own = (0..self.designs.len())
+            .filter(|&d| self.own_workload(d).is_some())
+            .count();
+        if own == 0 {
+            format!("every design's workload: {}", self.workload.words())
+        } else {
+            format!(
+                "the review's workload: {} ({own} design{} ran {}: said beside {})",
+                self.workload.words(),
+                plural(own),
+                if own == 1 { "its own" } else { "their own" },
+                if own == 1 { "its name" } else { "their names" }
+            )
+        }
+    }
+
+    /// The designs as the cost tables list them: the safe ones by rank, then the others in
+    /// the review file's order; each with its rank.
+    fn cost_rows(&self) -> Vec<(usize, Option<usize>)> {
+        let ranks = self.ranks();
+        let mut rows: Vec<(usize, Option<usize>)> = self
+            .safe_by_cost()
+            .into_iter()
+            .map(|d| (d, ranks[d]))
+            .collect();
+        rows.extend(
+            (0..self.designs.len())
+                .filter(|&d| ranks[d].is_none())
+                .map(|d| (d, None)),
+        );
+        rows
     }
 
     /// How many designs, classes and seeds.
@@ -687,17 +1076,53 @@ impl Review {
 
     /// The review as JSON: the data, then the recommendation derived from it.
     pub fn json(&self) -> String {
+        /// A design's cost: each figure of its worst class, with that class's name.
+        #[derive(Serialize)]
+        struct Cost<'a> {
+            rank: Option<usize>,
+            acquire_p99_ms: Option<f64>,
+            acquire_p99_class: Option<&'a str>,
+            availability: Option<f64>,
+            availability_class: Option<&'a str>,
+            sections_per_s: Option<f64>,
+            sections_per_s_class: Option<&'a str>,
+        }
         #[derive(Serialize)]
         struct Json<'a> {
             #[serde(flatten)]
             review: &'a Review,
             standing: Vec<Standing>,
+            costs: Vec<Cost<'a>>,
+            ranking: String,
+            workload_differs: Vec<Vec<&'static str>>,
             recommendation: Vec<String>,
         }
+        let ranks = self.ranks();
+        let class = |c: Option<usize>| c.map(|c| self.classes[c].name.as_str());
         serde_json::to_string_pretty(&Json {
             review: self,
             standing: (0..self.designs.len())
                 .map(|d| self.figures(d).standing())
+                .collect(),
+            costs: (0..self.designs.len())
+                .map(|d| {
+                    let f = self.figures(d);
+                    Cost {
+                        rank: ranks[d],
+                        acquire_p99_ms: f.p99_ms,
+                        acquire_p99_class: class(f.p99_class),
+                        availability: f.availability,
+                        availability_class: class(f.availability_class),
+                        sections_per_s: f.sections_per_s,
+                        sections_per_s_class: class(f.sections_class),
+                    }
+                })
+                .collect(),
+            ranking: self.ranking_words(),
+            workload_differs: self
+                .designs
+                .iter()
+                .map(|d| d.workload.differences(&self.workload))
                 .collect(),
             recommendation: self.recommendation(),
         })
@@ -718,6 +1143,9 @@ impl Review {
         if let Some(w) = self.window_words() {
             let _ = writeln!(out, "{w}");
         }
+        for line in wrap(&self.workload_line(), WIDTH) {
+            let _ = writeln!(out, "{line}");
+        }
         out.push('\n');
         out.push_str("violation rate by fault class (seeds whose property was violated)\n");
         let name_width = (WIDTH - 1).saturating_sub(self.classes.len() * 10);
@@ -729,7 +1157,13 @@ impl Review {
         out.push('\n');
         for (d, design) in self.designs.iter().enumerate() {
             let label = format!("{}. {}", d + 1, design.name);
-            let _ = write!(out, "{:<name_width$}", one_line(&label, name_width - 1));
+            // A design that ran its own workload is marked, and told beneath.
+            let label = if self.own_workload(d).is_some() {
+                format!("{}*", one_line(&label, name_width - 2))
+            } else {
+                one_line(&label, name_width - 1)
+            };
+            let _ = write!(out, "{label:<name_width$}");
             for c in 0..self.classes.len() {
                 let _ = write!(out, " {:>9}", glance(self.cell(d, c)));
             }
@@ -758,6 +1192,21 @@ impl Review {
                 }
             }
         }
+        let own: Vec<String> = (0..self.designs.len())
+            .filter_map(|d| {
+                self.own_workload(d)
+                    .map(|w| format!("{}. {}: {w}", d + 1, one_line(&self.designs[d].name, 40)))
+            })
+            .collect();
+        if !own.is_empty() {
+            out.push_str("* ran its own workload, not the review's:\n");
+            for o in own {
+                for line in wrap(&o, WIDTH - 2) {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
+        }
+        self.table_costs(&mut out);
         out.push_str("\nrecommendation\n");
         for s in self.recommendation() {
             for (i, line) in wrap(&s, WIDTH - 2).iter().enumerate() {
@@ -791,6 +1240,52 @@ impl Review {
             self.page_command()
         );
         out
+    }
+
+    /// The terminal's cost table: each design's figures in its worst classes, the safe ones
+    /// by rank first, and how they rank.
+    fn table_costs(&self, out: &mut String) {
+        const NAME: usize = 25;
+        out.push_str(
+            "\ncost: each figure in the design's worst class for it (that class in brackets)\n",
+        );
+        let _ = writeln!(
+            out,
+            "{:>4} {:<NAME$} {:>8} {:>19} {:>19} {:>19}",
+            "rank", "design", "violated", "acquire p99", "available", "sections/s"
+        );
+        for (d, rank) in self.cost_rows() {
+            let f = self.figures(d);
+            let violated = if f.runs > 0 && f.judged() == 0 {
+                "unknown".to_string()
+            } else if f.unknown > 0 {
+                format!("{}?", percent(f.rate()))
+            } else {
+                percent(f.rate())
+            };
+            let _ = writeln!(
+                out,
+                "{:>4} {:<NAME$} {violated:>8} {:>19} {:>19} {:>19}",
+                rank.map_or("-".to_string(), |r| r.to_string()),
+                one_line(&format!("{}. {}", d + 1, self.designs[d].name), NAME),
+                self.figure_cell(&f, Figure::AcquireP99),
+                self.figure_cell(&f, Figure::Availability),
+                self.figure_cell(&f, Figure::Sections),
+            );
+        }
+        for line in wrap(&self.ranking_words(), WIDTH) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+
+    /// A design's name in Markdown, numbered, with what of its workload differs from the
+    /// review's.
+    fn md_name(&self, d: usize) -> String {
+        let mut name = format!("{}. {}", d + 1, md(&self.designs[d].name));
+        if let Some(w) = self.own_workload(d) {
+            let _ = write!(name, " (own workload: {})", md(&w));
+        }
+        name
     }
 
     /// The review as Markdown (a pull-request comment): the recommendation, the matrix, the
@@ -827,8 +1322,8 @@ impl Review {
             out.push_str("---:|");
         }
         out.push('\n');
-        for (d, design) in self.designs.iter().enumerate() {
-            let _ = write!(out, "| {}. {} |", d + 1, md(&design.name));
+        for d in 0..self.designs.len() {
+            let _ = write!(out, "| {} |", self.md_name(d));
             for c in 0..self.classes.len() {
                 let cell = self.cell(d, c);
                 let mark = match cell.standing() {
@@ -841,17 +1336,22 @@ impl Review {
             }
             out.push('\n');
         }
-        out.push_str("\n## Cost\n\n| design | violated | acquire p99 (worst class) | available (worst class) |\n|---|---:|---:|---:|\n");
-        for d in 0..self.designs.len() {
+        let _ = writeln!(out, "\n## Cost\n\n{}\n", md(&self.ranking_words()));
+        out.push_str(
+            "| rank | design | violated | acquire p99 (worst class) | available (worst class) \
+             | sections/s (worst class) |\n|---:|---|---:|---:|---:|---:|\n",
+        );
+        for (d, rank) in self.cost_rows() {
             let f = self.figures(d);
             let _ = writeln!(
                 out,
-                "| {}. {} | {} | {} | {} |",
-                d + 1,
-                md(&self.designs[d].name),
+                "| {} | {} | {} | {} | {} | {} |",
+                rank.map_or("–".to_string(), |r| r.to_string()),
+                self.md_name(d),
                 md(&violated(&f)),
-                md(&f.p99_ms.map_or("-".to_string(), ms)),
-                md(&f.availability.map_or("-".to_string(), percent)),
+                md(&self.figure_cell(&f, Figure::AcquireP99)),
+                md(&self.figure_cell(&f, Figure::Availability)),
+                md(&self.figure_cell(&f, Figure::Sections)),
             );
         }
         let mut tail = String::new();
@@ -959,11 +1459,60 @@ impl Review {
              to the right.</p>\n",
         );
         out.push_str(&self.chart_svg());
+        self.html_costs(&mut out);
         out.push_str("</section>\n");
         self.html_examples(&mut out, timelines);
         self.html_details(&mut out);
         out.push_str("</body>\n</html>\n");
         out
+    }
+
+    /// A design's name in HTML, numbered, with what of its workload differs from the
+    /// review's beneath.
+    fn html_name(&self, d: usize) -> String {
+        let mut name = format!("{}. {}", d + 1, esc(&self.designs[d].name));
+        if let Some(w) = self.own_workload(d) {
+            let _ = write!(
+                name,
+                "<div class=\"workload\">own workload: {}</div>",
+                esc(&w)
+            );
+        }
+        name
+    }
+
+    /// The cost table: each design's figures in its worst classes, the safe ones by rank.
+    fn html_costs(&self, out: &mut String) {
+        let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&self.ranking_words()));
+        out.push_str(
+            "<table class=\"costs\">\n<thead>\n<tr><th>rank</th><th>design</th><th>violated</th>\
+             <th>acquire p99 (worst class)</th><th>available (worst class)</th>\
+             <th>sections/s (worst class)</th></tr>\n</thead>\n<tbody>\n",
+        );
+        for (d, rank) in self.cost_rows() {
+            let f = self.figures(d);
+            let _ = write!(
+                out,
+                "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>",
+                rank.map_or("–".to_string(), |r| r.to_string()),
+                self.html_name(d),
+                esc(&violated(&f))
+            );
+            for figure in [Figure::AcquireP99, Figure::Availability, Figure::Sections] {
+                let (_, class) = f.figure(figure);
+                let _ = write!(
+                    out,
+                    "<td class=\"num\"{}>{}</td>",
+                    class.map_or(String::new(), |c| format!(
+                        " title=\"{}\"",
+                        esc(&self.classes[c].title)
+                    )),
+                    esc(&self.figure_cell(&f, figure))
+                );
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
     }
 
     fn html_matrix(&self, out: &mut String) {
@@ -982,9 +1531,8 @@ impl Review {
         for (d, design) in self.designs.iter().enumerate() {
             let _ = write!(
                 out,
-                "<tr><td class=\"design\">{}. {}<div class=\"file\">{}</div></td>",
-                d + 1,
-                esc(&design.name),
+                "<tr><td class=\"design\">{}<div class=\"file\">{}</div></td>",
+                self.html_name(d),
                 esc(&design.system)
             );
             for c in 0..self.classes.len() {
@@ -1056,8 +1604,8 @@ impl Review {
         out.push_str(
             "<table class=\"details\">\n<thead>\n<tr><th>design</th><th>family</th><th>system</th>\
              <th>storage</th><th>property</th><th>runs</th><th>unknown</th><th>violated</th><th>double holders</th>\
-             <th>stale writes</th><th>lost updates</th><th>no recovery</th><th>acquire p99</th>\
-             <th>available</th><th>file</th></tr>\n</thead>\n<tbody>\n",
+             <th>stale writes</th><th>lost updates</th><th>no recovery</th><th>file</th></tr>\n\
+             </thead>\n<tbody>\n",
         );
         for d in self.by_family() {
             let design = &self.designs[d];
@@ -1071,7 +1619,7 @@ impl Review {
                  <td class=\"num\">{}</td><td class=\"num\">{}</td>\
                  <td class=\"num\">{}</td><td class=\"num\">{}</td>\
                  <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"file\">{}</td></tr>",
+                 <td class=\"file\">{}</td></tr>",
                 d + 1,
                 esc(&design.name),
                 esc(&design.family),
@@ -1085,8 +1633,6 @@ impl Review {
                 f.stale_accepted,
                 f.lost_updates,
                 no_recovery,
-                esc(&f.p99_ms.map_or("-".to_string(), ms)),
-                esc(&f.availability.map_or("-".to_string(), percent)),
                 esc(&design.file)
             );
         }
@@ -1207,6 +1753,11 @@ impl Review {
                         format!("unknown, {} of {} runs not judged", f.unknown, f.runs),
                     ),
                 };
+                let state = format!(
+                    "{state}; acquire p99 {}; available {}",
+                    self.figure_cell(f, Figure::AcquireP99),
+                    self.figure_cell(f, Figure::Availability)
+                );
                 let _ = write!(
                     out,
                     "<g class=\"point\"><title>{}. {}: {}</title>\
@@ -1301,18 +1852,35 @@ fn stale_remedy(fx: &FencingSupport, f: &DesignFigures) -> String {
     }
 }
 
-/// A design's cost in words: its worst acquire p99 and lowest availability.
-/// A safe design's cost in words, the figure that ranks it first.
-fn cost(f: &DesignFigures, order: CostOrder) -> String {
-    let p99 = f.p99_ms.map_or("-".to_string(), ms);
-    let available = f.availability.map_or("-".to_string(), percent);
-    match order {
-        CostOrder::Latency => {
-            format!("acquire p99 {p99} and available {available} of the time in its worst class")
-        }
-        CostOrder::Availability => {
-            format!("available {available} of the time and acquire p99 {p99} in its worst class")
-        }
+/// `a`, `a and b`, `a, b and c`.
+fn list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// A figure's value for a table: `5.0 s`, `64.7%`, `1.23/s`; `-` without one.
+fn figure_value(figure: Figure, value: Option<f64>) -> String {
+    match (figure, value) {
+        (_, None) => "-".to_string(),
+        (Figure::AcquireP99, Some(v)) => ms(v),
+        (Figure::Availability, Some(v)) => percent(v),
+        (Figure::Sections, Some(v)) => format!("{}/s", per_second(v)),
+    }
+}
+
+/// A rate per second with three significant digits: `0.523`, `12.3`, `140`.
+fn per_second(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
     }
 }
 
@@ -1448,6 +2016,7 @@ th { background: #f6f8fa; }
 td.rate, td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.rate { min-width: 5em; font-weight: 600; }
 td.rate .ci, td.rate .unknown { font-weight: 400; font-size: 0.75em; color: #57606a; }
+.workload { font-size: 0.8em; color: #9a6700; }
 section.example { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5em 1em 1em; margin: 1em 0; }
 .timeline { overflow-x: auto; margin-top: 0.5em; }
 ";
@@ -1488,6 +2057,17 @@ mod tests {
                 fault_start_ms: 1_000,
                 quiet_tail_ms: 21_000,
             },
+            workload: workload(),
+            keep_workload: false,
+        }
+    }
+
+    fn workload() -> WorkloadInfo {
+        WorkloadInfo {
+            kind: "counter".into(),
+            clients: 2,
+            think_ms: Some(Spread::Uniform([0.0, 100.0])),
+            work_ms: Spread::Uniform([50.0, 200.0]),
         }
     }
 
@@ -1515,6 +2095,7 @@ mod tests {
                     no_recovery: 0,
                     acquire_p99_ms: Some(p99[d]),
                     availability: Some(0.99 - d as f64 * 0.01),
+                    sections_per_s: Some(2.0 + d as f64),
                     first_invalid: (k > 0).then_some(7),
                     digest: "0".repeat(16),
                 });
@@ -1530,6 +2111,7 @@ mod tests {
                 count: 100,
             },
             cost: CostOrder::Latency,
+            workload: workload(),
             classes: vec![
                 class("pauses", "process pauses"),
                 class("clock-steps", "clock steps"),
@@ -1583,7 +2165,8 @@ mod tests {
         assert_eq!(r.safe_by_cost(), [2, 1]);
         assert!(
             r.recommendation()[0].ends_with(
-                "acquire p99 5.0 ms and available 97.0% of the time in its worst class."
+                "acquire p99 5.0 ms, available 97.0% of the time and 4.00 critical sections \
+                 completed per second, all in its worst class (process pauses)."
             ),
             "{:?}",
             r.recommendation()
@@ -1594,7 +2177,8 @@ mod tests {
         assert!(rec[0].starts_with("Use “Lock A + fence”"), "{rec:?}");
         assert!(
             rec[0].ends_with(
-                "available 98.0% of the time and acquire p99 9.0 ms in its worst class."
+                "available 98.0% of the time, acquire p99 9.0 ms and 3.00 critical sections \
+                 completed per second, all in its worst class (process pauses)."
             ),
             "{rec:?}"
         );
@@ -1622,6 +2206,133 @@ mod tests {
         );
         let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
         assert_eq!(json["cost"], "availability");
+        // By throughput: B completes more sections per second (4 against 3).
+        r.cost = CostOrder::Throughput;
+        assert_eq!(r.safe_by_cost(), [2, 1]);
+        r.cells[5].sections_per_s = Some(1.0);
+        assert_eq!(r.safe_by_cost(), [1, 2], "B's worst class completes fewer");
+        assert!(
+            r.ranking_words().contains(
+                "ranked by critical sections completed per second (most first), then acquire \
+                 p99 (lowest first), then availability (highest first)"
+            ),
+            "{}",
+            r.ranking_words()
+        );
+    }
+
+    #[test]
+    fn each_cost_names_the_class_it_comes_from() {
+        // B waits longest under clock steps, is least available under pauses and completes
+        // the fewest sections under clock steps: three figures, two classes.
+        let mut r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 9.0, 5.0], true);
+        r.cells[4].availability = Some(0.5);
+        r.cells[5].acquire_p99_ms = Some(40.0);
+        r.cells[5].sections_per_s = Some(0.25);
+        let f = r.figures(2);
+        assert_eq!((f.p99_ms, f.p99_class), (Some(40.0), Some(1)));
+        assert_eq!((f.availability, f.availability_class), (Some(0.5), Some(0)));
+        assert_eq!((f.sections_per_s, f.sections_class), (Some(0.25), Some(1)));
+        let rec = r.recommendation();
+        assert!(
+            rec[0].ends_with(
+                "acquire p99 9.0 ms, available 98.0% of the time and 3.00 critical sections \
+                 completed per second, all in its worst class (process pauses)."
+            ),
+            "{rec:?}"
+        );
+        assert!(
+            rec[2].contains(
+                "“Lock B” (acquire p99 40 ms under clock steps, available 50.0% of the time \
+                 under process pauses and 0.250 critical sections completed per second under \
+                 clock steps, each in its worst class)"
+            ),
+            "{rec:?}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        let cost = &json["costs"][2];
+        assert_eq!(cost["acquire_p99_ms"], 40.0);
+        assert_eq!(cost["acquire_p99_class"], "clock-steps");
+        assert_eq!(cost["availability"], 0.5);
+        assert_eq!(cost["availability_class"], "pauses");
+        assert_eq!(cost["sections_per_s_class"], "clock-steps");
+        assert_eq!(cost["rank"], 2);
+        assert_eq!(json["costs"][0]["rank"], serde_json::Value::Null);
+        assert_eq!(json["cells"][5]["sections_per_s"], 0.25);
+        let md = r.markdown();
+        assert!(
+            md.contains("| 2 | 3. Lock B | 0.0% | 40 ms (clock-ste) | 50.0% (pauses) | 0.250/s (clock-ste) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("The safe designs are ranked by acquire p99"),
+            "{md}"
+        );
+        let table = r.table();
+        assert!(
+            table.lines().any(|l| l.starts_with("   2 3. Lock B")
+                && l.contains("40 ms (clock-ste)")
+                && l.contains("50.0% (pauses)")),
+            "{table}"
+        );
+        let html = r.html(&[]);
+        assert!(
+            html.contains("<td class=\"num\" title=\"clock steps\">40 ms (clock-ste)</td>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn a_design_with_its_own_workload_says_so_beside_its_name() {
+        let mut r = review(&[[12, 0], [0, 0], [0, 0]], &[3.0, 9.0, 5.0], true);
+        assert_eq!(r.own_workload(2), None);
+        r.designs[2].workload.think_ms = Some(Spread::Uniform([1000.0, 3000.0]));
+        r.designs[2].workload.clients = 3;
+        let own = r.own_workload(2).expect("B's workload differs");
+        assert_eq!(own, "3 clients, think 1 s to 3 s");
+        let rec = r.recommendation();
+        assert!(
+            rec.iter().any(|s| s
+                == "Every design ran the review's workload (2 clients of the counter loop, \
+                    think 0 ms to 100 ms, work 50 ms to 200 ms) but “Lock B” (3 clients, think \
+                    1 s to 3 s): its costs are not measured as the others' are."),
+            "{rec:?}"
+        );
+        let md = r.markdown();
+        assert!(
+            md.contains("| 3. Lock B (own workload: 3 clients, think 1 s to 3 s) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("the review's workload: 2 clients of the counter loop"),
+            "{md}"
+        );
+        let table = r.table();
+        assert!(
+            table.lines().any(|l| l.starts_with("3. Lock B*")),
+            "{table}"
+        );
+        assert!(
+            table.contains("* ran its own workload, not the review's:\n  3. Lock B: 3 clients, think 1 s to 3 s\n"),
+            "{table}"
+        );
+        let html = r.html(&[]);
+        assert!(
+            html.contains(
+                "3. Lock B<div class=\"workload\">own workload: 3 clients, think 1 s to 3 s</div>"
+            ),
+            "{html}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(
+            json["workload_differs"],
+            serde_json::json!([[], [], ["clients", "think_ms"]])
+        );
+        assert_eq!(
+            json["designs"][2]["workload"]["think_ms"]["uniform"],
+            serde_json::json!([1000.0, 3000.0])
+        );
+        assert_eq!(json["workload"]["clients"], 2);
     }
 
     #[test]

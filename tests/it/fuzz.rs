@@ -1412,11 +1412,13 @@ from = 1
 classes = ["pauses", "partitions-drop", "partitions-hold", "crashes",
            "clock-steps", "drift-slew", "slow-links"]
 cost = "latency"
+workload = { clients = 2, think_ms = { uniform = [0, 100] }, work_ms = { uniform = [50, 200] } }
 set = { "model.ttl_ms" = 10_000 }
 
 [[design]]
 name = "Redis, unfenced"
 scenario = "../scenarios/chaos/redis-unfenced.toml"
+keep_workload = false
 set = { "workload.clients" = 3 }
 
 [[design]]
@@ -1540,6 +1542,7 @@ fn malformed_review_files_load_or_are_refused_by_key_and_never_panic() {
         "slow-links",
         "latency",
         "availability",
+        "throughput",
         "model.ttl_ms",
         "workload.clients",
         "clock[1].drift_ppm",
@@ -1550,7 +1553,21 @@ fn malformed_review_files_load_or_are_refused_by_key_and_never_panic() {
         keys.push(class.to_string());
     }
     for k in [
-        "review", "design", "name", "job", "seeds", "from", "classes", "cost", "set", "scenario",
+        "review",
+        "design",
+        "name",
+        "job",
+        "seeds",
+        "from",
+        "classes",
+        "cost",
+        "set",
+        "scenario",
+        "workload",
+        "keep_workload",
+        "clients",
+        "think_ms",
+        "work_ms",
     ] {
         keys.push(k.to_string());
     }

@@ -4,10 +4,12 @@
 //! outputs.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use lockstep::review::{self, CLASSES};
+use lockstep_models::Role;
 use lockstep_reports::review::CostOrder;
-use lockstep_sim::Fault;
+use lockstep_sim::{Distribution, Dur, Fault};
 
 use crate::support::{GOOD, TempDir, lockstep, stderr, stdout};
 
@@ -171,7 +173,7 @@ fn problems_name_the_review_file_and_key() {
             "[review]\nname = \"t\"\ncost = \"speed\"\n",
             vec![
                 "review.cost",
-                "unknown value `speed`, expected `latency` or `availability`",
+                "unknown value `speed`, expected one of `latency`, `availability`, `throughput`",
             ],
         ),
         (
@@ -682,15 +684,7 @@ fn every_design_of_the_shipped_review_runs_the_same_length_fault_window_and_tail
         "the files' own tails are alike: {own_tails:?}"
     );
     // The JSON says so, design by design.
-    let o = lockstep(&[
-        "review",
-        "reviews/designs.toml",
-        "--seeds",
-        "1",
-        "--format",
-        "json",
-    ]);
-    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let json = shipped_json();
     let windows: Vec<&serde_json::Value> = json["designs"]
         .as_array()
         .expect("designs")
@@ -711,4 +705,413 @@ fn every_design_of_the_shipped_review_runs_the_same_length_fault_window_and_tail
             Some((duration.as_nanos() - quiet_from.as_nanos()) / 1_000_000)
         )
     );
+}
+
+/// `lockstep review reviews/designs.toml --seeds 1 --format json`, run once for the tests that
+/// read it.
+fn shipped_json() -> &'static serde_json::Value {
+    static JSON: OnceLock<serde_json::Value> = OnceLock::new();
+    JSON.get_or_init(|| {
+        let o = lockstep(&[
+            "review",
+            "reviews/designs.toml",
+            "--seeds",
+            "1",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).expect("JSON")
+    })
+}
+
+/// The workload a cell runs, read from its scenario: the loop, the clients, the think and the
+/// work.
+fn workload_of(s: &lockstep::Scenario) -> (&'static str, usize, Distribution, Distribution) {
+    let w = s.system.workload();
+    (
+        w.kind.kind(),
+        s.system.layout().with(|r| r == Role::Client).len(),
+        w.think.clone(),
+        w.work.clone(),
+    )
+}
+
+fn uniform_ms(lo: u64, hi: u64) -> Distribution {
+    Distribution::Uniform {
+        lo: Dur::from_millis(lo),
+        hi: Dur::from_millis(hi),
+    }
+}
+
+#[test]
+fn every_design_of_the_shipped_review_runs_the_reviews_workload() {
+    let plan = review::load(
+        &crate::support::root().join("reviews/designs.toml"),
+        Some(1),
+    )
+    .expect("the shipped review loads");
+    // From the cells the review runs: its own `workload` table, every design alike.
+    let want = ("counter", 2, uniform_ms(0, 100), uniform_ms(50, 200));
+    for d in &plan.designs {
+        assert!(!d.keep_workload, "{}", d.name);
+        for (c, (_, s)) in d.cells.iter().enumerate() {
+            assert_eq!(
+                workload_of(s),
+                want,
+                "{} under {}",
+                d.name,
+                plan.classes[c].name
+            );
+        }
+    }
+    // The Kubernetes files' own workload is another: the review changed it.
+    let own =
+        lockstep::load(&crate::support::root().join("scenarios/chaos/kubernetes-unfenced.toml"))
+            .expect("its file")
+            .scenario;
+    assert_eq!(workload_of(&own).2, uniform_ms(1_000, 3_000));
+    assert!(
+        plan.designs
+            .iter()
+            .any(|d| d.file.ends_with("kubernetes-unfenced.toml")),
+        "the review has a Kubernetes design"
+    );
+    // The JSON says so: the review's workload, each design's the same, no difference told.
+    let json = shipped_json();
+    assert_eq!(
+        json["workload"],
+        serde_json::json!({
+            "kind": "counter",
+            "clients": 2,
+            "think_ms": { "uniform": [0.0, 100.0] },
+            "work_ms": { "uniform": [50.0, 200.0] },
+        })
+    );
+    let designs = json["designs"].as_array().expect("designs");
+    assert_eq!(designs.len(), plan.designs.len());
+    for d in designs {
+        assert_eq!(d["workload"], json["workload"], "{}", d["name"]);
+    }
+    for differs in json["workload_differs"]
+        .as_array()
+        .expect("workload_differs")
+    {
+        assert_eq!(differs, &serde_json::json!([]));
+    }
+}
+
+#[test]
+fn a_design_that_keeps_its_own_workload_shows_the_difference() {
+    let design = |name: &str, file: &str, extra: &str| {
+        format!(
+            "\n[[design]]\nname = \"{name}\"\nscenario = \"{}\"\n{extra}\n",
+            shipped(&format!("scenarios/chaos/{file}.toml"))
+        )
+    };
+    let text = format!(
+        "[review]\nname = \"t\"\nseeds = 1\nclasses = [\"pauses\"]\n{}{}{}{}",
+        design("Redis", "redis-unfenced", ""),
+        design(
+            "Kubernetes, its own",
+            "kubernetes-unfenced",
+            "keep_workload = true"
+        ),
+        design("Kubernetes", "kubernetes-unfenced", ""),
+        design(
+            "Redis, three clients",
+            "redis-unfenced",
+            "set = { \"workload.clients\" = 3 }"
+        ),
+    );
+    let dir = dir_with("own-workload", &[("review.toml", &text)]);
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
+    // Without a `workload` table the review's is the first design's: Redis's file gives no
+    // think or work, so the loader's defaults.
+    let review_workload = ("counter", 2, uniform_ms(0, 100), uniform_ms(50, 200));
+    let cell = |d: usize| workload_of(&plan.designs[d].cells[0].1);
+    assert_eq!(cell(0), review_workload);
+    assert_eq!(
+        cell(1),
+        (
+            "counter",
+            2,
+            uniform_ms(1_000, 3_000),
+            uniform_ms(50, 2_000)
+        ),
+        "its own file's"
+    );
+    assert_eq!(cell(2), review_workload, "the review's, not its file's");
+    assert_eq!(
+        cell(3).1,
+        3,
+        "its own `set` comes after the review's workload"
+    );
+    // The replayed cell is what ran: the file's think time is gone from it.
+    let text = review::cell_text(&plan, "3", "pauses").expect("a cell");
+    assert!(!text.contains("1_000, 3_000"), "{text}");
+    assert!(
+        text.contains("think_ms = { uniform = [0, 100] }") || !text.contains("think_ms"),
+        "{text}"
+    );
+    let r = review::run(&plan, 1, |_, _| {});
+    let json: serde_json::Value = serde_json::from_str(&r.json()).expect("json");
+    assert_eq!(
+        json["workload_differs"],
+        serde_json::json!([[], ["think_ms", "work_ms"], [], ["clients"]])
+    );
+    assert_eq!(json["designs"][1]["keep_workload"], true);
+    assert_eq!(
+        json["designs"][1]["workload"]["think_ms"],
+        serde_json::json!({ "uniform": [1000.0, 3000.0] })
+    );
+    let md = r.markdown();
+    for want in [
+        "| 2. Kubernetes, its own (own workload: think 1 s to 3 s, work 50 ms to 2 s) |",
+        "| 4. Redis, three clients (own workload: 3 clients) |",
+        "| 3. Kubernetes |",
+        "the review's workload: 2 clients of the counter loop, think 0 ms to 100 ms, work 50 ms \
+         to 200 ms (2 designs ran their own: said beside their names)",
+    ] {
+        assert!(md.contains(want), "`{want}` not in:\n{md}");
+    }
+    let table = r.table();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("2. Kubernetes, its own*")),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "* ran its own workload, not the review's:\n  2. Kubernetes, its own: think 1 s to 3 \
+             s, work 50 ms to 2 s\n  4. Redis, three clients: 3 clients\n"
+        ),
+        "{table}"
+    );
+    assert!(
+        r.recommendation().iter().any(|s| s.starts_with(
+            "Every design ran the review's workload (2 clients of the counter loop, think 0 ms \
+             to 100 ms, work 50 ms to 200 ms) but “Kubernetes, its own” (think 1 s to 3 s, work \
+             50 ms to 2 s) and “Redis, three clients” (3 clients): their costs are not measured"
+        )),
+        "{:?}",
+        r.recommendation()
+    );
+    let html = r.html(&[]);
+    assert!(
+        html.contains(
+            "2. Kubernetes, its own<div class=\"workload\">own workload: think 1 s to 3 s, work \
+             50 ms to 2 s</div>"
+        ),
+        "{html}"
+    );
+}
+
+#[test]
+fn the_reviews_workload_table_is_every_designs() {
+    let text = format!(
+        "[review]\nname = \"t\"\nseeds = 1\nclasses = [\"pauses\", \"crashes\"]\n\
+         workload = {{ clients = 3, work_ms = 20 }}\n\n\
+         [[design]]\nname = \"Kubernetes\"\nscenario = \"{}\"\n\n\
+         [[design]]\nname = \"Redis\"\nscenario = \"{}\"\n",
+        shipped("scenarios/chaos/kubernetes-unfenced.toml"),
+        shipped("scenarios/chaos/redis-unfenced.toml"),
+    );
+    let dir = dir_with("workload-table", &[("review.toml", &text)]);
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
+    // The keys it gives, and the loader's default for one it does not (think_ms), even where
+    // a design's file gives its own (Kubernetes thinks 1-3 s).
+    let want = (
+        "counter",
+        3,
+        uniform_ms(0, 100),
+        Distribution::Constant(Dur::from_millis(20)),
+    );
+    for d in &plan.designs {
+        for (_, s) in &d.cells {
+            assert_eq!(workload_of(s), want, "{}", d.name);
+        }
+    }
+    assert_eq!(plan.workload.clients, 3);
+    assert_eq!(
+        plan.workload.work_ms,
+        lockstep_reports::review::Spread::Constant(20.0)
+    );
+    assert_eq!(
+        plan.workload.think_ms,
+        Some(lockstep_reports::review::Spread::Uniform([0.0, 100.0]))
+    );
+}
+
+#[test]
+fn a_workload_the_designs_cannot_share_is_refused_at_its_key() {
+    let leader = shipped("scenarios/failover/failover-redis-3.toml");
+    let redis = shipped("scenarios/chaos/redis-unfenced.toml");
+    let dir = dir_with("workload-errors", &[]);
+    let two = |workload: &str, second: &str, extra: &str| {
+        format!(
+            "[review]\nname = \"t\"\nseeds = 1\nclasses = [\"pauses\"]\n{workload}\n\n\
+             [[design]]\nname = \"a\"\nscenario = \"{redis}\"\n\n\
+             [[design]]\nname = \"b\"\nscenario = \"{second}\"\n{extra}\n"
+        )
+    };
+    let cases = [
+        (
+            two("workload = { clients = 0 }", &redis, ""),
+            "review.workload.clients: must be between 1 and 1000, not 0 (in every design)"
+                .to_string(),
+        ),
+        (
+            two("workload = { acquire = \"try\" }", &redis, ""),
+            "review.workload.acquire: not a key of a review's workload (clients, think_ms, \
+             work_ms)"
+                .to_string(),
+        ),
+        (
+            two("workload = { work_ms = { uniform = [5] } }", &redis, ""),
+            "review.workload.work_ms".to_string(),
+        ),
+        (
+            two("workload = 1979-05-27", &redis, ""),
+            "review.workload: a date or time is not a value this key takes".to_string(),
+        ),
+        // A design whose loop is another: refused, named at its file and key.
+        (
+            two("", &leader, ""),
+            format!(
+                "design[1].scenario: {leader}: workload.kind: runs the `leader` loop, not the \
+                 review's `counter` (the first design's): every design runs the review's \
+                 workload; give this design `keep_workload = true` to run its own"
+            ),
+        ),
+    ];
+    for (i, (text, wanted)) in cases.iter().enumerate() {
+        let path = dir.join(format!("review-{i}.toml"));
+        std::fs::write(&path, text).expect("write");
+        let e = review::load(&path, None).expect_err(text).to_string();
+        assert_eq!(e.lines().count(), 1, "one problem, once:\n{e}");
+        assert!(
+            e.starts_with(&format!("{}: {wanted}", path.display())),
+            "`{wanted}` is not the problem of:\n{e}"
+        );
+    }
+    // Kept, the leader design runs its own loop, clients and think, told beside its name.
+    let path = dir.join("kept.toml");
+    std::fs::write(&path, two("", &leader, "keep_workload = true")).expect("write");
+    let plan = review::load(&path, None).expect("loads");
+    let (kind, clients, think, _) = workload_of(&plan.designs[1].cells[0].1);
+    assert_eq!((kind, clients, think), ("leader", 3, uniform_ms(0, 5_000)));
+    assert_eq!(plan.workload.kind, "counter");
+}
+
+#[test]
+fn each_cost_names_a_class_whose_cell_has_that_figure() {
+    let json = shipped_json();
+    let classes: Vec<&str> = json["classes"]
+        .as_array()
+        .expect("classes")
+        .iter()
+        .map(|c| c["name"].as_str().expect("a name"))
+        .collect();
+    let costs = json["costs"].as_array().expect("costs");
+    assert_eq!(
+        costs.len(),
+        json["designs"].as_array().expect("designs").len()
+    );
+    let mut ranked = Vec::new();
+    for (d, cost) in costs.iter().enumerate() {
+        let row = &json["cells"].as_array().expect("cells")[d * classes.len()..][..classes.len()];
+        // Each figure: the class named exists, its cell has that figure, and no class is worse.
+        for (figure, class, worse) in [
+            ("acquire_p99_ms", "acquire_p99_class", 1.0),
+            ("availability", "availability_class", -1.0),
+            ("sections_per_s", "sections_per_s_class", -1.0),
+        ] {
+            let name = cost[class]
+                .as_str()
+                .unwrap_or_else(|| panic!("{d}: no {class}: {cost}"));
+            let c = classes
+                .iter()
+                .position(|n| *n == name)
+                .unwrap_or_else(|| panic!("{d}: {class} `{name}` is not a class"));
+            let value = cost[figure].as_f64().expect("a figure");
+            assert_eq!(row[c][figure].as_f64(), Some(value), "{d} {figure}");
+            for other in row {
+                let v = other[figure].as_f64().expect("every cell has it");
+                assert!(
+                    v * worse <= value * worse,
+                    "{d} {figure}: {v} is worse than {value}"
+                );
+            }
+            if figure == "sections_per_s" {
+                assert!(value > 0.0, "{d}: no critical section completed");
+            }
+        }
+        if let Some(rank) = cost["rank"].as_u64() {
+            assert_eq!(json["standing"][d], "safe", "{d}");
+            ranked.push((rank, d));
+        } else {
+            assert_ne!(json["standing"][d], "safe", "{d}");
+        }
+    }
+    // The safe designs are ranked 1, 2, ... by their worst acquire p99 (the default cost).
+    ranked.sort();
+    for (i, (rank, _)) in ranked.iter().enumerate() {
+        assert_eq!(*rank, i as u64 + 1);
+    }
+    for pair in ranked.windows(2) {
+        let p99 = |d: usize| costs[d]["acquire_p99_ms"].as_f64().expect("p99");
+        assert!(p99(pair[0].1) <= p99(pair[1].1), "{pair:?}");
+    }
+    let first = &json["designs"][ranked[0].1]["name"];
+    assert!(
+        json["recommendation"][0]
+            .as_str()
+            .expect("a sentence")
+            .starts_with(&format!("Use “{}”", first.as_str().expect("a name"))),
+        "{}",
+        json["recommendation"][0]
+    );
+    assert!(
+        json["ranking"]
+            .as_str()
+            .expect("the ranking in words")
+            .contains("ranked by acquire p99 (lowest first), then availability (highest first)")
+    );
+}
+
+#[test]
+fn sections_per_second_are_the_sections_completed_over_the_fault_window() {
+    let dir = dir_with(
+        "sections",
+        &[
+            ("chaos.toml", CHAOS),
+            (
+                "review.toml",
+                &review_of("classes = [\"crashes\"]\n[[design]]\nname = \"a\"\nscenario = \"chaos.toml\"\n")
+                    .replace("seeds = 4\n\n", "seeds = 3\n"),
+            ),
+        ],
+    );
+    let plan = review::load(&dir.join("review.toml"), None).expect("loads");
+    let r = review::run(&plan, 1, |_, _| {});
+    let got = r.cells[0].sections_per_s.expect("a figure");
+    // Each seed's run, judged: the checker's fault window, summed over the seeds.
+    let scenario = &plan.designs[0].cells[0].1;
+    let (mut sections, mut ns) = (0u64, 0u64);
+    for seed in 1..=3 {
+        let w = lockstep::run(scenario, seed, false)
+            .verdict
+            .liveness
+            .fault_window
+            .expect("a chaos run's fault window");
+        sections += w.cs_completed;
+        ns += w.to_ns - w.from_ns;
+    }
+    assert!(sections > 0);
+    let want = sections as f64 / (ns as f64 / 1e9);
+    assert!((got - want).abs() <= want * 1e-9, "{got} vs {want}");
+    // The page shows it, with its class.
+    assert!(r.markdown().contains(" (crash) |"), "{}", r.markdown());
 }
