@@ -1195,33 +1195,33 @@ pub fn run(plan: &Plan, jobs: usize, mut observe: impl FnMut(usize, usize)) -> R
                 text_hash: text_hash(text),
             };
             // The costs are measured over each run's fault window (the same for every design:
-            // `equal_window`), from the checker's figures of it.
-            let (mut unavailable_ns, mut run_ns, mut sections) = (0u128, 0u128, 0u128);
+            // `equal_window`): the waits begun in it, pooled; the time and the sections of the
+            // checker's metrics, read by key from the sweep's tally.
             let mut waits = crate::stats::Histogram::new();
             let mut first: Option<(u64, u64)> = None;
             let s = sweep(&target, &config, |o| {
-                match &o.fault_window {
-                    Some((w, begun)) => {
-                        unavailable_ns += u128::from(w.unavailable_ns);
-                        run_ns += u128::from(w.to_ns.saturating_sub(w.from_ns));
-                        sections += u128::from(w.cs_completed);
-                        for &ns in begun {
-                            waits.add(ns);
-                        }
-                    }
-                    None => {
-                        unavailable_ns += u128::from(o.unavailable_ns);
-                        run_ns += u128::from(o.end_ns);
-                        sections += u128::from(o.cs_completed);
-                        for &ns in &o.acquire_latencies_ns {
-                            waits.add(ns);
-                        }
-                    }
+                let begun = match &o.fault_window {
+                    Some((_, begun)) => begun,
+                    None => &o.acquire_latencies_ns,
+                };
+                for &ns in begun {
+                    waits.add(ns);
                 }
                 if o.judged == Validity::Invalid && first.is_none_or(|(p, _)| o.position < p) {
                     first = Some((o.position, o.seed));
                 }
             });
+            let [unavailable_ns, run_ns, sections] = if s.metrics.0.contains_key("fault_window_ns")
+            {
+                [
+                    "fault_unavailable_ns",
+                    "fault_window_ns",
+                    "fault_cs_completed",
+                ]
+            } else {
+                ["unavailable_ns", "run_ns", "cs_completed"]
+            }
+            .map(|key| s.metrics.get(key).total);
             let (invalid, unknown) = (s.verdict_counts.invalid, s.verdict_counts.unknown);
             cells.push(ReviewCell {
                 design: d,
