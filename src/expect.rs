@@ -19,15 +19,11 @@ fn value(metric: &Metric, verdict: &Verdict) -> u64 {
     metric.of(verdict).unwrap_or(0)
 }
 
-/// The measured value as the expectation states it: a time for a time's bound.
+/// The measured value as the expectation states it: a time for a time's bound, `never` for a
+/// time that never came.
 fn shown(metric: &Metric, n: u64) -> String {
     match metric.unit {
-        Unit::Ns if n == NEVER => match metric.key {
-            "holder_failover_max_ns" => {
-                "no grant to another client after a fault took a holder".into()
-            }
-            _ => "never".into(),
-        },
+        Unit::Ns if n == NEVER => "never".into(),
         Unit::Ns => Dur::from_nanos(n).to_string(),
         _ => n.to_string(),
     }

@@ -314,7 +314,6 @@ struct Tally {
     /// The checker's metrics, by key (`Metrics`: the same tally a sweep keeps).
     metrics: Metrics,
     latency: Histogram,
-    run_ns: u128,
     recovery_runs: u64,
     recovery_late: u64,
     recovery: Histogram,
@@ -362,7 +361,6 @@ impl Tally {
         for ns in acquire_latencies_ns(&r.history) {
             self.latency.add(ns);
         }
-        self.run_ns += u128::from(r.history.end_ns);
         self.add_leadership(r);
         self.add_queue(r);
         self.add_cron(r);
@@ -481,6 +479,7 @@ impl Tally {
 
     fn row(self, loaded: &Loaded) -> Row {
         let s = &loaded.scenario;
+        let run_ns = self.metrics.get("run_ns").total;
         let label = s.system.describe();
         let n = self.seeds;
         Row {
@@ -514,8 +513,8 @@ impl Tally {
                 ..l
             }),
             queue: self.queue.map(|q| QueueStats {
-                jobs_per_s: if self.run_ns > 0 {
-                    q.done as f64 / (self.run_ns as f64 / 1e9)
+                jobs_per_s: if run_ns > 0 {
+                    q.done as f64 / (run_ns as f64 / 1e9)
                 } else {
                     0.0
                 },
@@ -544,9 +543,9 @@ impl Tally {
             keys: s.system.workload().keys().map(|k| KeysStats {
                 rows: k.rows,
                 locks: k.locks,
-                waiting: if self.run_ns > 0 {
+                waiting: if run_ns > 0 {
                     let clients = s.system.layout().with(|r| r == Role::Client).len();
-                    self.waiting_ns as f64 / (self.run_ns as f64 * clients.max(1) as f64)
+                    self.waiting_ns as f64 / (run_ns as f64 * clients.max(1) as f64)
                 } else {
                     0.0
                 },

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use lockstep_check::{Property, Validity};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
@@ -86,7 +86,7 @@ pub struct ShardsView<'a> {
 
 /// The rates of a sweep's runs with their 95% Wilson intervals; each is `None` without runs.
 /// Also the `rates` of a sweep summary's JSON.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SweepRates {
     /// Runs that did not meet `[expect]`.
     pub failed: Option<Rate>,
