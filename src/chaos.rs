@@ -44,9 +44,13 @@ pub struct Chaos {
     pub clock_kinds: ClockKinds,
     /// Length of a process pause (GC-shaped: mostly short, a long tail).
     pub pause: Distribution,
+    /// The share of pauses that freeze the whole host (a paused VM) rather than stop the
+    /// process (GC, SIGSTOP), in ppm.
+    pub freeze_ppm: u32,
     /// Length of a partition.
     pub partition: Distribution,
-    /// The share of partitions that hold messages (TCP) rather than drop them, in ppm.
+    /// The share of partitions that hold messages until the heal (the idealised form of TCP's
+    /// retransmission) rather than drop packets, in ppm.
     pub hold_ppm: u32,
     /// Time from a crash to the restart.
     pub restart: Distribution,
@@ -282,9 +286,11 @@ impl Chaos {
             Kind::Pause => {
                 let d = self.pause.sample(rng);
                 let node = process(rng);
-                Fault::Pause {
-                    node,
-                    duration: Some(d),
+                let duration = Some(d);
+                if rng.chance_ppm(self.freeze_ppm) {
+                    Fault::Freeze { node, duration }
+                } else {
+                    Fault::Pause { node, duration }
                 }
             }
             Kind::Crash => {
@@ -456,6 +462,7 @@ impl Chaos {
 fn in_force(fault: &Fault) -> Dur {
     match fault {
         Fault::Pause { duration, .. }
+        | Fault::Freeze { duration, .. }
         | Fault::Partition { duration, .. }
         | Fault::Delay { duration, .. }
         | Fault::Degrade { duration, .. } => duration.unwrap_or(Dur::MAX),
@@ -482,6 +489,13 @@ fn clip(fault: Fault, room: Dur) -> Fault {
             node,
             duration: Some(d),
         } => Fault::Pause {
+            node,
+            duration: Some(cap(d)),
+        },
+        Fault::Freeze {
+            node,
+            duration: Some(d),
+        } => Fault::Freeze {
             node,
             duration: Some(cap(d)),
         },

@@ -142,6 +142,7 @@ fn run_owned(
     config.interrupt = Some(wall_deadline(scenario.wall_budget, watch));
     config.link = scenario.link.clone();
     config.links = scenario.links.clone();
+    config.tcp = scenario.tcp;
     config.faults = schedule.faults;
     config.trace = trace;
     let Ran {

@@ -500,6 +500,7 @@ impl Knob {
                 *occurrence = u32::try_from(m).expect("below the original occurrence");
             }
             (Field::PauseFor, Fault::Pause { duration, .. }, _)
+            | (Field::PauseFor, Fault::Freeze { duration, .. }, _)
             | (Field::PartitionFor, Fault::Partition { duration, .. }, _)
             | (Field::DelayFor, Fault::Delay { duration, .. }, _)
             | (
@@ -559,7 +560,9 @@ fn knobs_of(i: usize, f: &ScheduledFault, run: u64) -> Vec<Knob> {
     };
     let open = |d: &Option<Dur>| d.map_or(run, Dur::as_nanos);
     let mut knobs = match &f.fault {
-        Fault::Pause { duration, .. } => vec![time(Field::PauseFor, open(duration), true)],
+        Fault::Pause { duration, .. } | Fault::Freeze { duration, .. } => {
+            vec![time(Field::PauseFor, open(duration), true)]
+        }
         Fault::Crash { restart_after, .. } => {
             vec![time(Field::CrashRestartAfter, open(restart_after), false)]
         }

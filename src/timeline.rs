@@ -100,7 +100,7 @@ fn faults(log: &[AppliedFault], end_ns: u64) -> Vec<FaultSpan> {
                 .map_or(end_ns, |g| g.time.as_nanos())
         };
         let (kind, to_ns) = match &f.fault {
-            Fault::Pause { node, .. } => (
+            Fault::Pause { node, .. } | Fault::Freeze { node, .. } => (
                 FaultMark::Pause,
                 until(&|g| match g.fault {
                     Fault::Resume { node: n } | Fault::Crash { node: n, .. } => n == *node,

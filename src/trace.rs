@@ -51,6 +51,8 @@ pub fn kind(k: TraceKind) -> &'static str {
         TraceKind::Record => "history",
         TraceKind::Start => "start",
         TraceKind::Reset => "reset",
+        TraceKind::Stall => "stall",
+        TraceKind::Retransmit => "rexmit",
     }
 }
 

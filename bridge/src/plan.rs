@@ -538,6 +538,12 @@ impl Plan {
             Fault::Degrade { .. } => {
                 return no(&format!("degrade: {}", no_loss(self.runtime)));
             }
+            Fault::Freeze { node, .. } => {
+                return no(&format!(
+                    "freeze of {}: the runtime can stop a process but not its host's network                      stack; use pause",
+                    self.name(*node)
+                ));
+            }
             Fault::Terminate { node, .. } => {
                 return no(&format!(
                     "terminate {}: a user's client has no SIGTERM handler the bridge can call; \

@@ -133,6 +133,10 @@ where
         self.env.send(to, S::msg(msg));
     }
     #[inline]
+    fn send_datagram(&mut self, to: NodeId, msg: S::Msg) {
+        self.env.send_datagram(to, S::msg(msg));
+    }
+    #[inline]
     fn set_timer(&mut self, clock: ClockKind, after: Dur, timer: S::Timer) -> TimerId {
         self.env.set_timer(clock, after, S::timer(timer))
     }

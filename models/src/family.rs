@@ -114,6 +114,13 @@ pub trait Service: Clone + Debug + Eq {
     fn on_crash(&mut self);
     /// The process starts again after a crash, from what [`Service::on_crash`] kept.
     fn on_restart(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>);
+    /// What this host's kernel answers to `msg` from `from` on the node's behalf (a TCP
+    /// keepalive probe), from what the kernel knows alone (`lockstep_sim::Process::kernel_answer`):
+    /// the node never sees `msg`, even when paused. By default, nothing.
+    fn kernel_answer(&self, from: NodeId, msg: &Self::Msg) -> Option<Self::Msg> {
+        let _ = (from, msg);
+        None
+    }
     /// The connection to `peer` was reset (`lockstep_sim::Process::on_reset`): it crashed,
     /// or refused a message. By default nothing happens.
     fn on_reset(&mut self, env: &mut impl Host<Self::Msg, Self::Timer>, peer: NodeId) {

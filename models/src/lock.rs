@@ -118,6 +118,13 @@ pub trait LockClient: Clone + Debug + Eq {
         from: NodeId,
         msg: Self::Msg,
     ) -> Option<LockSignal>;
+    /// What this host's kernel answers to `msg` from `from` on the node's behalf (a TCP
+    /// keepalive probe), from what the kernel knows alone (`lockstep_sim::Process::kernel_answer`):
+    /// the node never sees `msg`, even when paused. By default, nothing.
+    fn kernel_answer(&self, from: NodeId, msg: &Self::Msg) -> Option<Self::Msg> {
+        let _ = (from, msg);
+        None
+    }
     /// The connection to `peer` was reset (`lockstep_sim::Process::on_reset`): it crashed,
     /// or refused a request, which will not be answered. By default nothing happens: the
     /// client waits for its own timeouts.

@@ -231,6 +231,14 @@ impl<F: Family> Process for Node<F> {
         }
     }
 
+    fn kernel_answer(&self, from: NodeId, msg: &MsgOf<F>) -> Option<MsgOf<F>> {
+        match (self, msg) {
+            (Node::Service(s), Msg::Service(m)) => s.kernel_answer(from, m).map(Msg::Service),
+            (Node::Client(c), Msg::Service(m)) => c.lock().kernel_answer(from, m).map(Msg::Service),
+            _ => None,
+        }
+    }
+
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         match self {
             Node::Service(s) => s.on_reset(&mut ServiceEnv::<_, F>::new(env), peer),

@@ -464,7 +464,8 @@ impl Tickets {
 
 fn fault_event(f: &AppliedFault) -> Event {
     let kind = match f.fault {
-        Fault::Pause { .. } => FaultKind::Pause,
+        // A frozen host's process is paused as well: the detail says which it was.
+        Fault::Pause { .. } | Fault::Freeze { .. } => FaultKind::Pause,
         Fault::Resume { .. } => FaultKind::Resume,
         Fault::Crash { .. } => FaultKind::Crash,
         Fault::Terminate { .. } => FaultKind::Terminate,

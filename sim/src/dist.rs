@@ -86,6 +86,31 @@ impl Distribution {
         }
     }
 
+    /// A typical sample, the median where it is simple to say (the midpoint of a uniform,
+    /// `min · 2^(1/alpha)` of a Pareto, `min + mean · ln 2` of an exponential): what a TCP
+    /// sender's smoothed round trip settles near ([`crate::net::TcpConfig::rto`]).
+    pub fn typical(&self) -> Dur {
+        match *self {
+            Distribution::Constant(d) => d,
+            Distribution::Uniform { lo, hi } => {
+                Dur::from_nanos(lo.as_nanos() + (hi.as_nanos() - lo.as_nanos()) / 2)
+            }
+            Distribution::Exponential { min, mean } => {
+                min.saturating_add(Dur::from_nanos(mean.as_nanos() / 1000 * 693))
+            }
+            Distribution::Pareto {
+                min,
+                alpha_milli,
+                max,
+            } => {
+                let factor = det_exp(det_ln(2.0) * 1000.0 / f64::from(alpha_milli.max(1)));
+                Dur::from_nanos((min.as_nanos() as f64 * factor) as u64)
+                    .min(max)
+                    .max(min)
+            }
+        }
+    }
+
     /// The largest value a sample can take, if bounded.
     pub fn max(&self) -> Option<Dur> {
         match *self {

@@ -40,8 +40,12 @@ pub trait Env {
     fn wall(&self) -> LocalTime {
         self.clock(ClockKind::Wall)
     }
-    /// Sends `msg` to `to` over the network.
+    /// Sends `msg` to `to` on this node's TCP connection to it: in order, exactly once, late
+    /// if the network is cut (the kernel retransmits), lost only with the connection.
     fn send(&mut self, to: NodeId, msg: Self::Msg);
+    /// Sends `msg` to `to` as a datagram (UDP; a keepalive probe): it may be lost, doubled or
+    /// overtaken, and a partition in drop mode loses it.
+    fn send_datagram(&mut self, to: NodeId, msg: Self::Msg);
     /// Sets a timer that fires when this node's `clock` has advanced by `after`.
     fn set_timer(&mut self, clock: ClockKind, after: Dur, timer: Self::Timer) -> TimerId {
         let deadline = self.clock(clock) + after;

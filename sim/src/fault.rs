@@ -15,15 +15,25 @@ use crate::world::NodeId;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fault {
-    /// The process stops running (GC, SIGSTOP, VM freeze); its clocks keep going. Messages
-    /// and due timers wait and are handled in order when it resumes.
+    /// The process stops running (GC, SIGSTOP); its clocks keep going and its host's kernel
+    /// still works: it acknowledges and buffers what arrives, which the process handles in
+    /// order when it resumes, with its timers that came due, and answers keepalive probes.
     Pause {
         /// The process.
         node: NodeId,
         /// How long; `None` pauses until a [`Fault::Resume`].
         duration: Option<Dur>,
     },
-    /// A paused process runs again.
+    /// The whole host stops (a paused VM, a hung host): the process is paused and its kernel
+    /// with it, so nothing reaches it or answers from it: its peers' segments wait for their
+    /// retransmissions, its keepalive probes go unanswered. Its clocks keep going.
+    Freeze {
+        /// The host.
+        node: NodeId,
+        /// How long; `None` freezes it until a [`Fault::Resume`].
+        duration: Option<Dur>,
+    },
+    /// A paused process, or a frozen host, runs again.
     Resume {
         /// The process.
         node: NodeId,
@@ -144,6 +154,7 @@ impl Fault {
         let mut f = self.clone();
         match &mut f {
             Fault::Pause { node: n, .. }
+            | Fault::Freeze { node: n, .. }
             | Fault::Resume { node: n }
             | Fault::Crash { node: n, .. }
             | Fault::Terminate { node: n, .. }
@@ -167,6 +178,7 @@ impl Fault {
     pub fn nodes(&self) -> Vec<NodeId> {
         match self {
             Fault::Pause { node, .. }
+            | Fault::Freeze { node, .. }
             | Fault::Resume { node }
             | Fault::Crash { node, .. }
             | Fault::Terminate { node, .. }

@@ -27,7 +27,7 @@ pub use clock::{ClockKind, Clocks};
 pub use dist::Distribution;
 pub use env::{Env, EnvOf};
 pub use fault::{AppliedFault, Fault, ScheduledFault, Unfired, Unreached, When};
-pub use net::{LinkConfig, PartitionMode, Shape};
+pub use net::{LinkConfig, PartitionMode, Shape, TcpConfig};
 pub use rng::Rng;
 pub use time::{Dur, LocalTime, Time};
 pub use trace::{TraceEntry, TraceKind};

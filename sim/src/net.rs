@@ -1,11 +1,20 @@
-//! The network: per directed link latency, loss and duplication, and partitions.
+//! The network: per directed link latency, loss and duplication, partitions, and TCP.
 //!
-//! A message's fate is decided in two places. At send time the sender's link draws loss,
-//! duplication (its own chances combined with any degrade in force on it) and a latency for
-//! each copy (reordering follows from independent delays). At
-//! arrival time the world asks whether the link is blocked by a partition: in drop mode the
-//! message is lost (a datagram, or iptables DROP); in hold mode it waits in the link's queue
-//! and is delivered in order after the heal (a TCP connection that retransmits).
+//! Two kinds of message cross a link. Almost everything is a **segment of a TCP connection**
+//! (`Env::send`): in order, exactly once, never lost while the connection lives. A segment
+//! that a partition or the link's loss takes is retransmitted by the sender's kernel on
+//! Linux's schedule ([`TcpConfig`], `net/ipv4/tcp_timer.c`): the first retransmission one RTO
+//! after it was sent, each next one twice as far, at most [`TcpConfig::RTO_MAX`] apart; it
+//! arrives at the first retransmission that finds the link open, and everything sent behind
+//! it arrives after it. When the retransmissions run out ([`TcpConfig::abort_after`]) the
+//! sender's kernel aborts the connection. A **datagram** (`Env::send_datagram`: Consul's
+//! gossip, a TCP keepalive probe) draws loss and duplication and its own latency, so it may be
+//! lost, doubled or overtaken.
+//!
+//! At arrival the world asks whether the link is blocked. A partition in drop mode (iptables
+//! DROP) loses a datagram and makes a segment wait for its retransmission; in hold mode (an
+//! idealisation of retransmission with no back-off) both wait in the link's queue and are
+//! delivered in order at the heal.
 
 use serde::{Deserialize, Serialize};
 
@@ -39,11 +48,71 @@ impl Default for LinkConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PartitionMode {
-    /// Messages that arrive while the link is blocked are lost.
+    /// Packets are dropped (iptables DROP): a datagram is lost, a TCP segment is
+    /// retransmitted by its sender until it gets through or the connection is aborted.
     #[default]
     Drop,
-    /// Messages wait and are delivered in order after the heal.
+    /// Messages wait and are delivered in order at the heal: the idealised form of
+    /// retransmission, with no back-off.
     Hold,
+}
+
+/// The TCP of every host (Linux's, `net/ipv4/tcp_timer.c`, `include/net/tcp.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TcpConfig {
+    /// `net.ipv4.tcp_retries2`: retransmissions of the same data before the connection is
+    /// aborted, counted as time (`tcp_model_timeout`); 15 by default.
+    pub retries2: u32,
+    /// `TCP_USER_TIMEOUT`: abort when data stays unacknowledged this long instead.
+    pub user_timeout: Option<Dur>,
+}
+
+impl Default for TcpConfig {
+    fn default() -> TcpConfig {
+        TcpConfig {
+            retries2: 15,
+            user_timeout: None,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// `TCP_RTO_MIN`: the floor of the retransmission timeout.
+    pub const RTO_MIN: Dur = Dur::from_millis(200);
+    /// `TCP_RTO_MAX`: the cap of its exponential back-off.
+    pub const RTO_MAX: Dur = Dur::from_secs(120);
+
+    /// How long after a segment was first sent, with nothing acknowledged since, its
+    /// connection is aborted: `TCP_USER_TIMEOUT` when set, else the time `retries2`
+    /// back-offs from `TCP_RTO_MIN` would take (`tcp_model_timeout`: 924.6 s for 15).
+    pub fn abort_after(&self) -> Dur {
+        if let Some(t) = self.user_timeout {
+            return t;
+        }
+        // `ilog2(TCP_RTO_MAX / TCP_RTO_MIN)`: the back-offs that still double.
+        let thresh = (Self::RTO_MAX.as_nanos() / Self::RTO_MIN.as_nanos()).ilog2();
+        let min = Self::RTO_MIN.as_nanos();
+        let nanos = if self.retries2 <= thresh {
+            ((2u64 << self.retries2) - 1) * min
+        } else {
+            ((2u64 << thresh) - 1) * min
+                + u64::from(self.retries2 - thresh) * Self::RTO_MAX.as_nanos()
+        };
+        Dur::from_nanos(nanos)
+    }
+
+    /// The retransmission timeout of a connection whose round trip is `rtt`: the smoothed
+    /// RTT plus the variance term, which `tcp_set_rto` floors at `TCP_RTO_MIN`
+    /// (`rttvar_us = max(mdev_max_us, rto_min)`). lockstep's links have no measured variance,
+    /// so the term is the floor: an idealisation for links whose jitter is above 50 ms.
+    pub fn rto(rtt: Dur) -> Dur {
+        (rtt + Self::RTO_MIN).min(Self::RTO_MAX)
+    }
+
+    /// The next back-off interval after `interval`: doubled, at most `TCP_RTO_MAX`.
+    pub fn back_off(interval: Dur) -> Dur {
+        (interval + interval).min(Self::RTO_MAX)
+    }
 }
 
 /// Which links a partition blocks, named by nodes. Shapes follow Jepsen's nemeses; the ones
@@ -276,6 +345,18 @@ impl Links {
     pub(crate) fn arrival(&self, now: Time, from: NodeId, to: NodeId, rng: &mut Rng) -> Time {
         let latency = self.config(from, to).latency.sample(rng);
         now.saturating_add(latency.saturating_add(self.extra(from, to)))
+    }
+
+    /// A typical round trip of the connection `from ⇄ to` now: each direction's typical
+    /// latency and extra delay.
+    pub(crate) fn rtt(&self, from: NodeId, to: NodeId) -> Dur {
+        let one = |a, b| {
+            self.config(a, b)
+                .latency
+                .typical()
+                .saturating_add(self.extra(a, b))
+        };
+        one(from, to).saturating_add(one(to, from))
     }
 
     pub(crate) fn extra(&self, from: NodeId, to: NodeId) -> Dur {

@@ -132,9 +132,14 @@ pub enum TraceKind {
     Record,
     /// A process started or restarted.
     Start,
-    /// A connection to a crashed process was reset: the peer learns it (a FIN or RST from
-    /// the dead process's host, or a refused connect).
+    /// A connection was reset: the peer learns it (a FIN or RST from a dead process's host,
+    /// a refused connect), or the sender's retransmissions ran out.
     Reset,
+    /// A TCP segment got no acknowledgement (a partition, the link's loss, a frozen host):
+    /// it waits for its sender's retransmission.
+    Stall,
+    /// A sender's kernel retransmitted what waited on a link.
+    Retransmit,
 }
 
 /// One readable trace line (kept only when tracing is on).

@@ -29,11 +29,12 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{ClockKind, Clocks};
 use crate::env::{Env, EnvOf};
 use crate::fault::{AppliedFault, ScheduledFault, Unfired, Unreached, When};
-use crate::net::{LinkConfig, Links};
+use crate::net::{LinkConfig, Links, TcpConfig};
 use crate::rng::Rng;
 use crate::time::{LocalTime, Time};
 use crate::trace::{TraceEntry, TraceHasher, TraceKind};
 
+use delivery::Stream;
 use faults::{Trigger, Triggers};
 use queue::{Action, Core, NodeState, code};
 
@@ -81,12 +82,23 @@ pub trait Process: Sized {
         let _ = env;
     }
     /// This node's connection to `peer` was reset: `peer`'s process crashed (its host's FIN
-    /// or RST arrived), or a message to it was refused because it is down or restarted since
-    /// (a connect refused, a stale connection). Every link is a TCP connection; a pause or a
-    /// partition resets nothing. Requests in flight to `peer` will not be answered. By default
-    /// nothing happens: the node learns only from its own timeouts.
+    /// or RST arrived), a message to it was refused because it is down or restarted since (a
+    /// connect refused, a stale connection), or this host's retransmissions to it ran out
+    /// (`ETIMEDOUT`). A pause resets nothing, nor does a partition until the retransmissions
+    /// run out. Requests in flight to `peer` will not be answered. By default nothing happens:
+    /// the node learns only from its own timeouts.
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         let _ = (env, peer);
+    }
+    /// What this host's kernel answers to `msg` from `from` on the process's behalf, if it is
+    /// a message the kernel answers (a TCP keepalive probe): the answer is sent back as a
+    /// datagram and the process never sees `msg`, whether it runs or is paused (a paused
+    /// process's kernel still answers; a frozen host's does not, as nothing reaches it). It
+    /// may read only what the kernel knows (which connections are open), never change state.
+    /// By default the kernel answers nothing.
+    fn kernel_answer(&self, from: NodeId, msg: &Self::Msg) -> Option<Self::Msg> {
+        let _ = (from, msg);
+        None
     }
     /// What this process holds that grows as the run goes on (a replicated log, a key's
     /// history, a table of finished work), in bytes at fixed sizes per item (see [`memory`]),
@@ -265,6 +277,8 @@ pub struct WorldConfig {
     pub link: LinkConfig,
     /// Per directed link overrides.
     pub links: Vec<(NodeId, NodeId, LinkConfig)>,
+    /// The hosts' TCP: when a connection whose segments get no acknowledgement is aborted.
+    pub tcp: TcpConfig,
     /// The nodes, in [`NodeId`] order.
     pub nodes: Vec<NodeConfig>,
     /// The fault schedule.
@@ -289,6 +303,7 @@ impl WorldConfig {
             trace: false,
             link: LinkConfig::default(),
             links: Vec::new(),
+            tcp: TcpConfig::default(),
             nodes,
             faults: Vec::new(),
             memory_budget: u64::MAX,
@@ -359,6 +374,10 @@ impl<P: Process> Env for Ctx<'_, P> {
 
     fn send(&mut self, to: NodeId, msg: P::Msg) {
         self.core.send(self.node, to, msg);
+    }
+
+    fn send_datagram(&mut self, to: NodeId, msg: P::Msg) {
+        self.core.send_datagram(self.node, to, msg);
     }
 
     fn set_timer_at(&mut self, clock: ClockKind, deadline: LocalTime, timer: P::Timer) -> TimerId {
@@ -434,6 +453,7 @@ impl<P: Process> World<P> {
                     stalls: 0,
                     watchdog: nc.watchdog,
                     paused_until: None,
+                    frozen: false,
                     incarnation: 0,
                     clocks: Clocks::new(Time::ZERO, mono_start, wall, nc.drift_ppm),
                     rng,
@@ -454,7 +474,8 @@ impl<P: Process> World<P> {
             free_timers: Vec::new(),
             links,
             held: BTreeMap::new(),
-            released_until: BTreeMap::new(),
+            streams: (0..n * n).map(|_| Stream::default()).collect(),
+            tcp: config.tcp,
             connected: vec![false; n * n],
             held_resets: Vec::new(),
             reset_rng: Rng::fork(config.seed, "network/resets"),
@@ -628,6 +649,11 @@ impl<P: Process> World<P> {
             }
             // An event unless the end is stale (see `end_timed`).
             Action::End { id } => self.end_timed(id),
+            Action::Retransmit {
+                from,
+                to,
+                generation,
+            } => self.retransmit(from, to, generation),
             Action::Reset {
                 from,
                 to,
@@ -733,7 +759,9 @@ impl<P: Process> World<P> {
     /// the run alone, the same on every platform and build; only keeping the trace adds to it.
     pub fn memory_estimate(&self) -> u64 {
         let c = &self.core;
-        let held: usize = c.held.values().map(VecDeque::len).sum::<usize>() + c.held_resets.len();
+        let held: usize = c.held.values().map(VecDeque::len).sum::<usize>()
+            + c.held_resets.len()
+            + c.streams.iter().map(|s| s.stalled()).sum::<usize>();
         let deferred: usize = c.nodes.iter().map(|n| n.deferred.len()).sum();
         let faults =
             c.pending_faults + c.triggers.len() + c.roles.len() + c.timed.len() + c.fault_log.len();

@@ -53,6 +53,8 @@ pub struct Scenario {
     pub link: LinkConfig,
     /// Per directed link overrides.
     pub links: Vec<(NodeId, NodeId, LinkConfig)>,
+    /// The hosts' TCP (`[network] tcp_retries2`, `tcp_user_timeout_ms`).
+    pub tcp: lockstep_sim::TcpConfig,
     /// The fault schedule: the file's `[[fault]]` entries, one fault per node of an entry
     /// that names several.
     pub faults: Vec<ScheduledFault>,

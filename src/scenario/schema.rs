@@ -106,6 +106,7 @@ pub(crate) struct ChaosSection {
     pub(crate) weights: Option<WeightsSection>,
     pub(crate) clock_kinds: Option<ClockKindsSection>,
     pub(crate) pause_ms: Option<DistSpec>,
+    pub(crate) freeze: Option<f64>,
     pub(crate) partition_ms: Option<DistSpec>,
     pub(crate) hold: Option<f64>,
     pub(crate) restart_ms: Option<DistSpec>,
@@ -314,6 +315,10 @@ pub(crate) struct NetworkSection {
     pub(crate) loss: f64,
     #[serde(default)]
     pub(crate) duplicate: f64,
+    /// `net.ipv4.tcp_retries2` of every host.
+    pub(crate) tcp_retries2: Option<u32>,
+    /// `TCP_USER_TIMEOUT` of every connection, in ms.
+    pub(crate) tcp_user_timeout_ms: Option<f64>,
     #[serde(default)]
     pub(crate) link: Vec<LinkSection>,
 }
@@ -324,6 +329,8 @@ impl Default for NetworkSection {
             latency_ms: default_latency(),
             loss: 0.0,
             duplicate: 0.0,
+            tcp_retries2: None,
+            tcp_user_timeout_ms: None,
             link: Vec::new(),
         }
     }
@@ -360,6 +367,7 @@ pub(crate) struct FaultSection {
     pub(crate) at_ms: Option<f64>,
     pub(crate) on: Option<TriggerSection>,
     pub(crate) pause: Option<PauseSection>,
+    pub(crate) freeze: Option<PauseSection>,
     pub(crate) resume: Option<NodeSection>,
     pub(crate) crash: Option<CrashSection>,
     pub(crate) terminate: Option<TerminateSection>,

@@ -270,6 +270,11 @@ impl FaultWriter<'_> {
                 opt_ms(&mut t, "pause.for_ms", "for_ms", *duration)?;
                 "pause"
             }
+            Fault::Freeze { node, duration } => {
+                t.insert("node", self.name("freeze.node", *node)?);
+                opt_ms(&mut t, "freeze.for_ms", "for_ms", *duration)?;
+                "freeze"
+            }
             Fault::Resume { node } => {
                 t.insert("node", self.name("resume.node", *node)?);
                 "resume"

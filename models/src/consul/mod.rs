@@ -179,18 +179,20 @@ pub enum Msg {
 }
 
 /// What any gossip member (server or client agent) does with a gossip message: answer a
-/// probe, probe for another, relay an ack. Nothing when it is not gossip.
+/// probe, probe for another, relay an ack. Nothing when it is not gossip. Gossip is UDP
+/// (memberlist's `probeNode` in `state.go`, `net.go`): datagrams, which a partition or a lossy
+/// link loses. memberlist's TCP fallback ping after a failed UDP probe is not modelled.
 pub(crate) fn gossip<T>(ctx: &mut impl crate::env::Host<Msg, T>, from: NodeId, msg: &Msg) {
     match *msg {
-        Msg::Ping { seq, via } => ctx.send(from, Msg::Ack { seq, to: via }),
-        Msg::PingReq { seq, target } => ctx.send(
+        Msg::Ping { seq, via } => ctx.send_datagram(from, Msg::Ack { seq, to: via }),
+        Msg::PingReq { seq, target } => ctx.send_datagram(
             target,
             Msg::Ping {
                 seq,
                 via: Some(from),
             },
         ),
-        Msg::Ack { seq, to: Some(to) } => ctx.send(to, Msg::Ack { seq, to: None }),
+        Msg::Ack { seq, to: Some(to) } => ctx.send_datagram(to, Msg::Ack { seq, to: None }),
         _ => {}
     }
 }

@@ -662,7 +662,7 @@ impl ConsulServer {
             let seq = self.next_probe;
             self.probes.retain(|_, n| *n != node);
             self.probes.insert(seq, node);
-            ctx.send(node, Msg::Ping { seq, via: None });
+            ctx.send_datagram(node, Msg::Ping { seq, via: None });
             ctx.set_timer(ClockKind::Mono, PROBE_TIMEOUT, ServerTimer::ProbeTimeout(seq));
         }
     }
@@ -764,7 +764,7 @@ impl Service for ConsulServer {
                 for i in 0..others.len().min(INDIRECT_CHECKS) {
                     let j = i + ctx.rng().below((others.len() - i) as u64) as usize;
                     others.swap(i, j);
-                    ctx.send(others[i], Msg::PingReq { seq, target });
+                    ctx.send_datagram(others[i], Msg::PingReq { seq, target });
                 }
             }
         }

@@ -175,7 +175,8 @@ impl Bouncer {
                     self.close_client(env, (from, conn));
                 }
             }
-            Msg::Probe { conn } => env.send(from, Msg::ProbeAck { conn, alive: false }),
+            // Its kernel answers (`PgNode::kernel_answer`).
+            Msg::Probe { .. } => {}
             Msg::Answer { .. } | Msg::Wal(_) => {}
         }
     }
@@ -308,13 +309,16 @@ impl Bouncer {
                     None => self.release(env, f.server),
                 }
             }
-            Msg::Probe { conn } => {
-                let alive = self.servers.contains_key(&conn);
-                env.send(self.config.server, Msg::ProbeAck { conn, alive });
-            }
+            Msg::Probe { .. } => {}
             Msg::Close { conn } => self.server_lost(env, conn),
             Msg::Query { .. } | Msg::ProbeAck { .. } | Msg::Wal(_) => {}
         }
+    }
+
+    /// Whether `conn` from `from` is one of its open server connections (what its kernel
+    /// knows when the server probes it).
+    pub(crate) fn knows_server_conn(&self, from: NodeId, conn: u32) -> bool {
+        from == self.config.server && self.servers.contains_key(&conn)
     }
 
     /// Server connection `s` is free: back in the pool, to the first client waiting.
@@ -399,7 +403,8 @@ impl Bouncer {
             };
             match client.probing.fired(env, ka, c) {
                 Probe::Wait => {}
-                Probe::Send => env.send(c.0, Msg::Probe { conn: c.1 }),
+                // A keepalive probe is a bare segment, never retransmitted.
+                Probe::Send => env.send_datagram(c.0, Msg::Probe { conn: c.1 }),
                 Probe::Dead => self.close_client(env, c),
             }
         }

@@ -23,8 +23,8 @@
 //!
 //! A try that fails, a `lock_timeout` and a broken connection while acquiring are failed
 //! acquisitions (in the `xact` recipe after a `ROLLBACK`); the workload thinks and tries
-//! again. The client answers the server's keepalive probes for its open connections (its
-//! host's kernel does, so a paused client does not: lockstep's pause freezes the host). A
+//! again. The client's kernel answers the server's keepalive probes for its open connections
+//! (`kernel_answer`), whether the process runs or is paused; a frozen host answers nothing. A
 //! connection once broken is never used again: the next statement opens a new one.
 
 use std::collections::BTreeMap;
@@ -524,7 +524,7 @@ impl LockClient for PgLock {
     fn on_message(
         &mut self,
         ctx: &mut impl Host<Msg, SocketTimeout>,
-        from: NodeId,
+        _from: NodeId,
         msg: Msg,
     ) -> Option<LockSignal> {
         match msg {
@@ -532,11 +532,8 @@ impl LockClient for PgLock {
                 let signal = self.on_answer(ctx, conn, id, answer);
                 self.settle(signal)
             }
-            Msg::Probe { conn } => {
-                let alive = self.conns.contains_key(&conn);
-                ctx.send(from, Msg::ProbeAck { conn, alive });
-                None
-            }
+            // Its kernel answers (`kernel_answer`): the process never sees a probe.
+            Msg::Probe { .. } => None,
             Msg::Close { conn } => {
                 let signal = if self.connecting(conn) {
                     self.turned_down(ctx, conn)
@@ -546,6 +543,18 @@ impl LockClient for PgLock {
                 self.settle(signal)
             }
             Msg::Query { .. } | Msg::ProbeAck { .. } | Msg::Wal(_) => None,
+        }
+    }
+
+    /// The client's kernel answers the server's keepalive probes for the connections the
+    /// process has open, running or paused; an RST for one it no longer has.
+    fn kernel_answer(&self, _from: NodeId, msg: &Msg) -> Option<Msg> {
+        match *msg {
+            Msg::Probe { conn } => Some(Msg::ProbeAck {
+                conn,
+                alive: self.conns.contains_key(&conn),
+            }),
+            _ => None,
         }
     }
 

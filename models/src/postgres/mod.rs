@@ -282,6 +282,19 @@ impl Service for PgNode {
         }
     }
 
+    /// The host's kernel answers keepalive probes: the server's opens no connections, so a
+    /// probe names one it does not know (an RST); pgbouncer's knows its server connections.
+    fn kernel_answer(&self, from: NodeId, msg: &Msg) -> Option<Msg> {
+        let Msg::Probe { conn } = *msg else {
+            return None;
+        };
+        let alive = match self {
+            PgNode::Server(_) => false,
+            PgNode::Bouncer(b) => b.knows_server_conn(from, conn),
+        };
+        Some(Msg::ProbeAck { conn, alive })
+    }
+
     fn on_reset(&mut self, env: &mut impl Host<Msg, Timer>, peer: NodeId) {
         match self {
             PgNode::Server(s) => s.on_reset(env, peer),

@@ -662,10 +662,8 @@ impl PgServer {
                     self.end(env, (from, conn), End::Client);
                 }
             }
-            Msg::Probe { conn } => {
-                // The server opens no connections: a probe names one it does not know.
-                env.send(from, Msg::ProbeAck { conn, alive: false });
-            }
+            // Its kernel answers (`PgNode::kernel_answer`).
+            Msg::Probe { .. } => {}
             Msg::Wal(w) => self.on_wal(env, from, w),
             Msg::Answer { .. } => {}
         }
@@ -1021,7 +1019,8 @@ impl PgServer {
                 };
                 match b.probing.fired(env, ka, c) {
                     Probe::Wait => {}
-                    Probe::Send => env.send(c.0, Msg::Probe { conn: c.1 }),
+                    // A keepalive probe is a bare segment, never retransmitted.
+                    Probe::Send => env.send_datagram(c.0, Msg::Probe { conn: c.1 }),
                     Probe::Dead => self.end(env, c, End::Server),
                 }
             }

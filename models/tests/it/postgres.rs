@@ -99,12 +99,8 @@ impl Process for TestNode {
             TestNode::Script(s) => match msg {
                 Msg::Answer { conn, id, answer } => s.answers.push((ms(env), conn, id, answer)),
                 Msg::Close { conn } => s.closed.push((ms(env), conn)),
-                Msg::Probe { conn } => {
-                    s.probes.push(ms(env));
-                    if s.answer_probes {
-                        env.send(from, Msg::ProbeAck { conn, alive: true });
-                    }
-                }
+                // A probe reaches a script only when its kernel does not answer.
+                Msg::Probe { .. } => s.probes.push(ms(env)),
                 _ => {}
             },
         }
@@ -161,6 +157,16 @@ impl Process for TestNode {
         }
     }
 
+    fn kernel_answer(&self, from: NodeId, msg: &Msg) -> Option<Msg> {
+        match (self, msg) {
+            (TestNode::Pg(n), _) => n.kernel_answer(from, msg),
+            (TestNode::Script(s), &Msg::Probe { conn }) if s.answer_probes => {
+                Some(Msg::ProbeAck { conn, alive: true })
+            }
+            _ => None,
+        }
+    }
+
     fn on_reset(&mut self, env: &mut impl EnvOf<Self>, peer: NodeId) {
         if let TestNode::Pg(n) = self {
             n.on_reset(&mut Scoped::<_, PgSide>::new(env), peer);
@@ -197,6 +203,7 @@ fn run(
         .collect();
     let mut config = WorldConfig::new(1, Time::from_nanos(secs * 1_000_000_000), nodes);
     config.faults = faults;
+    config.trace = true;
     let mut world = World::new(config, procs);
     world.run();
     world
@@ -207,6 +214,18 @@ fn answers(world: &World<TestNode>, node: u32) -> Vec<(u64, u32, u64, Answer)> {
         TestNode::Script(s) => s.answers.clone(),
         TestNode::Pg(_) => panic!("not a script"),
     }
+}
+
+/// When (ms) `node`'s kernel answered a keepalive probe.
+fn kernel_answers(world: &World<TestNode>, node: &str) -> Vec<u64> {
+    world
+        .trace()
+        .expect("traced")
+        .iter()
+        .filter(|e| e.text.contains(&format!("-> {node}: Probe")))
+        .filter(|e| e.text.ends_with("answered by its kernel"))
+        .map(|e| e.time.as_nanos() / 1_000_000)
+        .collect()
 }
 
 fn the_script(world: &World<TestNode>, node: u32) -> &Script {
@@ -380,26 +399,43 @@ fn keepalive_ends_a_silent_holders_backend_after_idle_plus_count_intervals() {
             (40_000, Step::Send(2, lock(false, false))),
         ],
     );
-    // While the holder answers, its backend lives: probes at 11 s, 21 s, 31 s...
+    // While the holder's kernel answers, its backend lives: probes at 11 s, 21 s, 31 s...
     let w = run(
         vec![pg(config)],
         vec![holder.clone(), other.clone()],
         45,
         vec![],
     );
-    assert_eq!(&the_script(&w, 1).probes[..3], [11_000, 21_000, 31_000]);
+    assert_eq!(&kernel_answers(&w, "n1")[..3], [11_000, 21_000, 31_000]);
     assert_eq!(answers(&w, 2), [(40_000, 2, 1, Answer::Bool(false))]);
-    // Frozen from 2 s on: the probes at 11 s, 13 s, 15 s go unanswered, and the backend ends
-    // at 17 s = 1 s (last heard) + 10 s + 3 × 2 s; the waiter gets the lock then.
-    let freeze = ScheduledFault {
+    // Paused from 2 s on (GC, SIGSTOP): its kernel still answers, so it keeps the lock for
+    // as long as it is paused, as a SIGSTOPped client keeps it on a real server.
+    let at_2s = |fault| ScheduledFault {
         when: When::At(Time::from_millis(2_000)),
-        fault: Fault::Pause {
-            node: NodeId(1),
-            duration: None,
-        },
+        fault,
         role: None,
     };
-    let w = run(vec![pg(config)], vec![holder, other], 45, vec![freeze]);
+    let paused = at_2s(Fault::Pause {
+        node: NodeId(1),
+        duration: None,
+    });
+    let w = run(
+        vec![pg(config)],
+        vec![holder.clone(), other.clone()],
+        45,
+        vec![paused],
+    );
+    assert_eq!(&kernel_answers(&w, "n1")[..3], [11_000, 21_000, 31_000]);
+    assert_eq!(answers(&w, 2), [(40_000, 2, 1, Answer::Bool(false))]);
+    // Its whole host frozen from 2 s on: the probes at 11 s, 13 s, 15 s go unanswered, and
+    // the backend ends at 17 s = 1 s (last heard) + 10 s + 3 × 2 s; the waiter gets the lock
+    // then.
+    let frozen = at_2s(Fault::Freeze {
+        node: NodeId(1),
+        duration: None,
+    });
+    let w = run(vec![pg(config)], vec![holder, other], 45, vec![frozen]);
+    assert!(kernel_answers(&w, "n1").is_empty());
     assert_eq!(answers(&w, 2)[0], (17_000, 1, 0, Answer::Locked));
     assert_eq!(ka.gives_up_after(), Dur::from_secs(16));
     // With Linux's defaults it would be 7200 s + 9 × 75 s.

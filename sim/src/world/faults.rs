@@ -202,7 +202,8 @@ impl<P: Process> World<P> {
     /// Applies a fault now and logs it.
     pub(super) fn apply(&mut self, fault: Fault) {
         match fault {
-            Fault::Pause { node, duration } => self.pause(node, duration),
+            Fault::Pause { node, duration } => self.pause(node, duration, false),
+            Fault::Freeze { node, duration } => self.pause(node, duration, true),
             Fault::Resume { node } => self.resume(node),
             Fault::Crash {
                 node,
@@ -376,19 +377,25 @@ impl<P: Process> World<P> {
         }
     }
 
-    fn pause(&mut self, node: NodeId, duration: Option<Dur>) {
+    /// Pauses `node`'s process, and with `freeze` its whole host.
+    fn pause(&mut self, node: NodeId, duration: Option<Dur>, freeze: bool) {
         let now = self.core.now;
         let name = self.core.name(node).to_string();
-        let fault = Fault::Pause { node, duration };
+        let (fault, verb) = match freeze {
+            false => (Fault::Pause { node, duration }, "pause"),
+            true => (Fault::Freeze { node, duration }, "freeze"),
+        };
         let st = &mut self.core.nodes[node.index()];
         if st.status == Status::Down {
             self.core.log_fault(
                 &fault,
                 vec![node],
-                format!("pause {name}: no effect, it is down"),
+                format!("{verb} {name}: no effect, it is down"),
             );
             return;
         }
+        // A frozen host stays frozen through a pause of its process.
+        st.frozen |= freeze;
         let stalls = st.status == Status::Up;
         // A pause during a pause lasts until the later of the two ends.
         let until = match (st.status, st.paused_until, duration) {
@@ -419,8 +426,8 @@ impl<P: Process> World<P> {
                 .push(now.saturating_add(w.after), Action::End { id });
         }
         let detail = match duration {
-            Some(d) => format!("pause {name} for {d}"),
-            None => format!("pause {name}"),
+            Some(d) => format!("{verb} {name} for {d}"),
+            None => format!("{verb} {name}"),
         };
         self.core.log_fault(&fault, vec![node], detail);
     }
@@ -439,11 +446,18 @@ impl<P: Process> World<P> {
         }
         st.status = Status::Up;
         st.paused_until = None;
+        let thawed = std::mem::take(&mut st.frozen);
         let incarnation = st.incarnation;
         let mut waiting = std::mem::take(&mut st.deferred);
-        let detail = format!("resume {name} ({} waiting events)", waiting.len());
+        let detail = match thawed {
+            false => format!("resume {name} ({} waiting events)", waiting.len()),
+            true => format!("thaw {name} ({} waiting events)", waiting.len()),
+        };
         self.core
             .log_fault(&Fault::Resume { node }, vec![node], detail);
+        if thawed {
+            self.core.thaw(node);
+        }
         // The backlog runs now, in the order it came due, before anything else that happens
         // at this instant. A handler of it may crash or pause the node again (a fault on a
         // mark): a crash loses the rest, a pause keeps it waiting, ahead of anything newer.
@@ -483,6 +497,7 @@ impl<P: Process> World<P> {
         st.incarnation += 1;
         st.deferred.clear();
         st.paused_until = None;
+        st.frozen = false;
         for slot in 0..self.core.timers.len() {
             let s = &self.core.timers[slot];
             if s.node == node && s.timer.is_some() {

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::hash::{Hash, Hasher};
 
-use super::delivery::{Deferred, Delivery, Held};
+use super::delivery::{Deferred, Delivery, Held, Stream};
 use super::faults::{Timed, Trigger, Triggers};
 use super::{NodeId, Process, Record, Status, TimerId};
 use crate::clock::{ClockKind, Clocks};
@@ -29,6 +29,8 @@ pub(super) struct NodeState<P: Process> {
     /// Its supervisor, if it has one.
     pub(super) watchdog: Option<crate::world::Watchdog>,
     pub(super) paused_until: Option<Time>,
+    /// The whole host is frozen (a paused VM, a hung host): nothing reaches it or answers.
+    pub(super) frozen: bool,
     /// Bumped on crash and on restart: messages addressed to an older incarnation are lost.
     pub(super) incarnation: u32,
     pub(super) clocks: Clocks,
@@ -74,6 +76,13 @@ pub(super) enum Action<P: Process> {
     /// The end of timed fault `id`, whatever its kind.
     End {
         id: u32,
+    },
+    /// The retransmission timer of the connection `from → to` fires, if `generation` is
+    /// still its own.
+    Retransmit {
+        from: NodeId,
+        to: NodeId,
+        generation: u32,
     },
     /// `to`'s connection to `from` is reset: `from` crashed, or refused a message because it
     /// is down or a new incarnation. Meant for `to`'s incarnation `to_incarnation`.
@@ -162,10 +171,10 @@ pub(super) struct Core<P: Process> {
     pub(super) free_timers: Vec<u32>,
     pub(super) links: Links,
     pub(super) held: BTreeMap<(NodeId, NodeId), VecDeque<Held<P::Msg>>>,
-    /// Per link that released held messages: when the last of them arrives, and its send
-    /// order. A message sent after it that would arrive sooner waits for it, so the stream
-    /// stays in order.
-    pub(super) released_until: BTreeMap<(NodeId, NodeId), (Time, u64)>,
+    /// Every directed link's TCP state, `n × n` by (from, to).
+    pub(super) streams: Vec<Stream<P::Msg>>,
+    /// The hosts' TCP.
+    pub(super) tcp: crate::net::TcpConfig,
     /// Open connections, `n × n` by (node, peer), set both ways when a message arrives:
     /// a crash resets each of its node's, telling the peer.
     pub(super) connected: Vec<bool>,
@@ -227,6 +236,10 @@ pub(super) mod code {
     pub(in crate::world) const DEFER: u8 = 9;
     pub(in crate::world) const STROBE: u8 = 10;
     pub(in crate::world) const RESET: u8 = 11;
+    pub(in crate::world) const STALL: u8 = 12;
+    pub(in crate::world) const RETRANSMIT: u8 = 13;
+    pub(in crate::world) const ABORT: u8 = 14;
+    pub(in crate::world) const KERNEL: u8 = 15;
 }
 
 impl<P: Process> Core<P> {

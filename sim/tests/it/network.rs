@@ -1,6 +1,6 @@
 //! The network: latency, loss, duplication and partitions in drop and hold mode.
 
-use lockstep_sim::{Distribution, Dur, Fault, LinkConfig, NodeId, PartitionMode, Shape};
+use lockstep_sim::{Distribution, Dur, Fault, LinkConfig, NodeId, PartitionMode, Shape, World};
 
 use crate::support::*;
 
@@ -32,11 +32,171 @@ fn partitioned_run(mode: PartitionMode) -> Vec<(u64, u32)> {
 }
 
 #[test]
-fn a_drop_partition_loses_what_arrives_while_it_lasts() {
+fn a_drop_partition_delays_a_connection_until_a_retransmission_gets_through() {
     let got = partitioned_run(PartitionMode::Drop);
     let notes: Vec<u32> = got.iter().map(|&(_, n)| n).collect();
-    // Notes sent at 400, 500 and 600 ms arrive inside the partition.
-    assert_eq!(notes, vec![0, 1, 2, 6, 7, 8, 9]);
+    assert_eq!(notes, (0..10).collect::<Vec<_>>(), "TCP loses nothing");
+    // Note 3, sent at 400 ms, meets the partition; RTO = 20 ms round trip + 200 ms: the
+    // sender retransmits at 620 ms (still cut), then 440 ms later, at 1060 ms, which gets
+    // through. Notes 4 and 5, and 6 to 9 sent after the heal, wait behind it.
+    assert_eq!(&got[..3], &[(110, 0), (210, 1), (310, 2)]);
+    assert!(got[3..].iter().all(|&(t, _)| t == 1070), "{got:?}");
+}
+
+/// A note sent at 1 s by n0 to n1, cut off by a drop partition from 0.5 s for `cut_ms`.
+fn one_note_into_a_partition(cut_ms: u64, end_secs: u64) -> World<Probe> {
+    let mut cfg = config(7, end_secs, 2);
+    cfg.faults.push(at_ms(
+        500,
+        Fault::Partition {
+            shape: Shape::Isolate { node: NodeId(1) },
+            mode: PartitionMode::Drop,
+            duration: Some(Dur::from_millis(cut_ms)),
+        },
+    ));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 1_000, 1), Probe::default()]);
+    w.run();
+    w
+}
+
+#[test]
+fn a_write_into_a_10_s_partition_arrives_at_the_first_retransmission_after_the_heal() {
+    // Sent at 1 s into a cut that heals at 10.5 s; on a link of no latency the RTO is
+    // Linux's floor, 200 ms, doubling: retransmissions at 1.2, 1.6, 2.4, 4.0, 7.2 and 13.6 s.
+    let w = one_note_into_a_partition(10_000, 60);
+    assert_eq!(records(&w, 1), vec![(13_600, got_note(0, 0))]);
+    assert!(
+        records(&w, 0).is_empty(),
+        "the connection lives: {:?}",
+        records(&w, 0)
+    );
+}
+
+#[test]
+fn a_30_minute_partition_aborts_the_connection_when_the_retries_run_out() {
+    // tcp_retries2 = 15: aborted 924.6 s after the send (Linux's tcp_model_timeout).
+    let w = one_note_into_a_partition(1_800_000, 2_000);
+    assert!(
+        notes(&w, 1).is_empty(),
+        "the segment dies with the connection"
+    );
+    assert_eq!(records(&w, 0), vec![(925_600, Ev::Reset { peer: 1 })]);
+}
+
+#[test]
+fn the_peer_of_an_aborted_connection_learns_at_its_next_segment_after_the_heal() {
+    let mut cfg = config(7, 2_500, 2);
+    cfg.faults.push(at_ms(
+        500,
+        Fault::Partition {
+            shape: Shape::Isolate { node: NodeId(1) },
+            mode: PartitionMode::Drop,
+            duration: Some(Dur::from_secs(1_800)),
+        },
+    ));
+    // n0 writes at 1 s and aborts at 925.6 s; n1 writes at 1000 s, retransmits every 120 s
+    // once backed off, and gets through at 1804.6 s, after the heal at 1800.5 s: n0's kernel
+    // no longer knows the connection and answers with a reset, which n1 learns at once.
+    let mut w = world_with(
+        cfg,
+        vec![Probe::sender(1, 1_000, 1), Probe::sender(0, 1_000_000, 1)],
+    );
+    w.run();
+    assert_eq!(records(&w, 0), vec![(925_600, Ev::Reset { peer: 1 })]);
+    assert_eq!(records(&w, 1), vec![(1_804_600, Ev::Reset { peer: 0 })]);
+}
+
+#[test]
+fn a_user_timeout_aborts_sooner() {
+    let mut cfg = config(7, 60, 2);
+    cfg.tcp.user_timeout = Some(Dur::from_secs(5));
+    cfg.faults.push(at_ms(500, isolate_receiver_for(30_000)));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 1_000, 1), Probe::default()]);
+    w.run();
+    assert_eq!(records(&w, 0), vec![(6_000, Ev::Reset { peer: 1 })]);
+    assert!(notes(&w, 1).is_empty());
+}
+
+fn isolate_receiver_for(ms: u64) -> Fault {
+    Fault::Partition {
+        shape: Shape::Isolate { node: NodeId(1) },
+        mode: PartitionMode::Drop,
+        duration: Some(Dur::from_millis(ms)),
+    }
+}
+
+fn got_note(from: u32, n: u32) -> Ev {
+    Ev::Got {
+        from,
+        msg: Msg::Note(n),
+    }
+}
+
+#[test]
+fn a_lossy_link_delays_but_delivers_every_message_in_order() {
+    let mut cfg = config(11, 600, 2);
+    cfg.link = LinkConfig {
+        latency: Distribution::Uniform {
+            lo: Dur::from_millis(1),
+            hi: Dur::from_millis(50),
+        },
+        loss_ppm: 300_000,
+        duplicate_ppm: 300_000,
+    };
+    let mut w = world_with(cfg, vec![Probe::sender(1, 20, 2_000), Probe::default()]);
+    w.run();
+    let got = records(&w, 1);
+    let notes: Vec<u32> = got
+        .iter()
+        .map(|(_, e)| match e {
+            Ev::Got {
+                msg: Msg::Note(n), ..
+            } => *n,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(notes, (0..2_000).collect::<Vec<_>>(), "all, once, in order");
+    // Loss costs time: a note arrives later than its send plus the longest latency when a
+    // retransmission was needed, and 30 % loss needs many.
+    let late = got
+        .iter()
+        .zip(0u64..)
+        .filter(|((t, _), i)| *t > 20 * (i + 1) + 50)
+        .count();
+    assert!(late > 500, "only {late} of 2,000 notes came late");
+    assert!(records(&w, 0).is_empty(), "no connection was aborted");
+}
+
+#[test]
+fn a_frozen_host_gets_its_bytes_at_the_first_retransmission_after_the_thaw() {
+    let mut cfg = config(7, 60, 2);
+    cfg.faults.push(at_ms(
+        500,
+        Fault::Freeze {
+            node: NodeId(1),
+            duration: Some(Dur::from_secs(10)),
+        },
+    ));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 1_000, 1), Probe::default()]);
+    w.run();
+    // As the 10 s partition: the thaw at 10.5 s, the retransmission at 13.6 s.
+    assert_eq!(records(&w, 1), vec![(13_600, got_note(0, 0))]);
+}
+
+#[test]
+fn a_paused_process_gets_its_bytes_at_the_resume() {
+    let mut cfg = config(7, 60, 2);
+    cfg.faults.push(at_ms(
+        500,
+        Fault::Pause {
+            node: NodeId(1),
+            duration: Some(Dur::from_secs(10)),
+        },
+    ));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 1_000, 1), Probe::default()]);
+    w.run();
+    // Its kernel acknowledged the bytes at 1 s; the process reads them when it runs again.
+    assert_eq!(records(&w, 1), vec![(10_500, got_note(0, 0))]);
 }
 
 #[test]
@@ -120,9 +280,10 @@ fn heal_removes_every_partition_and_stacked_partitions_need_both_healed() {
         },
     ));
     cfg.faults.push(at_ms(650, Fault::Heal));
-    let mut w = world_with(cfg, vec![Probe::sender(1, 100, 10), Probe::default()]);
+    let mut w = world_with(cfg, vec![Probe::datagrams(1, 100, 10), Probe::default()]);
     w.run();
-    // The split heals itself at 450 ms but the isolation still blocks until the heal.
+    // The split heals itself at 450 ms but the isolation still blocks until the heal: the
+    // datagrams that meet it are lost.
     assert_eq!(notes(&w, 1), vec![0, 6, 7, 8, 9]);
 }
 
@@ -134,10 +295,10 @@ fn loss_and_duplication_follow_their_probabilities() {
         loss_ppm: 100_000,
         duplicate_ppm: 200_000,
     };
-    let mut w = world_with(cfg, vec![Probe::sender(1, 10, 10_000), Probe::default()]);
+    let mut w = world_with(cfg, vec![Probe::datagrams(1, 10, 10_000), Probe::default()]);
     w.run();
     let got = notes(&w, 1).len();
-    // Expected 10,000 * 0.9 * 1.2 = 10,800.
+    // Datagrams: expected 10,000 * 0.9 * 1.2 = 10,800.
     assert!((10_500..11_100).contains(&got), "{got} delivered");
 }
 
@@ -157,9 +318,10 @@ fn a_delay_fault_slows_only_its_links_for_its_duration() {
     let mut w = world_with(cfg, vec![Probe::sender(1, 100, 5), Probe::default()]);
     w.run();
     let times: Vec<u64> = records(&w, 1).iter().map(|(t, _)| *t).collect();
-    // The note sent at 300 ms takes 1.001 s and arrives after the later ones.
-    assert_eq!(times, vec![101, 201, 401, 501, 1_301]);
-    assert_eq!(notes(&w, 1), vec![0, 1, 3, 4, 2]);
+    // The note sent at 300 ms takes 1.001 s, and on a TCP connection the later ones wait
+    // behind it.
+    assert_eq!(times, vec![101, 201, 1_301, 1_301, 1_301]);
+    assert_eq!(notes(&w, 1), vec![0, 1, 2, 3, 4]);
 }
 
 #[test]
@@ -220,7 +382,7 @@ fn a_degrade_loses_and_duplicates_about_its_share() {
     cfg.link = latency(const_ms(1));
     cfg.faults
         .push(at_ms(0, degrade(0, 1, 200_000, 100_000, None)));
-    let mut w = world_with(cfg, vec![Probe::sender(1, 10, 10_000), Probe::default()]);
+    let mut w = world_with(cfg, vec![Probe::datagrams(1, 10, 10_000), Probe::default()]);
     w.run();
     let (got, twice) = delivered_and_duplicated(&notes(&w, 1));
     let distinct = got - twice;
@@ -243,7 +405,7 @@ fn a_degrade_combines_with_the_links_own_loss_as_independent_chances() {
         duplicate_ppm: 0,
     };
     cfg.faults.push(at_ms(0, degrade(0, 1, 500_000, 0, None)));
-    let mut w = world_with(cfg, vec![Probe::sender(1, 10, 10_000), Probe::default()]);
+    let mut w = world_with(cfg, vec![Probe::datagrams(1, 10, 10_000), Probe::default()]);
     w.run();
     let got = notes(&w, 1).len();
     assert!((2_350..2_650).contains(&got), "{got} delivered");
@@ -260,7 +422,7 @@ fn overlapping_degrades_stack_and_each_ends_at_its_own_time() {
         .push(at_ms(1_000, degrade(0, 1, 500_000, 0, Some(2_000))));
     cfg.faults
         .push(at_ms(2_000, degrade(0, 1, 500_000, 0, Some(2_000))));
-    let mut w = world_with(cfg, vec![Probe::sender(1, 1, 6_000), Probe::default()]);
+    let mut w = world_with(cfg, vec![Probe::datagrams(1, 1, 6_000), Probe::default()]);
     w.run();
     let got = notes(&w, 1);
     // Notes sent in [s, s + 1) seconds, by send time.
@@ -317,7 +479,7 @@ fn a_full_loss_degrade_cuts_only_its_own_direction_for_its_duration() {
         echo: true,
         ..Probe::default()
     };
-    let mut w = world_with(cfg, vec![Probe::sender(1, 10, 50), echo]);
+    let mut w = world_with(cfg, vec![Probe::datagrams(1, 10, 50), echo]);
     w.run();
     let expect: Vec<u32> = (0..50).filter(|k| !(9..=28).contains(k)).collect();
     assert_eq!(notes(&w, 1), expect);

@@ -45,6 +45,8 @@ pub(crate) struct Probe {
     pub(crate) peer: Option<NodeId>,
     pub(crate) send_every: Option<Dur>,
     pub(crate) sends: u32,
+    /// Send notes as datagrams rather than on the TCP connection.
+    pub(crate) datagram: bool,
     pub(crate) echo: bool,
     /// Before each send: mark `before-send` and send from a zero-length timer, so a fault
     /// triggered by the mark lands between the decision and the send.
@@ -76,9 +78,21 @@ impl Probe {
         }
     }
 
+    /// A sender of datagrams.
+    pub(crate) fn datagrams(peer: u32, every_ms: u64, sends: u32) -> Probe {
+        Probe {
+            datagram: true,
+            ..Probe::sender(peer, every_ms, sends)
+        }
+    }
+
     fn send_note(&mut self, ctx: &mut impl EnvOf<Probe>) {
         let peer = self.peer.expect("a sender has a peer");
-        ctx.send(peer, Msg::Note(self.next));
+        if self.datagram {
+            ctx.send_datagram(peer, Msg::Note(self.next));
+        } else {
+            ctx.send(peer, Msg::Note(self.next));
+        }
         self.next += 1;
         self.sends -= 1;
         if self.sends > 0 {

@@ -19,6 +19,7 @@ struct ProfileDefaults {
     weights: [u32; 5],
     clock_kinds: [u32; 4],
     pause_ms: DistSpec,
+    freeze: f64,
     partition_ms: DistSpec,
     hold: f64,
     restart_ms: DistSpec,
@@ -33,8 +34,9 @@ struct ProfileDefaults {
 
 /// The named profiles. `default`: about ten faults a minute of every kind, half of them at
 /// a mark; GC-shaped pauses (Pareto from 20 ms, alpha 0.5, up to 60 s: half under 80 ms,
-/// one in seven over a second, one in twenty over 10 s); partitions from 200 ms with a
-/// tail to 30 s, a third of them holding messages; Jepsen clock bumps capped at 60 s and
+/// one in seven over a second, one in twenty over 10 s), a quarter of them freezing the whole
+/// host; partitions from 200 ms with a tail to 30 s, dropping packets (TCP retransmits);
+/// Jepsen clock bumps capped at 60 s and
 /// strobes, drift up to ±500 ppm, ntpd's 500 ppm slews; VOPR-like clogged and lossy links.
 fn profile_defaults(name: &str) -> Option<ProfileDefaults> {
     match name {
@@ -50,12 +52,15 @@ fn profile_defaults(name: &str) -> Option<ProfileDefaults> {
                 alpha: 0.5,
                 max: 60_000.0,
             },
+            freeze: 0.25,
             partition_ms: DistSpec::Pareto {
                 min: 200.0,
                 alpha: 0.7,
                 max: 30_000.0,
             },
-            hold: 0.3,
+            // Drop-mode partitions are what iptables does, and TCP retransmits across them:
+            // the idealised hold mode is off unless asked for.
+            hold: 0.0,
             restart_ms: DistSpec::Uniform(0.0, 10_000.0),
             max_step_ms: 60_000.0,
             max_drift_ppm: 500,
@@ -204,6 +209,7 @@ pub(super) fn chaos(
         c.partition_ms.unwrap_or(d.partition_ms),
     );
     let hold_ppm = r.probability("chaos.hold", c.hold.unwrap_or(d.hold));
+    let freeze_ppm = r.probability("chaos.freeze", c.freeze.unwrap_or(d.freeze));
     let restart = r.dist("chaos.restart_ms", c.restart_ms.unwrap_or(d.restart_ms));
     let max_step = r.ms("chaos.max_step_ms", c.max_step_ms.unwrap_or(d.max_step_ms));
     let max_drift_ppm = c.max_drift_ppm.unwrap_or(d.max_drift_ppm);
@@ -240,6 +246,7 @@ pub(super) fn chaos(
         pause,
         partition,
         hold_ppm,
+        freeze_ppm,
         restart,
         max_step,
         max_drift_ppm: max_drift_ppm.clamp(0, MAX_DRIFT_PPM),

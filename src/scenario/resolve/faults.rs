@@ -244,6 +244,7 @@ fn distance(a: &str, b: &str) -> usize {
 fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<(Fault, Option<Aim>)> {
     let given: Vec<&str> = [
         ("pause", f.pause.is_some()),
+        ("freeze", f.freeze.is_some()),
         ("resume", f.resume.is_some()),
         ("crash", f.crash.is_some()),
         ("terminate", f.terminate.is_some()),
@@ -262,7 +263,7 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<(Fault, O
     .collect();
     if given.len() != 1 {
         let msg = if given.is_empty() {
-            "needs one action: pause, resume, crash, terminate, restart, partition, heal, clock_step, clock_slew, clock_drift, clock_strobe, delay or degrade".to_string()
+            "needs one action: pause, freeze, resume, crash, terminate, restart, partition, heal, clock_step, clock_slew, clock_drift, clock_strobe, delay or degrade".to_string()
         } else {
             format!(
                 "has {} actions ({}); give one per [[fault]]",
@@ -281,6 +282,11 @@ fn fault_action(r: &mut Resolver, p: &str, f: &FaultSection) -> Option<(Fault, O
         let aim = r.aim(&format!("{p}.pause.node"), &x.node, true);
         let duration = opt_ms(r, format!("{p}.pause.for_ms"), x.for_ms);
         return Some((Fault::Pause { node, duration }, Some(aim?)));
+    }
+    if let Some(x) = &f.freeze {
+        let aim = r.aim(&format!("{p}.freeze.node"), &x.node, true);
+        let duration = opt_ms(r, format!("{p}.freeze.for_ms"), x.for_ms);
+        return Some((Fault::Freeze { node, duration }, Some(aim?)));
     }
     if let Some(x) = &f.resume {
         let aim = r.aim(&format!("{p}.resume.node"), &x.node, true)?;

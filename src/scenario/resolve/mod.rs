@@ -215,6 +215,7 @@ pub(crate) fn resolve<M>(
         }
     }
     let (link, links) = network(&mut r, &file.network);
+    let tcp = network::tcp(&mut r, &file.network);
     let mut clocks = clocks(&mut r, &file.clock);
     if let Some(w) = file.workload.watchdog {
         // The supervisor of every client process.
@@ -285,6 +286,7 @@ pub(crate) fn resolve<M>(
         clocks,
         link,
         links,
+        tcp,
         faults,
         origin,
         optional,

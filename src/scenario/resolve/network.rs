@@ -1,7 +1,7 @@
-//! `[network]` and `[[clock]]`: the links' latency, loss and duplication, and each node's
-//! clock.
+//! `[network]` and `[[clock]]`: the links' latency, loss and duplication, the hosts' TCP, and
+//! each node's clock.
 
-use lockstep_sim::{LinkConfig, NodeConfig, NodeId};
+use lockstep_sim::{LinkConfig, NodeConfig, NodeId, TcpConfig};
 
 use super::Resolver;
 use super::faults::drift;
@@ -41,6 +41,26 @@ pub(super) fn network(
         }
     }
     (default, links)
+}
+
+/// The hosts' TCP: `tcp_retries2` (Linux allows 0-255; its default is 15) and
+/// `tcp_user_timeout_ms`.
+pub(super) fn tcp(r: &mut Resolver, n: &NetworkSection) -> TcpConfig {
+    let mut tcp = TcpConfig::default();
+    if let Some(v) = n.tcp_retries2 {
+        if v > 255 {
+            r.problems.push(
+                "network.tcp_retries2",
+                format!("must be at most 255 (Linux's limit), not {v}"),
+            );
+        } else {
+            tcp.retries2 = v;
+        }
+    }
+    if let Some(v) = n.tcp_user_timeout_ms {
+        tcp.user_timeout = Some(r.positive_ms("network.tcp_user_timeout_ms", v));
+    }
+    tcp
 }
 
 pub(super) fn clocks(r: &mut Resolver, sections: &[ClockSection]) -> Vec<NodeConfig> {

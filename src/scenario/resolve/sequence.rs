@@ -162,7 +162,9 @@ impl Seen<'_> {
                                 && restart_after.is_none_or(|d| a.time.saturating_add(d) >= t0.time)
                         }
                         Fault::Terminate { node: n, .. } => n == node,
-                        Fault::Pause { node: n, .. } => watchdog && n == node,
+                        Fault::Pause { node: n, .. } | Fault::Freeze { node: n, .. } => {
+                            watchdog && n == node
+                        }
                         _ => false,
                     }
             })
@@ -188,7 +190,9 @@ impl Seen<'_> {
         let mut last: Option<(At, Time)> = None;
         for &(a, f) in self.timed {
             match *f {
-                Fault::Pause { node: n, duration } if n == node && a < at => {
+                Fault::Pause { node: n, duration } | Fault::Freeze { node: n, duration }
+                    if n == node && a < at =>
+                {
                     // An open pause holds it until a resume.
                     let end = duration.map(|d| a.time.saturating_add(d))?;
                     if end >= at.time {
@@ -206,7 +210,7 @@ impl Seen<'_> {
 }
 
 fn is_pause(f: &Fault) -> bool {
-    matches!(f, Fault::Pause { .. })
+    matches!(f, Fault::Pause { .. } | Fault::Freeze { .. })
 }
 
 fn kills(f: &Fault) -> bool {
