@@ -110,8 +110,10 @@ pub(super) struct Stream<M> {
     stalled: VecDeque<Held<M>>,
     /// When the first of them was first sent: retries are counted from it.
     since: Time,
-    /// The current back-off interval.
-    interval: Dur,
+    /// The connection's retransmission timeout when the stall began.
+    rto: Dur,
+    /// How often the retransmission timer has fired since.
+    fired: u32,
     /// When the next retransmission is due.
     next: Time,
     /// Bumped whenever the next retransmission moves, so that a stale one is ignored.
@@ -128,7 +130,8 @@ impl<M> Default for Stream<M> {
             released: None,
             stalled: VecDeque::new(),
             since: Time::ZERO,
-            interval: Dur::ZERO,
+            rto: Dur::ZERO,
+            fired: 0,
             next: Time::ZERO,
             generation: 0,
             stale: false,
@@ -306,11 +309,13 @@ impl<P: Process> Core<P> {
         let user_timeout = self.tcp.user_timeout.is_some();
         let s = self.stream(from, to);
         s.since = since;
-        s.interval = TcpConfig::rto(rtt);
-        let mut next = since.saturating_add(s.interval);
+        s.rto = TcpConfig::rto(rtt);
+        s.fired = 0;
+        // The timer was set at the send; firings the segment's flight outlasted are gone.
+        let mut next = TcpConfig::timer_wheel(since, s.rto);
         while next <= now {
-            s.interval = TcpConfig::back_off(s.interval);
-            next = next.saturating_add(s.interval);
+            s.fired += 1;
+            next = TcpConfig::timer_wheel(next, TcpConfig::back_off(s.rto, s.fired));
         }
         if user_timeout {
             next = next.min(abort_at.max(now));
@@ -529,9 +534,9 @@ impl<P: Process> World<P> {
             }
             Gate::Drop => {
                 let s = self.core.stream(from, to);
-                s.interval = TcpConfig::back_off(s.interval);
-                let interval = s.interval;
-                let mut next = now.saturating_add(interval);
+                s.fired += 1;
+                let interval = TcpConfig::back_off(s.rto, s.fired);
+                let mut next = TcpConfig::timer_wheel(now, interval);
                 if self.core.tcp.user_timeout.is_some() {
                     next = next.min(since.saturating_add(self.core.tcp.abort_after()));
                 }

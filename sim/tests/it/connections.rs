@@ -61,9 +61,9 @@ fn a_pause_and_a_drop_partition_reset_nothing() {
 
     // n1 is cut off (drop) from 900 ms to 1,500 ms and crashes at 1,000 ms, restarting at
     // 2,000 ms: the crash's reset never reaches n0. n0 retransmits the notes sent into the
-    // cut (RTO 210 ms: 10 ms round trip + 200 ms) until one gets through after the heal, at
-    // 1,530 ms: they reach n1's host while n1 is down and are refused, as are the notes sent
-    // after.
+    // cut (RTO 210 ms: 10 ms round trip + 200 ms, doubling) until one gets through after the
+    // heal, at 1,765 ms: they reach n1's host while n1 is down and are refused, as are the
+    // notes sent after.
     let mut cfg = config(1, 3, 2);
     cfg.link = latency(const_ms(5));
     cfg.faults.push(at_ms(
@@ -80,7 +80,7 @@ fn a_pause_and_a_drop_partition_reset_nothing() {
     assert_eq!(
         resets(&w, 0, 1),
         vec![
-            1_540, 1_540, 1_540, 1_540, 1_540, 1_540, 1_540, 1_610, 1_710, 1_810, 1_910
+            1_770, 1_770, 1_770, 1_770, 1_770, 1_770, 1_770, 1_770, 1_770, 1_810, 1_910
         ],
         "only notes that reached n1's host while it was down are refused"
     );
