@@ -1,7 +1,8 @@
 """lockstep's conformance suite: timing facts measured on the real servers (Debian's
-redis-server/redis-sentinel 7.0, etcd 3.4, ZooKeeper 3.8) against the same facts in lockstep's
-models, as one table. Run it through conformance/run (which installs the packages and cleans up);
-docs/conformance.md describes the method, the sources and the tolerances.
+redis-server/redis-sentinel 7.0, etcd 3.4, ZooKeeper 3.8, PostgreSQL 15 and pgbouncer 1.18, and
+Linux's own TCP on loopback) against the same facts in lockstep's models, as one table. Run it
+through conformance/run (which installs the packages and cleans up); docs/conformance.md
+describes the method, the sources and the tolerances.
 """
 
 import argparse
@@ -38,7 +39,8 @@ def verdict(fact, r, m):
     if not r or not m:
         return "NOT MEASURED"
     mr, mm = statistics.mean(r), statistics.mean(m)
-    rel = abs(mm - mr) / mr if mr else float("inf")
+    # A real mean of 0 (a count that never happened) matches only a model mean of 0.
+    rel = abs(mm - mr) / mr if mr else (0.0 if mm == mr else float("inf"))
     ok = rel <= fact.tol
     why = [f"means {rel * 100:.1f}% apart, {'<=' if ok else '>'} {fact.tol * 100:g}%"]
     if fact.overlap:
@@ -140,6 +142,47 @@ def facts(binary, quick, zk_client_dir, shim):
                 lambda: model.sentinel_failover_start(binary, sc("sentinel-stop.toml"), seeds(20), "pause redis-1"),
             ),
         )
+    if not quick:
+        # TCP on loopback, PostgreSQL and pgbouncer: full mode only (their runs take minutes).
+        for part_s, runs in ((10, 4), (40, 3)):
+            out.append(
+                Fact(
+                    f"TCP: a message written into a {part_s} s partition (iptables DROP on lo), heal to arrival",
+                    0.10, True,
+                    (lambda part_s=part_s, runs=runs: [heal for _write, heal in real.measure_tcp_partition(runs, part_s, log=log)]),
+                    (lambda part_s=part_s: model.tcp_partition_arrival(binary, sc(f"net-partition-{part_s}.toml"), seeds(20))),
+                )
+            )
+        out += [
+            Fact(
+                "TCP: retries running out (tcp_retries2 = 5, netns, DROP): write to ETIMEDOUT",
+                0.10, True,
+                lambda: real.measure_tcp_retries_reset(4, 5, log=log),
+                lambda: model.tcp_retries_reset(binary, sc("net-retries-5.toml"), seeds(20)),
+            ),
+            Fact(
+                "PostgreSQL advisory lock freed by keepalive (5 s + 3 x 2 s) when the holder's packets drop: its last reply to the next grant",
+                0.10, True,
+                lambda: real.measure_pg_keepalive_drop(5, log=log),
+                lambda: model.pg_keepalive_freed(binary, sc("pg-keepalive-drop.toml"), seeds(20)),
+            ),
+            Fact(
+                "PostgreSQL advisory lock of a SIGSTOPped holder (keepalive on): held from its last reply, censored at 60 s",
+                0.0, True,
+                lambda: real.measure_pg_keepalive_sigstop(2, 60, log=log),
+                lambda: model.pg_paused_holder_kept(binary, sc("pg-keepalive-sigstop.toml"), seeds(20)),
+            ),
+        ]
+        for mode in ("transaction", "session"):
+            out.append(
+                Fact(
+                    f"pgbouncer pool_mode = {mode}, one server connection: double grants of pg_advisory_lock(1) per run",
+                    0.0, True,
+                    (lambda mode=mode: real.measure_pgbouncer_leak(mode, runs=4, log=log)),
+                    (lambda mode=mode: model.pgbouncer_double_grants(binary, sc(f"pgbouncer-{mode}.toml"), seeds(20), mode)),
+                    unit="",
+                )
+            )
     return out
 
 
@@ -180,7 +223,7 @@ def main():
     head = ("fact", "real (n, range, mean)", "model (n, range, mean)", "model - real (means)", "verdict")
     table = []
     for fact, r, m in rows:
-        diff = f"{statistics.mean(m) - statistics.mean(r):+.3f} s" if r and m else "-"
+        diff = f"{statistics.mean(m) - statistics.mean(r):+.3f} {fact.unit}".rstrip() if r and m else "-"
         table.append((fact.name, summary(r), summary(m), diff, verdict(fact, r, m)))
     mode = "quick" if args.quick else "full"
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
