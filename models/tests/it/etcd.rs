@@ -2,7 +2,7 @@
 //! lease reset on a leader change against the formulas of `server/lease/lessor.go`, and the
 //! guards of a resource kept in etcd (J4 in docs/catalogue.md).
 
-use lockstep_check::{Event, OpOutcome, Options, Validity, check};
+use lockstep_check::{Event, Options, Validity, check};
 use lockstep_models::Node;
 use lockstep_models::audit::Owner;
 use lockstep_models::etcd::Etcd;
@@ -446,8 +446,16 @@ fn a_minority_elects_no_leader_and_grants_nothing_while_the_majority_goes_on() {
 /// the writer's lock key. Two 10 s sessions and 3 s of work; client-2 is held back for the
 /// first 3 s so that client-1 holds first; client-1's write is delayed 5 s in the network,
 /// past its 1 s storage timeout. It abandons, deletes its key and queues again with the same
-/// session (the same key name, a new create revision) behind client-2, which writes; then the
-/// delayed write lands.
+/// session (the same key name, a new create revision) behind client-2.
+///
+/// On the old lossy network the delete overtook the delayed write on the link, so the write
+/// landed after client-2's grant: the key-exists guard admitted it (the key name existed
+/// again) and the owner guard refused it. On TCP (issue 42) a connection is in order: the
+/// model's client sends every request to its one endpoint on one connection, and the delete,
+/// sent behind the delayed write, arrives behind it, so the write lands while client-1 still
+/// holds its first grant and nothing is stale, whatever the guard. J4 needs the write and the
+/// delete on two connections (clientv3 3.4's round-robin balancer, not modelled yet); see
+/// `docs/catalogue.md` and `scenarios/catalogue/j4-*.toml`.
 fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node<Etcd>> {
     let mut spec = etcd_spec();
     spec.family.client.ttl = Dur::from_secs(10);
@@ -487,10 +495,14 @@ fn j4_world(guard: ResourceGuard, seed: u64) -> World<Node<Etcd>> {
 }
 
 #[test]
-fn j4_the_key_exists_guard_admits_the_delayed_write_and_the_owner_guard_rejects_it() {
+fn j4_on_one_tcp_connection_the_delayed_write_lands_before_the_delete_under_every_guard() {
     for seed in 1..=20 {
         let mut histories = Vec::new();
-        for guard in [ResourceGuard::KeyExists, ResourceGuard::Owner] {
+        for guard in [
+            ResourceGuard::KeyExists,
+            ResourceGuard::Owner,
+            ResourceGuard::None,
+        ] {
             let mut w = j4_world(guard, seed);
             let outcome = w.run();
             histories.push(history(&w, outcome));
@@ -499,51 +511,18 @@ fn j4_the_key_exists_guard_admits_the_delayed_write_and_the_owner_guard_rejects_
             tokens_monotonic: true,
             ..Options::default()
         };
-        let exists = check(&histories[0], &opts).expect("well formed");
-        let owner = check(&histories[1], &opts).expect("well formed");
-        // Key exists: the write of client-1's first grant lands after client-2's grant has
-        // read and written, and overwrites client-2's increment.
-        assert_eq!(
-            exists.resource,
-            Validity::Invalid,
-            "seed {seed}: {exists:?}"
-        );
-        let stale = exists.stale_accepted.examples[0];
-        let name = |n| histories[0].name(n);
-        assert_eq!(
-            (name(stale.grant.client).as_str(), stale.grant.seq),
-            ("client-1", 1),
+        for h in &histories {
+            let v = check(h, &opts).expect("well formed");
+            assert_eq!(v.resource, Validity::Valid, "seed {seed}: {v:?}");
+            assert_eq!(v.stale_accepted.count, 0, "seed {seed}: {v:?}");
+            assert_eq!(v.stale_rejected, 0, "seed {seed}: {v:?}");
+            assert_eq!(v.lost_updates.count, 0, "seed {seed}: {v:?}");
+        }
+        // The guards never disagree: the three runs are the same run.
+        assert!(
+            histories.windows(2).all(|p| p[0].entries == p[1].entries),
             "seed {seed}"
         );
-        assert_eq!(exists.lost_updates.count, 1, "seed {seed}: {exists:?}");
-        // Owner: the same op is refused, nothing else changes.
-        assert_eq!(owner.resource, Validity::Valid, "seed {seed}: {owner:?}");
-        assert_eq!(owner.stale_rejected, 1, "seed {seed}");
-        assert_eq!(exists.stale_rejected, 0, "seed {seed}");
-        // The two runs are the same run up to that write: the same seed, the same events,
-        // and the first difference is its outcome.
-        let (a, b) = (&histories[0].entries, &histories[1].entries);
-        assert_eq!(a.len(), b.len(), "seed {seed}");
-        let first = (0..a.len()).find(|&i| a[i] != b[i]).expect("a difference");
-        assert_eq!(first, stale.entry, "seed {seed}");
-        match (&a[first].event, &b[first].event) {
-            (Event::Storage(x), Event::Storage(y)) => {
-                assert_eq!((x.op, x.outcome), (stale.op, OpOutcome::Accepted));
-                assert_eq!((y.op, y.outcome), (stale.op, OpOutcome::Rejected));
-            }
-            other => panic!("seed {seed}: {other:?}"),
-        }
-    }
-}
-
-#[test]
-fn j4_without_a_guard_the_delayed_write_lands_too() {
-    for seed in 1..=5 {
-        let mut w = j4_world(ResourceGuard::None, seed);
-        let outcome = w.run();
-        let v = verdict(&w, outcome);
-        assert_eq!(v.resource, Validity::Invalid, "seed {seed}: {v:?}");
-        assert_eq!(v.stale_accepted.count, 1, "seed {seed}: {v:?}");
     }
 }
 

@@ -69,6 +69,11 @@ fn liveness(world: &World<Host>, n: u32) -> Result<(), String> {
         .map(|i| world.process(NodeId(i)).raft().expect("up").commit())
         .min()
         .expect("nodes");
+    if min_commit < before {
+        return Err(format!(
+            "a node's commit {min_commit} is below index {before}, applied before the quiet tail"
+        ));
+    }
     let fresh_command = leader_raft.durable().log[before as usize..min_commit as usize]
         .iter()
         .any(|e| matches!(e.data, EntryData::Command(_)) && e.term == term);

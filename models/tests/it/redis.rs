@@ -260,13 +260,13 @@ fn cut_off_holder(
     (exits, writes)
 }
 
-fn cut_off_from_the_server_for_60_s() -> Vec<lockstep_sim::ScheduledFault> {
+fn cut_off_from_the_server_for(secs: u64) -> Vec<lockstep_sim::ScheduledFault> {
     let cut = Fault::Partition {
         shape: lockstep_sim::Shape::Split {
             groups: vec![vec![CLIENT_1], vec![REDIS]],
         },
         mode: lockstep_sim::PartitionMode::Drop,
-        duration: Some(Dur::from_secs(60)),
+        duration: Some(Dur::from_secs(secs)),
     };
     vec![on_mark(CLIENT_1, "granted", cut)]
 }
@@ -275,7 +275,12 @@ fn cut_off_from_the_server_for_60_s() -> Vec<lockstep_sim::ScheduledFault> {
 fn until_refused_renews_through_timeouts_and_ends_the_section_when_refused() {
     // The renewals time out while the client is cut off; the first one after the heal is
     // refused (the key expired long ago): the section ends, and client-1 never writes.
-    let (exits, writes) = cut_off_holder(Renew::UntilRefused, cut_off_from_the_server_for_60_s());
+    // The client keeps its connection through a timeout, so its renewals queue behind the
+    // first one, which stalled 3.35 s after the grant (TCP); they reach the server at the
+    // first retransmission after the heal, 0.2 s * (2^k - 1) after the stall: ..., 26.2,
+    // 52.5, 105 s. A 60 s cut would keep them queued until 108 s, past the 70 s of work and
+    // the end of the run; after a 40 s cut they get through at 56 s and the section ends.
+    let (exits, writes) = cut_off_holder(Renew::UntilRefused, cut_off_from_the_server_for(40));
     assert_eq!(exits, vec![ExitReason::Lost]);
     assert_eq!(writes, 0);
 }
@@ -284,7 +289,7 @@ fn until_refused_renews_through_timeouts_and_ends_the_section_when_refused() {
 fn the_watchdog_stops_at_its_first_failed_renewal_and_never_tells_the_holder() {
     // Redisson: the first renewal times out, the watchdog stops; the holder keeps working,
     // writes at 70 s over client-2's lock, and releases.
-    let (exits, writes) = cut_off_holder(Renew::Watchdog, cut_off_from_the_server_for_60_s());
+    let (exits, writes) = cut_off_holder(Renew::Watchdog, cut_off_from_the_server_for(60));
     assert_eq!(exits, vec![ExitReason::Released]);
     assert_eq!(writes, 1);
     // A refused renewal stops it as silently: client-1 pauses 15 s right after its grant,
