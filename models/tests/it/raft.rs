@@ -226,7 +226,9 @@ fn failover_distribution(n: u32, seeds: std::ops::Range<u64>) -> Vec<u64> {
     );
     assert!(pct(0) >= 8 * tick, "too fast: {}", pct(0));
     assert!(pct(90) <= 20 * tick + 20, "p90 {}", pct(90));
-    assert!(pct(100) <= 4 * 10 * tick, "max {}", pct(100));
+    // Two split votes in a row (two followers campaigning within a round trip of each other,
+    // twice) need a third timeout: at most 6 election timeouts over a thousand seeds.
+    assert!(pct(100) <= 6 * 10 * tick, "max {}", pct(100));
     times
 }
 

@@ -251,8 +251,11 @@ fn at(t: Dur, fault: Fault) -> ScheduledFault {
 
 /// When faults stop and the quiet tail begins.
 pub(crate) const QUIET: Dur = Dur::from_secs(12);
-/// The end of a random-fault run.
-pub(crate) const END: Dur = Dur::from_secs(20);
+/// The end of a random-fault run. The quiet tail is long because the links are TCP: a
+/// connection stalled before the heal gets through only at its next retransmission (up to
+/// one back-off interval later, several seconds after a long cut), and each retransmission
+/// the tail's link loss takes doubles the wait again.
+pub(crate) const END: Dur = Dur::from_secs(45);
 
 /// A world of `n` nodes with a random network and fault schedule drawn from `seed`: link
 /// latency (uniform, exponential or a Pareto long tail), loss and duplication; partitions of

@@ -301,9 +301,13 @@ fn a_primary_inside_its_restart_delay_serves_no_replica() {
 }
 
 /// Three servers and three sentinels; redis-1 and redis-2 are cut off from the rest from 3 s
-/// to 23 s, and the sentinels promote redis-3 (their REPLICAOF to redis-2 is lost). Returns
-/// when redis-1 and redis-2 first receive `REPLICAOF redis-3` after the heal, and the run.
-fn reconfiguration_after_heal(extra: Vec<ScheduledFault>) -> (Time, Time, World<Node<Redis>>) {
+/// to 23 s, and the sentinels promote redis-3. Their REPLICAOF to redis-2, sent into the cut,
+/// waits in TCP's retransmission. Returns when redis-1 and redis-2 first receive `REPLICAOF
+/// redis-3` after the heal, when a sentinel first hears redis-1 again (its links are back at
+/// their first retransmission after the heal, not at the heal), and the run.
+fn reconfiguration_after_heal(
+    extra: Vec<ScheduledFault>,
+) -> (Time, Time, Time, World<Node<Redis>>) {
     let spec = ha_spec(2, 3);
     let split = Fault::Partition {
         shape: Shape::Split {
@@ -317,7 +321,7 @@ fn reconfiguration_after_heal(extra: Vec<ScheduledFault>) -> (Time, Time, World<
     };
     let mut faults = vec![at(3_000, split)];
     faults.extend(extra);
-    let (w, _) = world(&spec, 1, 45_000, &[], faults);
+    let (w, _) = world(&spec, 1, 60_000, &[], faults);
     let first = |to: &str| {
         let pat = format!("-> {to}: Service(Sentinel(ReplicaOf {{ primary: Some(NodeId(2)) }}))");
         w.trace()
@@ -332,22 +336,40 @@ fn reconfiguration_after_heal(extra: Vec<ScheduledFault>) -> (Time, Time, World<
             .unwrap_or_else(|| panic!("{to} is never sent REPLICAOF redis-3"))
     };
     let (r1, r2) = (first("redis-1"), first("redis-2"));
-    (r1, r2, w)
+    let heard = w
+        .trace()
+        .expect("traced")
+        .iter()
+        .find(|e| {
+            e.kind == TraceKind::Deliver
+                && e.time > Time::from_millis(23_000)
+                && e.text.starts_with("redis-1 -> sentinel")
+        })
+        .map(|e| e.time)
+        .expect("the sentinels hear redis-1 again");
+    (r1, r2, heard, w)
 }
 
 #[test]
 fn sentinel_converts_an_old_primary_after_8_s_and_fixes_a_replica_after_the_failover_timeout() {
-    let (r1, r2, w) = reconfiguration_after_heal(vec![]);
-    // redis-1 reports itself primary from the heal on: +convert-to-slave 8 s later.
+    let (r1, r2, heard, w) = reconfiguration_after_heal(vec![]);
+    // The links are back at their first retransmission after the heal: several seconds
+    // after it, as the cut lasted 20 s.
     assert!(
-        Time::from_millis(31_000) < r1 && r1 < Time::from_millis(32_500),
-        "redis-1 at {r1:?}"
+        Time::from_millis(23_000) < heard && heard < Time::from_millis(36_000),
+        "heard at {heard:?}"
     );
-    // redis-2 reports replicating redis-1 from the heal on: +fix-slave-config after the
-    // failover timeout, 10 s.
+    // redis-1 reports itself primary from then on: +convert-to-slave 8 s later.
+    let after = r1.as_nanos().saturating_sub(heard.as_nanos());
     assert!(
-        Time::from_millis(33_000) < r2 && r2 < Time::from_millis(34_500),
-        "redis-2 at {r2:?}"
+        (8_000_000_000..9_500_000_000).contains(&after),
+        "redis-1 at {r1:?}, heard at {heard:?}"
+    );
+    // The REPLICAOF sent to redis-2 during the cut is not lost: TCP delivers it at the
+    // sentinel's first retransmission after the heal, before any +fix-slave-config.
+    assert!(
+        Time::from_millis(23_000) < r2 && r2 < r1,
+        "redis-2 at {r2:?}, redis-1 at {r1:?}"
     );
     for i in 0..=1 {
         assert_eq!(server(&w, i).role(), Role::Replica { of: NodeId(2) });
@@ -356,17 +378,20 @@ fn sentinel_converts_an_old_primary_after_8_s_and_fixes_a_replica_after_the_fail
 
 #[test]
 fn sentinel_reconfigures_no_server_that_went_down_within_the_wait() {
-    // redis-1 is cut off again from 25 s to 28 s: down (SDOWN) at about 27 s. Its
-    // conversion waits until 8 s after that, not 8 s after the heal.
+    // redis-1 is cut off again from 31 s to 34 s, after the sentinels heard it again (about
+    // 29 s), long enough for them to see it down (SDOWN): its conversion, due about 8 s after
+    // they heard it, waits: it comes more than the cut's 3 s later than without it.
     let again = Fault::Partition {
         shape: Shape::Isolate { node: NodeId(0) },
         mode: PartitionMode::Drop,
         duration: Some(ms(3_000)),
     };
-    let (r1, _, _) = reconfiguration_after_heal(vec![at(25_000, again)]);
+    let (plain, _, heard, _) = reconfiguration_after_heal(vec![]);
+    assert!(heard < Time::from_millis(31_000), "{heard:?}");
+    let (r1, _, _, _) = reconfiguration_after_heal(vec![at(31_000, again)]);
     assert!(
-        Time::from_millis(35_000) < r1 && r1 < Time::from_millis(36_500),
-        "redis-1 at {r1:?}"
+        r1.as_nanos() > plain.as_nanos() + 3_000_000_000,
+        "redis-1 at {r1:?}, without the second cut at {plain:?}"
     );
 }
 
