@@ -17,6 +17,7 @@ mod inputs;
 mod judge;
 mod kubernetes_keys;
 mod leadership;
+mod network;
 mod outputs;
 mod per_client;
 mod rates;
