@@ -142,3 +142,106 @@ def zk_disconnected(binary, scenario, seeds):
         )
         out.append(mark - last)
     return out
+
+
+def _report(binary, scenario, seed):
+    """The JSON report of one seed, untraced (`lockstep run FILE --seed S --format json`)."""
+    out = subprocess.run(
+        [binary, "run", scenario, "--seed", str(seed), "--format", "json"],
+        capture_output=True, timeout=300,
+    )
+    if out.returncode not in (0, 1):
+        raise RuntimeError(f"lockstep run {scenario} --seed {seed}: exit {out.returncode}: {out.stderr.decode()[-400:]}")
+    doc = json.loads(out.stdout)
+    if doc.get("miss"):
+        raise RuntimeError(f"{scenario} seed {seed}: the scenario missed its expectation: {doc.get('unmet')}")
+    return doc
+
+
+def tcp_partition_arrival(binary, scenario, seeds):
+    """Per seed: the write client-1 sent into the one-way partition client-1 -> storage,
+    delivered at storage by the first retransmission through, less the heal (the partition's
+    timed end): the real side's `iptables -D` to the server's read."""
+    out = []
+    for seed in seeds:
+        lines = trace(binary, scenario, seed)
+        t0 = _fault_time(lines, "partition")
+        heal = _fault_time(lines, "heal")
+        arrived = next(
+            t for t, node, kind, text in lines
+            if t >= heal and node == "storage" and kind == "recv" and text.startswith("client-1 -> storage:")
+        )
+        stalled = [t for t, node, kind, _text in lines if t0 <= t < heal and node == "storage" and kind == "stall"]
+        if not stalled:
+            raise RuntimeError(f"{scenario} seed {seed}: nothing was written into the partition")
+        out.append(arrived - heal)
+    return out
+
+
+def tcp_retries_reset(binary, scenario, seeds):
+    """Per seed: client-1's abort of its connection to storage (its `reset` line: the
+    retransmissions ran out), less the permanent partition it wrote into at once (the real
+    side's write to the socket's ETIMEDOUT)."""
+    out = []
+    for seed in seeds:
+        lines = trace(binary, scenario, seed)
+        t0 = _fault_time(lines, "partition")
+        reset = next(
+            t for t, node, kind, text in lines
+            if t >= t0 and node == "client-1" and kind == "reset" and "retransmissions ran out" in text
+        )
+        out.append(reset - t0)
+    return out
+
+
+def pg_keepalive_freed(binary, scenario, seeds):
+    """Per seed: client-2's grant (the reply to its blocked pg_advisory_lock), less the last
+    message `postgres` received from client-1 before the partition cut it off both ways (the
+    real side's A's reply, followed within a millisecond by A's ACK, the last segment the
+    server hears from it)."""
+    out = []
+    for seed in seeds:
+        lines = trace(binary, scenario, seed)
+        t0 = _fault_time(lines, "partition")
+        last = max(
+            t for t, node, kind, text in lines
+            if t <= t0 and node == "postgres" and kind == "recv" and text.startswith("client-1 -> postgres:")
+        )
+        granted = next(
+            t for t, node, kind, text in lines
+            if t > t0 and node == "client-2" and kind == "history" and text.startswith("Grant {")
+        )
+        out.append(granted - last)
+    return out
+
+
+def pg_paused_holder_kept(binary, scenario, seeds, censor_s=60.0):
+    """Per seed: client-2's first grant (a successful pg_try_advisory_lock) less client-1's
+    grant (the reply to its lock query), or `censor_s` when client-2 was not granted within
+    `censor_s` of it (the real side's censoring at 60 s)."""
+    out = []
+    for seed in seeds:
+        lines = trace(binary, scenario, seed)
+        t0 = _fault_time(lines, "pause client-1")
+        reply = max(
+            t for t, node, kind, text in lines
+            if t <= t0 and node == "client-1" and kind == "history" and text.startswith("Grant {")
+        )
+        granted = next(
+            (t for t, node, kind, text in lines
+             if node == "client-2" and kind == "history" and text.startswith("Grant {")),
+            None,
+        )
+        out.append(censor_s if granted is None else min(censor_s, granted - reply))
+    return out
+
+
+def pgbouncer_double_grants(binary, scenario, seeds, mode):
+    """Per seed: the run's `double_holders` (pairs of critical sections of different clients
+    that overlapped): with one client-1 grant and one client-2 request, 1 when client-2 was
+    granted while client-1 held the lock, else 0. `mode` is the pool mode the scenario file
+    must set (its `[model] pooler`), checked."""
+    with open(scenario) as f:
+        if not re.search(rf'^\s*pooler\s*=\s*"{mode}"', f.read(), re.M):
+            raise RuntimeError(f"{scenario}: not pooler = \"{mode}\"")
+    return [_report(binary, scenario, seed)["double_holders"] for seed in seeds]
