@@ -103,11 +103,17 @@ impl TcpConfig {
 
     /// The retransmission timeout of a connection whose round trip is `rtt`: the smoothed
     /// RTT plus the variance term, which `tcp_set_rto` floors at `TCP_RTO_MIN`
-    /// (`rttvar_us = max(mdev_max_us, rto_min)`). lockstep's links have no measured variance,
-    /// so the term is the floor: an idealisation for links whose jitter is above 50 ms.
+    /// (`rttvar_us = max(mdev_max_us, rto_min)`), in whole jiffies rounded up
+    /// (`usecs_to_jiffies`; 204 ms over loopback, as measured). lockstep's links have no
+    /// measured variance, so the term is the floor: an idealisation for links whose jitter is
+    /// above 50 ms.
     pub fn rto(rtt: Dur) -> Dur {
-        (rtt + Self::RTO_MIN).min(Self::RTO_MAX)
+        let nanos = (rtt + Self::RTO_MIN).as_nanos().div_ceil(Self::JIFFY) * Self::JIFFY;
+        Dur::from_nanos(nanos).min(Self::RTO_MAX)
     }
+
+    /// A kernel tick at HZ = 250, Debian's.
+    const JIFFY: u64 = 4_000_000;
 
     /// How long after its `fired`-th firing (from 1) the retransmission timer of a stalled
     /// segment fires again, for a connection whose RTO is `rto`. The first firing, one RTO
@@ -127,7 +133,7 @@ impl TcpConfig {
     /// kernels) by up to 4 ms below 252 ms, 32 ms below 2.016 s, 256 ms below 16.128 s,
     /// 2.048 s below 129 s, and 16.384 s beyond.
     pub fn timer_wheel(now: Time, delay: Dur) -> Time {
-        const JIFFY: u64 = 4_000_000;
+        const JIFFY: u64 = TcpConfig::JIFFY;
         let now_j = now.as_nanos().div_ceil(JIFFY);
         let delta = delay.as_nanos().div_ceil(JIFFY);
         // Level n holds deltas below 63 × 8^n jiffies, at a granularity of 8^n.
@@ -142,6 +148,14 @@ impl TcpConfig {
             (expires + gran) / gran * gran
         };
         Time::from_nanos(fires.saturating_mul(JIFFY))
+    }
+
+    /// How long a kernel timer set for `delay` on a host whose clock reads `now_ns` really
+    /// takes ([`TcpConfig::timer_wheel`]): for timers a model keeps itself, such as TCP
+    /// keepalive's.
+    pub fn kernel_delay(now_ns: i64, delay: Dur) -> Dur {
+        let now = Time::from_nanos(now_ns.max(0) as u64);
+        Self::timer_wheel(now, delay).saturating_since(now)
     }
 }
 

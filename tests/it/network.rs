@@ -60,7 +60,11 @@ partition = {{ isolate = "client-1", for_ms = 5_000 }}
         );
         let got = grants(&text, "client-1");
         assert!(!got.is_empty(), "{recipe}: client-1 never holds the lock");
-        assert!(got[0] > 5.0, "{recipe}: granted at {} s, inside the cut", got[0]);
+        assert!(
+            got[0] > 5.0,
+            "{recipe}: granted at {} s, inside the cut",
+            got[0]
+        );
         assert!(got.len() > 5, "{recipe}: client-1 works on: {got:?}");
     }
 }

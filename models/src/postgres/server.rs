@@ -26,7 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use lockstep_check::{Event, NodeId as HistNode, OpKind, OpOutcome, StorageOp};
-use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TimerId};
+use lockstep_sim::{ClockKind, Dur, LocalTime, NodeId, TcpConfig, TimerId};
 
 use super::{Answer, Conn, LOCK_KEY, LockRow, Msg, Stmt, Timer, WalStatus};
 use crate::env::Host;
@@ -121,7 +121,8 @@ impl Probing {
         self.heard = env.mono();
         self.sent = 0;
         if self.timer.is_none() {
-            self.timer = Some(env.set_timer(ClockKind::Mono, ka.idle, Timer::KeepAlive(conn)));
+            let after = TcpConfig::kernel_delay(self.heard.as_nanos(), ka.idle);
+            self.timer = Some(env.set_timer(ClockKind::Mono, after, Timer::KeepAlive(conn)));
         }
     }
 
@@ -143,7 +144,10 @@ impl Probing {
             return Probe::Dead;
         }
         self.sent += 1;
-        self.timer = Some(env.set_timer(ClockKind::Mono, ka.interval, Timer::KeepAlive(conn)));
+        // `tcp_keepalive_timer` is a kernel timer: the wheel rounds it up, as it does the
+        // idle one.
+        let after = TcpConfig::kernel_delay(now.as_nanos(), ka.interval);
+        self.timer = Some(env.set_timer(ClockKind::Mono, after, Timer::KeepAlive(conn)));
         Probe::Send
     }
 

@@ -399,14 +399,15 @@ fn keepalive_ends_a_silent_holders_backend_after_idle_plus_count_intervals() {
             (40_000, Step::Send(2, lock(false, false))),
         ],
     );
-    // While the holder's kernel answers, its backend lives: probes at 11 s, 21 s, 31 s...
+    // While the holder's kernel answers, its backend lives: probes at 11 s, 21 s, 31 s...,
+    // each a kernel timer the wheel rounds up (by 8 ms here).
     let w = run(
         vec![pg(config)],
         vec![holder.clone(), other.clone()],
         45,
         vec![],
     );
-    assert_eq!(&kernel_answers(&w, "n1")[..3], [11_000, 21_000, 31_000]);
+    assert_eq!(&kernel_answers(&w, "n1")[..3], [11_008, 21_008, 31_008]);
     assert_eq!(answers(&w, 2), [(40_000, 2, 1, Answer::Bool(false))]);
     // Paused from 2 s on (GC, SIGSTOP): its kernel still answers, so it keeps the lock for
     // as long as it is paused, as a SIGSTOPped client keeps it on a real server.
@@ -425,18 +426,18 @@ fn keepalive_ends_a_silent_holders_backend_after_idle_plus_count_intervals() {
         45,
         vec![paused],
     );
-    assert_eq!(&kernel_answers(&w, "n1")[..3], [11_000, 21_000, 31_000]);
+    assert_eq!(&kernel_answers(&w, "n1")[..3], [11_008, 21_008, 31_008]);
     assert_eq!(answers(&w, 2), [(40_000, 2, 1, Answer::Bool(false))]);
     // Its whole host frozen from 2 s on: the probes at 11 s, 13 s, 15 s go unanswered, and
-    // the backend ends at 17 s = 1 s (last heard) + 10 s + 3 × 2 s; the waiter gets the lock
-    // then.
+    // the backend ends at 17 s = 1 s (last heard) + 10 s + 3 × 2 s, late by the timer wheel's
+    // rounding of each kernel timer (56 ms); the waiter gets the lock then.
     let frozen = at_2s(Fault::Freeze {
         node: NodeId(1),
         duration: None,
     });
     let w = run(vec![pg(config)], vec![holder, other], 45, vec![frozen]);
     assert!(kernel_answers(&w, "n1").is_empty());
-    assert_eq!(answers(&w, 2)[0], (17_000, 1, 0, Answer::Locked));
+    assert_eq!(answers(&w, 2)[0], (17_056, 1, 0, Answer::Locked));
     assert_eq!(ka.gives_up_after(), Dur::from_secs(16));
     // With Linux's defaults it would be 7200 s + 9 × 75 s.
     assert_eq!(Keepalive::LINUX.gives_up_after(), Dur::from_secs(7_875));
