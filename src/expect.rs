@@ -4,7 +4,7 @@ use lockstep_check::metrics::{Matter, Metric, NEVER, Unit};
 use lockstep_check::{Property, Validity, Verdict};
 use lockstep_reports::format::{interval, percent, plural};
 pub use lockstep_reports::suite::{Miss, RateBound};
-use lockstep_sim::{AppliedFault, Clocks, Dur};
+use lockstep_sim::{AppliedFault, Clocks, Dur, Fault, PartitionMode, TcpConfig, Time};
 
 use crate::scenario::Scenario;
 use crate::timeline::wall_fall;
@@ -99,7 +99,10 @@ impl RecoveryBound {
     /// before the quiet tail lies that much further away once it has fallen. So the bound is
     /// the liveness plus the largest fall of one of those clocks, from its highest offset
     /// before the tail to its lowest after (forward steps before the tail count against the
-    /// backward ones; a strobe over by then counts nothing).
+    /// backward ones; a strobe over by then counts nothing). And TCP is slow to come back: a
+    /// connection stalled by a cut, a frozen host or a lossy link gets through only at its
+    /// sender's first retransmission after the fault ends ([`tcp_catch_up`]), so the bound
+    /// also allows the longest such wait past the faults' stop.
     pub fn of(
         scenario: &Scenario,
         liveness: Dur,
@@ -129,26 +132,36 @@ impl RecoveryBound {
                 Some((wall_fall(n, clocks, log, quiet_ns, end_ns), n))
             })
             .max_by_key(|&(fall, n)| (fall, std::cmp::Reverse(n)));
-        match fallen {
-            Some((fall, node)) if fall > 0 => {
-                let fall = Dur::from_nanos(fall);
-                let name = scenario
-                    .clocks
-                    .get(node.index())
-                    .map_or("?", |c| c.name.as_str());
-                let bound = liveness.saturating_add(fall);
-                RecoveryBound {
-                    bound,
-                    past_end: past_end(bound),
-                    why: Some(format!(
-                        "liveness {liveness} + {fall}: the wall clock of {name}, on which {} \
-                         times grants out, fell that far from its highest reading before the \
-                         faults stopped",
-                        scenario.system.family_name()
-                    )),
-                }
-            }
-            _ => plain,
+        let catch_up = Dur::from_nanos(tcp_catch_up(log, quiet_ns));
+        let mut bound = liveness;
+        let mut why = Vec::new();
+        if let Some((fall, node)) = fallen.filter(|&(fall, _)| fall > 0) {
+            let fall = Dur::from_nanos(fall);
+            let name = scenario
+                .clocks
+                .get(node.index())
+                .map_or("?", |c| c.name.as_str());
+            bound = bound.saturating_add(fall);
+            why.push(format!(
+                "{fall}: the wall clock of {name}, on which {} times grants out, fell that far \
+                 from its highest reading before the faults stopped",
+                scenario.system.family_name()
+            ));
+        }
+        if catch_up > Dur::ZERO {
+            bound = bound.saturating_add(catch_up);
+            why.push(format!(
+                "{catch_up}: a connection stalled by the last cut, freeze or lossy link gets \
+                 through only at its sender's next retransmission"
+            ));
+        }
+        if why.is_empty() {
+            return plain;
+        }
+        RecoveryBound {
+            bound,
+            past_end: past_end(bound),
+            why: Some(format!("liveness {liveness} + {}", why.join(" + "))),
         }
     }
 
@@ -160,6 +173,50 @@ impl RecoveryBound {
             None => !self.past_end,
         }
     }
+}
+
+/// How long past the faults' stop (`quiet_ns`) a TCP connection stalled by one of the faults
+/// in `log` may still wait for its sender's retransmission. A segment stalled from `s` within
+/// a drop-mode cut, a freeze or a degrade lasting from `p` to `h` is retransmitted at RTO
+/// multiples doubling from its send, so the first retransmission at or after `h` comes at most
+/// `h - s` (at most `TCP_RTO_MAX`) plus an RTO after `h`, late by the kernel's timer wheel:
+/// at most `min(h - p, RTO_MAX) + RTO_MIN` and a wheel granule, past `h` (RTTs are small
+/// beside that; a link slower than a fraction of a second would add its own).
+pub fn tcp_catch_up(log: &[AppliedFault], quiet_ns: u64) -> u64 {
+    let mut worst = 0u64;
+    for (i, f) in log.iter().enumerate() {
+        let length = match &f.fault {
+            Fault::Partition {
+                mode: PartitionMode::Drop,
+                duration,
+                ..
+            }
+            | Fault::Freeze { duration, .. }
+            | Fault::Degrade { duration, .. } => *duration,
+            _ => continue,
+        };
+        if f.ended {
+            continue;
+        }
+        let start = f.time.as_nanos();
+        // An open fault ends at the next heal-all or resume, or never.
+        let end = match length {
+            Some(d) => start.saturating_add(d.as_nanos()),
+            None => match log[i + 1..].iter().find(|g| {
+                matches!(g.fault, Fault::Heal | Fault::Resume { .. })
+                    && g.nodes.iter().any(|n| f.nodes.contains(n))
+            }) {
+                Some(g) => g.time.as_nanos(),
+                None => continue,
+            },
+        };
+        let wait = Dur::from_nanos(end.saturating_sub(start))
+            .min(TcpConfig::RTO_MAX)
+            .saturating_add(TcpConfig::RTO_MIN);
+        let at = TcpConfig::timer_wheel(Time::from_nanos(end), wait).as_nanos();
+        worst = worst.max(at.saturating_sub(quiet_ns));
+    }
+    worst
 }
 
 impl Expect {

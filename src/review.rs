@@ -85,7 +85,7 @@ pub const CLASSES: [FaultClass; 7] = [
     FaultClass {
         name: "pauses",
         short: "pause",
-        title: "process pauses",
+        title: "process pauses and host freezes",
         weights: [0, 1, 0, 0, 0],
         hold: None,
         clock_kinds: None,
@@ -93,7 +93,7 @@ pub const CLASSES: [FaultClass; 7] = [
     FaultClass {
         name: "partitions-drop",
         short: "part-drop",
-        title: "partitions that drop",
+        title: "partitions (TCP retransmits)",
         weights: [1, 0, 0, 0, 0],
         hold: Some(0.0),
         clock_kinds: None,
@@ -101,7 +101,7 @@ pub const CLASSES: [FaultClass; 7] = [
     FaultClass {
         name: "partitions-hold",
         short: "part-hold",
-        title: "partitions that hold (TCP)",
+        title: "partitions delivered at the heal",
         weights: [1, 0, 0, 0, 0],
         hold: Some(1.0),
         clock_kinds: None,

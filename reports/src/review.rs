@@ -916,7 +916,7 @@ impl Review {
 
     /// A design's cost in words, each figure with the class it comes from, the figure that
     /// ranks it first first: `acquire p99 5.0 s under process pauses, available 64.7% of the
-    /// time under partitions that hold (TCP) and 1.23 critical sections completed per second
+    /// time under partitions delivered at the heal and 1.23 critical sections completed per second
     /// under crashes and restarts, each in its worst class`; a class that is the worst for
     /// every figure is named once.
     fn cost_words(&self, f: &DesignFigures) -> String {
