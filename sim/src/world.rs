@@ -454,6 +454,7 @@ impl<P: Process> World<P> {
                     watchdog: nc.watchdog,
                     paused_until: None,
                     frozen: false,
+                    freeze_generation: 0,
                     incarnation: 0,
                     clocks: Clocks::new(Time::ZERO, mono_start, wall, nc.drift_ppm),
                     rng,

@@ -115,6 +115,9 @@ enum TimedState {
     /// A timed pause: its end resumes the node unless it has been resumed or paused again
     /// since (its pause generation has moved on).
     Pause { node: NodeId, generation: u32 },
+    /// A timed freeze: its end thaws the host unless it has been resumed or frozen again since.
+    /// Its process stays paused if a pause of its own outlasts the freeze.
+    Thaw { node: NodeId, generation: u32 },
     /// A crash with a restart: its end restarts the node if it is still the incarnation that
     /// crashed.
     Crash { node: NodeId, incarnation: u32 },
@@ -344,6 +347,24 @@ impl<P: Process> World<P> {
                     self.apply(Fault::Resume { node });
                 }
             }
+            TimedState::Thaw { node, generation } => {
+                let st = &self.core.nodes[node.index()];
+                if st.frozen && st.freeze_generation == generation {
+                    self.core.events += 1;
+                    if st.paused_until == Some(self.core.now) {
+                        // The pause ends at this instant too: the resume thaws it.
+                        return self.apply(Fault::Resume { node });
+                    }
+                    // Not a fault of the log (the node's pause goes on, and ends with its
+                    // resume there): the trace and the hash have it.
+                    self.core.nodes[node.index()].frozen = false;
+                    self.core.hash_event(code::THAW, node);
+                    self.core.trace_line(TraceKind::Fault, node, |c| {
+                        format!("thaw {}'s host; its process stays paused", c.name(node))
+                    });
+                    self.core.thaw(node);
+                }
+            }
             TimedState::Crash { node, incarnation } => {
                 let st = &self.core.nodes[node.index()];
                 if st.status == Status::Down && st.incarnation == incarnation {
@@ -396,6 +417,10 @@ impl<P: Process> World<P> {
         }
         // A frozen host stays frozen through a pause of its process.
         st.frozen |= freeze;
+        if freeze {
+            st.freeze_generation = st.freeze_generation.wrapping_add(1);
+        }
+        let freeze_generation = st.freeze_generation;
         let stalls = st.status == Status::Up;
         // A pause during a pause lasts until the later of the two ends.
         let until = match (st.status, st.paused_until, duration) {
@@ -412,6 +437,15 @@ impl<P: Process> World<P> {
         }
         let stall = st.stalls;
         let watchdog = st.watchdog;
+        // The thaw goes first: at the instant the pause ends too, the resume finds the host
+        // thawed already and says so once.
+        if let (true, Some(d)) = (freeze, duration) {
+            let generation = freeze_generation;
+            let id = self
+                .core
+                .add_timed(fault.clone(), TimedState::Thaw { node, generation });
+            self.core.push(now.saturating_add(d), Action::End { id });
+        }
         if let Some(t) = until {
             let id = self
                 .core

@@ -31,6 +31,8 @@ pub(super) struct NodeState<P: Process> {
     pub(super) paused_until: Option<Time>,
     /// The whole host is frozen (a paused VM, a hung host): nothing reaches it or answers.
     pub(super) frozen: bool,
+    /// Bumped on every freeze so that a stale timed thaw is ignored.
+    pub(super) freeze_generation: u32,
     /// Bumped on crash and on restart: messages addressed to an older incarnation are lost.
     pub(super) incarnation: u32,
     pub(super) clocks: Clocks,
@@ -240,6 +242,7 @@ pub(super) mod code {
     pub(in crate::world) const RETRANSMIT: u8 = 13;
     pub(in crate::world) const ABORT: u8 = 14;
     pub(in crate::world) const KERNEL: u8 = 15;
+    pub(in crate::world) const THAW: u8 = 16;
 }
 
 impl<P: Process> Core<P> {

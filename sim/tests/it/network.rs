@@ -543,3 +543,38 @@ fn a_degrade_on_other_links_draws_nothing_for_this_one() {
     assert!(plain.len() > 1_500, "{} records", plain.len());
     assert_eq!(plain, degraded);
 }
+
+#[test]
+fn a_short_freeze_inside_a_long_pause_thaws_the_host_at_its_own_end() {
+    let mut cfg = config(7, 30, 2);
+    cfg.trace = true;
+    cfg.faults.push(at_ms(
+        500,
+        Fault::Pause {
+            node: NodeId(1),
+            duration: Some(Dur::from_secs(20)),
+        },
+    ));
+    cfg.faults.push(at_ms(
+        1_000,
+        Fault::Freeze {
+            node: NodeId(1),
+            duration: Some(Dur::from_secs(2)),
+        },
+    ));
+    let mut w = world_with(cfg, vec![Probe::sender(1, 1_500, 1), Probe::default()]);
+    w.run();
+    // Sent at 1.5 s into the frozen host: retransmitted at 1.7, 1.9, 2.3 s (still frozen)
+    // and 3.1 s, after the thaw at 3 s, when its kernel takes the bytes and keeps them for the
+    // process, which reads them at its resume at 20.5 s.
+    let waits: Vec<u64> = w
+        .trace()
+        .expect("traced")
+        .iter()
+        .filter(|e| e.text.contains("waits for resume"))
+        .map(|e| e.time.as_nanos() / 1_000_000)
+        .collect();
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert!((3_000..3_200).contains(&waits[0]), "{waits:?}");
+    assert_eq!(records(&w, 1), vec![(20_500, got_note(0, 0))]);
+}
