@@ -117,7 +117,7 @@ fn the_marks_a_profile_aims_at_are_marks_the_family_reaches() {
     for s in chaos_scenarios() {
         let family = s.system.kind().to_string();
         let mut marks = BTreeSet::new();
-        for seed in 1..=6 {
+        for seed in 1..=8 {
             let r = run(&s, seed, true);
             for t in r.trace.expect("trace") {
                 if t.kind == TraceKind::Mark {
@@ -151,7 +151,8 @@ fn chaos_runs_are_deterministic() {
 
 /// In grant order, each of these seeds of the known-safe ZooKeeper configuration showed one
 /// token inversion (the first ten such seeds, found again when the client's ping and
-/// Disconnected timing and then connection resets moved every trace, issue 17): a grant whose reply reached its paused
+/// Disconnected timing and then connection resets moved every trace, issue 17, and when the
+/// network became TCP, issue 42): a grant whose reply reached its paused
 /// client after a newer node's grant. In service order (the members' `Issued`, named by the
 /// node's czxid) that grant is the older one, and there is no inversion.
 #[test]
@@ -159,7 +160,7 @@ fn czxid_fenced_zookeeper_has_no_token_inversions_in_service_order() {
     let path = root().join("scenarios/chaos/zookeeper-czxid-fenced.toml");
     let s = load(&path).unwrap_or_else(|e| panic!("{e}")).scenario;
     for seed in [
-        2977, 5374, 7782, 9570, 12567, 15920, 18749, 21262, 24068, 24150,
+        514, 5419, 7382, 8677, 8892, 9461, 11331, 12847, 17268, 18353,
     ] {
         let r = run(&s, seed, false);
         let old = judged_by_grant_order(&r.history, &s.check_options);
@@ -580,16 +581,18 @@ fn a_restarted_zookeeper_client_takes_no_reply_from_its_old_processs_server() {
     assert!(rec.after_ns().is_some(), "{:?}", r.unmet);
 }
 
-/// Seed 1102 of `scenarios/chaos/zookeeper-unfenced.toml`: zk-3, the leader, is paused with
-/// client-2's create queued; client-2 moves to zk-1, whose read misses the node when the
-/// create is applied at the resume, creates a second one and waits behind its own orphan
-/// for as long as its session lives. That is ZooKeeper's and Curator's behaviour, so the
-/// ZooKeeper chaos scenarios do not promise recovery, and the seed meets its expectation.
+/// Seed 1464 of `scenarios/chaos/zookeeper-unfenced.toml` (seed 1102 before the network
+/// became TCP, issue 42): the lock is not granted again after the faults stop. On seed 1102,
+/// zk-3, the leader, was paused with client-2's create queued; client-2 moved to zk-1, whose
+/// read missed the node when the create was applied at the resume, created a second one and
+/// waited behind its own orphan for as long as its session lived. That is ZooKeeper's and
+/// Curator's behaviour, so the ZooKeeper chaos scenarios do not promise recovery, and the
+/// seed meets its expectation.
 #[test]
 fn zookeeper_chaos_promises_no_recovery_behind_an_orphaned_lock_node() {
     let path = root().join("scenarios/chaos/zookeeper-unfenced.toml");
     let s = load(&path).unwrap_or_else(|e| panic!("{e}")).scenario;
-    let r = run(&s, 1102, false);
+    let r = run(&s, 1464, false);
     let rec = r.verdict.liveness.recovery.expect("recovery measured");
     assert_eq!(
         rec.after_ns(),
@@ -599,39 +602,46 @@ fn zookeeper_chaos_promises_no_recovery_behind_an_orphaned_lock_node() {
     assert!(r.expected(), "{:?}", r.unmet);
 }
 
-/// leaseTransitions fences terms, not critical sections: an elector whose release failed
-/// re-enters its own term with the same token, and on seed 48150 of the fenced Kubernetes chaos
-/// scenario a delayed write from its earlier critical section lands inside the next one. The
-/// resourceVersion of the re-entry's own write is a new, higher token, and storage refuses it.
+/// leaseTransitions fences terms, not critical sections: an elector that asks again while the
+/// record still names it (its release was not written: `release_on_cancel` off, or a release
+/// that failed) re-enters its own term with the term's token, while the resourceVersion of the
+/// re-entry's own write is a new, higher token. (Under the default chaos the harm, a delayed
+/// write of the earlier section landing inside the next one, showed on 2 of 100,000 seeds while
+/// the network lost and reordered messages; on one TCP connection the delayed write stays ahead
+/// of the next section's operations, and none of 100,000 seeds shows it: it needs the holder's
+/// next section on a new connection, which the model's clients do not open.)
 #[test]
 fn a_reentered_kubernetes_term_needs_its_own_token() {
-    let path = root().join("scenarios/chaos/kubernetes-fenced.toml");
-    let text = std::fs::read_to_string(&path).expect("the scenario");
-    assert!(text.contains("fencing = \"resource-version\""), "{text}");
-    let by_transitions = text.replace(
-        "fencing = \"resource-version\"",
-        "fencing = \"transitions\"",
-    );
-    let seed = 48150;
-    let with = |text: &str| {
-        let s = lockstep::parse(text, &path).unwrap_or_else(|e| panic!("{e}"));
-        run(&s, seed, false)
+    let text = |fencing: &str| {
+        format!(
+            "[scenario]\nname = \"t\"\nduration_ms = 10_000\nseed = 1\n\n[model]\n\
+             kind = \"kubernetes\"\nttl_ms = 15_000\nfencing = \"{fencing}\"\n\n\
+             [workload]\nclients = 1\n\n[storage]\nmode = \"fenced-all\"\n"
+        )
     };
-    let shared = with(&by_transitions);
+    let tokens = |fencing: &str| -> Vec<u64> {
+        let s = lockstep::parse(&text(fencing), std::path::Path::new("t.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let r = run(&s, 1, false);
+        r.history
+            .entries
+            .iter()
+            .filter_map(|e| match e.event {
+                Event::Grant { token, .. } => token,
+                _ => None,
+            })
+            .collect()
+    };
+    let shared = tokens("transitions");
+    assert!(shared.len() > 5, "{shared:?}");
     assert!(
-        shared.verdict.stale_accepted.count >= 1,
-        "{:?}",
-        shared.verdict
+        shared.iter().all(|&t| t == shared[0]),
+        "every re-entry keeps the term's token: {shared:?}"
     );
-    let stale = &shared.verdict.stale_accepted.examples[0];
-    assert_eq!(
-        stale.grant.client, stale.newer_grant.client,
-        "its own earlier grant"
-    );
-    let own = with(&text);
-    assert_eq!(own.verdict.stale_accepted.count, 0, "{:?}", own.verdict);
+    let own = tokens("resource-version");
+    assert_eq!(own.len(), shared.len());
     assert!(
-        own.verdict.stale_rejected >= 1,
-        "storage refused the delayed write"
+        own.windows(2).all(|w| w[0] < w[1]),
+        "each re-entry's write is a newer token: {own:?}"
     );
 }

@@ -63,7 +63,8 @@ fn every_unsafe_catalogue_configuration_shrinks_to_at_most_three_faults_that_rep
         assert_eq!(replay.judged, Validity::Invalid, "{name}");
         assert_eq!(replay.trace_hash, found.replay.trace_hash, "{name}");
     }
-    assert_eq!(unsafe_files, 47, "{report:#?}");
+    // 45 since issue 42: two of J4's three files are valid on one TCP connection.
+    assert_eq!(unsafe_files, 45, "{report:#?}");
 }
 
 #[test]
@@ -100,25 +101,27 @@ fn the_command_writes_a_file_that_run_replays_and_exits_1() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let text = stdout(&o);
-    // Seeds 11, 13 and 20 fail; seed 11's violation (a restart race) needs five faults,
-    // seed 20's one pause: the smallest of the three is written.
+    // The first three failing seeds are shrunk and the smallest written: seed 1's, to one
+    // clock strobe.
     assert!(
-        text.contains("found    seed 20 (seed 20 of the search): resource invalid, the smallest of 3 failing seeds shrunk"),
+        text.contains("found    seed 1 (seed 1 of the search): resource invalid, the smallest of 3 failing seeds shrunk"),
         "{text}"
     );
-    assert!(text.contains("shrunk   6 faults -> 1, "), "{text}");
+    assert!(text.contains("shrunk   13 faults -> 1, "), "{text}");
     let replay = lockstep(&["run", out.to_str().expect("utf-8")]);
     // The written file keeps K1's [expect] (invalid), which the replay meets.
     assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
     assert!(stdout(&replay).contains("INVALID"), "{}", stdout(&replay));
 
-    // Seeds 1-10 hold nothing: a clean hunt exits 0 and writes nothing.
+    // Seeds 21-30 hold nothing: a clean hunt exits 0 and writes nothing.
     let clean = dir.join("clean.toml");
     let o = lockstep(&[
         "hunt",
         k1,
         "--chaos",
         "default",
+        "--from",
+        "21",
         "--seeds",
         "10",
         "--out",

@@ -294,7 +294,7 @@ fn merge_judges_the_rate_on_the_merged_counts() {
     );
     let path = temp_scenario(
         "rate-merge",
-        &shipped.replace("at_least = 0.02", "at_least = 0.1"),
+        &shipped.replace("at_least = 0.02", "at_least = 0.11"),
     );
     let file = path.to_str().expect("utf-8");
     let dir = path.parent().expect("a temp dir");
@@ -305,11 +305,11 @@ fn merge_judges_the_rate_on_the_merged_counts() {
             "sweep", file, "--seeds", "400", "--shard", &shard, "--format", "json",
         ]);
         let v = json(&out);
-        // Each shard's 200 seeds: about 7% invalid, an interval reaching above 10%.
+        // Each shard's 200 seeds: about 7-8% invalid, an interval reaching above 11%.
         let high = v["rates"]["invalid"]["ci95"][1]
             .as_f64()
             .expect("an interval");
-        assert!(high >= 0.1, "shard {shard}: {v}");
+        assert!(high >= 0.11, "shard {shard}: {v}");
         assert_eq!(
             (out.status.code(), &v["ok"]),
             (Some(0), &true.into()),
@@ -326,7 +326,7 @@ fn merge_judges_the_rate_on_the_merged_counts() {
     assert_eq!(
         merged["unmet"],
         serde_json::json!([
-            "expected invalid_rate >= 10.0%, got 27 of 400 seeds (6.8%, 95% interval 4.7%–9.6%)"
+            "expected invalid_rate >= 11.0%, got 30 of 400 seeds (7.5%, 95% interval 5.3%–10.5%)"
         ])
     );
     // The whole sweep says the same, byte for byte.
@@ -337,7 +337,7 @@ fn merge_judges_the_rate_on_the_merged_counts() {
     // A summary whose bound no rate can meet is refused, naming the key.
     let edited = std::fs::read_to_string(&shards[1])
         .expect("a shard")
-        .replace("\"at_least\":0.1", "\"at_least\":1.5");
+        .replace("\"at_least\":0.11", "\"at_least\":1.5");
     std::fs::write(&shards[1], edited).expect("write");
     let out = lockstep(&["merge", &shards[0], &shards[1]]);
     assert_eq!(out.status.code(), Some(2));
