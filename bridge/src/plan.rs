@@ -740,6 +740,14 @@ fn expressible(chaos: &Chaos, runtime: Runtime) -> Result<(), String> {
                 .into(),
         );
     }
+    if w.pause > 0 && chaos.freeze_ppm > 0 {
+        return Err(
+            "chaos.freeze: the profile freezes whole hosts for some of its pauses; the runtime \
+             can stop a process but not its host's network stack (set it to 0: pauses then stop \
+             processes only)"
+                .into(),
+        );
+    }
     if turmoil && w.partition > 0 && chaos.hold_ppm > 0 {
         return Err(
             "chaos.hold: the profile holds some partitions one way; turmoil holds a link both \

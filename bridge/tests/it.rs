@@ -94,10 +94,14 @@ fn faults_turmoil_cannot_express_are_errors_naming_them() {
         ),
     ];
     common::refused(Runtime::Turmoil, &cases);
-    // The catalogue's own clock-step scenario is refused the same way.
+    // The catalogue's own clock-step scenario is refused: its first fault, client-2's late
+    // start, is a pause at a time, which turmoil cannot make either.
     let err = Plan::load(&catalogue("redis-server-clock-step.toml"), Runtime::Turmoil)
         .expect_err("refused");
-    assert!(err.problem.contains("no per-host clock"), "{err}");
+    assert!(
+        err.problem.contains("turmoil cannot freeze a host"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -330,7 +334,11 @@ fn a_chaos_profile_turmoil_cannot_express_is_refused_naming_the_key_that_turns_i
             "chaos.weights.pause: ",
         ),
         (
-            "weights = { clock = 0, network = 0, pause = 0 }\n",
+            "weights = { clock = 0, network = 0 }\non_mark = 1\n",
+            "chaos.freeze: ",
+        ),
+        (
+            "weights = { clock = 0, network = 0, pause = 0 }\nhold = 0.3\n",
             "chaos.hold: ",
         ),
     ];
@@ -345,7 +353,9 @@ fn a_chaos_profile_turmoil_cannot_express_is_refused_naming_the_key_that_turns_i
     // Every pause at a client's own mark is a sleep there: expressible.
     let path = write_scenario(
         "chaos-on-mark-pauses.toml",
-        &format!("{CHAOS}weights = {{ clock = 0, network = 0 }}\non_mark = 1\nhold = 0\n"),
+        &format!(
+            "{CHAOS}weights = {{ clock = 0, network = 0 }}\non_mark = 1\nfreeze = 0\nhold = 0\n"
+        ),
     );
     let (_, plan) = Plan::load(&path, Runtime::Turmoil).expect("plannable");
     let seeded = plan.at_seed(1).expect("seed 1");
