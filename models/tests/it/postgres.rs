@@ -61,7 +61,6 @@ struct Script {
     sent: std::collections::BTreeMap<u32, u32>,
     /// (ms, connection) of each connection closed by the other end.
     closed: Vec<(u64, u32)>,
-    probes: Vec<u64>,
 }
 
 // (A handful of nodes per test: their size does not matter.)
@@ -99,8 +98,6 @@ impl Process for TestNode {
             TestNode::Script(s) => match msg {
                 Msg::Answer { conn, id, answer } => s.answers.push((ms(env), conn, id, answer)),
                 Msg::Close { conn } => s.closed.push((ms(env), conn)),
-                // A probe reaches a script only when its kernel does not answer.
-                Msg::Probe { .. } => s.probes.push(ms(env)),
                 _ => {}
             },
         }
@@ -182,7 +179,6 @@ fn script(to: NodeId, steps: Vec<(u64, Step)>) -> Script {
         sent: std::collections::BTreeMap::new(),
         answers: Vec::new(),
         closed: Vec::new(),
-        probes: Vec::new(),
     }
 }
 

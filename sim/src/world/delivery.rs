@@ -305,8 +305,6 @@ impl<P: Process> Core<P> {
         }
         let rtt = self.links.rtt(from, to);
         let now = self.now;
-        let abort_at = since.saturating_add(self.tcp.abort_after());
-        let user_timeout = self.tcp.user_timeout.is_some();
         let s = self.stream(from, to);
         s.since = since;
         s.rto = TcpConfig::rto(rtt);
@@ -317,10 +315,18 @@ impl<P: Process> Core<P> {
             s.fired += 1;
             next = TcpConfig::timer_wheel(next, TcpConfig::back_off(s.rto, s.fired));
         }
-        if user_timeout {
-            next = next.min(abort_at.max(now));
-        }
+        let next = self.within_user_timeout(since, next);
         self.arm_retransmit(from, to, next);
+    }
+
+    /// `next`, the retransmission timer's next firing for a stall since `since`, brought
+    /// forward to the `TCP_USER_TIMEOUT` when one is set (Linux clamps the RTO timer to it,
+    /// `tcp_clamp_rto_to_user_timeout`), and never before now.
+    fn within_user_timeout(&self, since: Time, next: Time) -> Time {
+        match self.tcp.user_timeout {
+            Some(_) => next.min(since.saturating_add(self.tcp.abort_after()).max(self.now)),
+            None => next,
+        }
     }
 
     /// Sets the retransmission of `from → to` for `at`, replacing any pending one.
@@ -536,10 +542,9 @@ impl<P: Process> World<P> {
                 let s = self.core.stream(from, to);
                 s.fired += 1;
                 let interval = TcpConfig::back_off(s.rto, s.fired);
-                let mut next = TcpConfig::timer_wheel(now, interval);
-                if self.core.tcp.user_timeout.is_some() {
-                    next = next.min(since.saturating_add(self.core.tcp.abort_after()));
-                }
+                let next = self
+                    .core
+                    .within_user_timeout(since, TcpConfig::timer_wheel(now, interval));
                 self.core.trace_line(TraceKind::Retransmit, from, |c| {
                     format!(
                         "{} -> {} retransmits, not acknowledged; next in {interval}",
